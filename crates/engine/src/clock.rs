@@ -1,0 +1,73 @@
+//! Time as the engine sees it: memcached's relative seconds, passed in by the caller.
+//!
+//! The engine never reads the wall clock. The server passes the real clock, the simulator a logical one.
+//! `now` counts seconds since `process_started_unix`; it is never 0, because an exptime of 0 means
+//! "never expires" (memcached starts its clock at 62 for the same reason).
+
+/// Exptimes above this many seconds (30 days) are absolute Unix times, as in memcached.
+pub const REALTIME_MAXDELTA_SECS: i64 = 60 * 60 * 24 * 30;
+
+/// The instant of one engine call.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Clock {
+    /// Seconds since `process_started_unix`; at least 1.
+    pub now: u32,
+    /// The Unix time that relative time 0 stands for.
+    pub process_started_unix: i64,
+}
+
+impl Clock {
+    /// A logical clock for simulation and tests, starting like memcached's at 62 s.
+    pub fn logical(now: u32) -> Clock {
+        Clock {
+            now: now.max(1),
+            process_started_unix: 0,
+        }
+    }
+
+    /// memcached's `realtime()`: a protocol exptime to a relative expiry (0 = never). Negative exptimes and
+    /// absolute times in the past give 1, which is already expired.
+    pub fn expiry(&self, exptime: i64) -> u32 {
+        let exptime = if exptime < 0 {
+            REALTIME_MAXDELTA_SECS + 1
+        } else {
+            exptime
+        };
+        if exptime == 0 {
+            return 0;
+        }
+        if exptime > REALTIME_MAXDELTA_SECS {
+            if exptime <= self.process_started_unix {
+                return 1;
+            }
+            return (exptime - self.process_started_unix).min(u32::MAX as i64) as u32;
+        }
+        (exptime + self.now as i64).min(u32::MAX as i64) as u32
+    }
+
+    /// Whether a relative expiry has passed.
+    pub fn is_expired(&self, expiry: u32) -> bool {
+        expiry != 0 && expiry <= self.now
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exptime_conversion_follows_memcached() {
+        let clock = Clock {
+            now: 100,
+            process_started_unix: 1_700_000_000,
+        };
+        assert_eq!(clock.expiry(0), 0);
+        assert_eq!(clock.expiry(10), 110);
+        assert_eq!(clock.expiry(REALTIME_MAXDELTA_SECS), 100 + REALTIME_MAXDELTA_SECS as u32);
+        assert_eq!(clock.expiry(-1), 1, "negative: stored but already expired");
+        assert!(clock.is_expired(clock.expiry(-1)));
+        assert_eq!(clock.expiry(1_000_000_000), 1, "absolute time in the past");
+        assert_eq!(clock.expiry(1_700_000_500), 500);
+        assert!(!clock.is_expired(0));
+    }
+}

@@ -1,0 +1,123 @@
+//! Engine configuration: one struct, defaults from named constants (memcached 1.6.18's), validated once.
+//!
+//! The server maps memcached's flags onto these fields (`-m -I -f -n -M -C`); the simulator fills them
+//! directly. Every other module reads its limits from here, so a default is written exactly once.
+
+/// `-m 64`: memcached's default memory limit.
+pub const DEFAULT_MEMORY_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
+/// 1 MiB pages: the largest default item fits one page, and a page is the unit that moves between partitions.
+pub const DEFAULT_PAGE_SIZE_BYTES: usize = 1024 * 1024;
+/// `-f 1.25`: each slab class's chunk is 1.25x the previous one.
+pub const DEFAULT_GROWTH_FACTOR: f64 = 1.25;
+/// `-n 48`: minimum space for key + value + flags in the smallest chunk.
+pub const DEFAULT_MIN_CHUNK_DATA_BYTES: usize = 48;
+/// memcached's `sizeof(item)` on 64-bit builds; used for item size accounting so that every item lands in the
+/// same slab class as in memcached.
+pub const MEMCACHED_ITEM_HEADER_BYTES: usize = 48;
+/// The CAS field memcached adds to each item unless `-C`.
+pub const MEMCACHED_CAS_BYTES: usize = 8;
+/// memcached's `MAX_NUMBER_OF_SLAB_CLASSES` less the pool class 0.
+pub const MAX_SLAB_CLASSES: usize = 63;
+/// Smallest `-I` memcached accepts.
+pub const MIN_ITEM_SIZE_MAX_BYTES: usize = 1024;
+/// Largest `-I` memcached accepts.
+pub const MAX_ITEM_SIZE_MAX_BYTES: usize = 1024 * 1024 * 1024;
+
+/// How the engine is sized and how it behaves when full.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineConfig {
+    /// `-m`: bytes of item memory; divided into pages.
+    pub memory_limit_bytes: u64,
+    /// `-I`: the largest item (memcached's accounting: header, CAS, key, suffix, value and CRLF).
+    /// The page size is `max(1 MiB, item_size_max_bytes)`, so that the largest item always fits one page.
+    pub item_size_max_bytes: usize,
+    /// `-f`: chunk growth factor between slab classes.
+    pub growth_factor: f64,
+    /// `-n`: minimum key + value + flags space of the smallest class.
+    pub min_chunk_data_bytes: usize,
+    /// `!-C`: items carry a CAS value.
+    pub use_cas: bool,
+    /// `!-M`: evict the least recently used item when a class is full, instead of failing the store.
+    pub evict_when_full: bool,
+    /// Independent lock domains (hash-partitioned key space, each with its own pages and LRUs).
+    /// One shard is exact global LRU per class; the simulator uses one.
+    pub shards: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            memory_limit_bytes: DEFAULT_MEMORY_LIMIT_BYTES,
+            item_size_max_bytes: DEFAULT_PAGE_SIZE_BYTES,
+            growth_factor: DEFAULT_GROWTH_FACTOR,
+            min_chunk_data_bytes: DEFAULT_MIN_CHUNK_DATA_BYTES,
+            use_cas: true,
+            evict_when_full: true,
+            shards: 1,
+        }
+    }
+}
+
+/// A configuration value the engine cannot work with; the message names the setting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl EngineConfig {
+    /// The page size: 1 MiB, or `-I` when that is larger.
+    pub fn page_size_bytes(&self) -> usize {
+        self.item_size_max_bytes.max(DEFAULT_PAGE_SIZE_BYTES)
+    }
+
+    /// Whole pages in `-m` (at least one).
+    pub fn page_budget(&self) -> usize {
+        ((self.memory_limit_bytes / self.page_size_bytes() as u64) as usize).max(1)
+    }
+
+    /// Fixed per-item overhead of memcached's accounting: header, plus CAS unless `-C`.
+    pub fn item_overhead_bytes(&self) -> usize {
+        MEMCACHED_ITEM_HEADER_BYTES + if self.use_cas { MEMCACHED_CAS_BYTES } else { 0 }
+    }
+
+    /// Checks every field, naming the one that is wrong (memcached's own limits where it has them).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.growth_factor > 1.0 && self.growth_factor.is_finite()) {
+            return Err(ConfigError(format!(
+                "growth factor (-f) must be greater than 1.0, got {}",
+                self.growth_factor
+            )));
+        }
+        if self.min_chunk_data_bytes == 0 {
+            return Err(ConfigError("chunk size (-n) must be greater than 0".into()));
+        }
+        if self.item_size_max_bytes < MIN_ITEM_SIZE_MAX_BYTES {
+            return Err(ConfigError(format!(
+                "item max size (-I) cannot be less than {MIN_ITEM_SIZE_MAX_BYTES} bytes"
+            )));
+        }
+        if self.item_size_max_bytes > MAX_ITEM_SIZE_MAX_BYTES {
+            return Err(ConfigError(format!(
+                "item max size (-I) cannot be larger than {MAX_ITEM_SIZE_MAX_BYTES} bytes"
+            )));
+        }
+        if self.item_size_max_bytes as u64 > self.memory_limit_bytes / 2 {
+            return Err(ConfigError(
+                "item max size (-I) cannot be larger than half of memory (-m)".into(),
+            ));
+        }
+        if self.shards == 0 || !self.shards.is_power_of_two() || self.shards > 1024 {
+            return Err(ConfigError(format!(
+                "shards must be a power of two between 1 and 1024, got {}",
+                self.shards
+            )));
+        }
+        Ok(())
+    }
+}

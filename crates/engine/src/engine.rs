@@ -1,0 +1,757 @@
+//! The engine facade: memcached's item semantics over hash-partitioned shards.
+//!
+//! A key's shard is chosen by the high half of its hash; each shard sits behind its own mutex, so requests on
+//! different shards never contend and there is no engine-wide lock on the request path. One operation holds
+//! one shard lock for its whole duration (lookup, allocation, eviction and link are atomic for that key);
+//! no operation ever holds two shard locks. Page moves and statistics take the shard locks one at a time.
+//!
+//! Item semantics (add/replace/cas/append/prepend, incr/decr with in-place shrink, touch, flush, lazy expiry)
+//! follow memcached 1.6.18's `do_store_item`, `do_add_delta` and `item_get`.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::config::{ConfigError, EngineConfig};
+use crate::geometry::{ClassId, Geometry};
+use crate::globals::Globals;
+use crate::item::{bits, Item};
+use crate::shard::{hash_key, AllocError, Miss, Shard};
+use crate::stats::{ClassSnapshot, EngineStats, GlobalCounters};
+use crate::Clock;
+
+/// What a storage command asks for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StoreMode {
+    Set,
+    Add,
+    Replace,
+    Append,
+    Prepend,
+    /// Store only if the item's CAS equals `StoreArgs::cas`.
+    Cas,
+}
+
+/// One storage request.
+#[derive(Copy, Clone, Debug)]
+pub struct StoreArgs<'a> {
+    pub mode: StoreMode,
+    pub key: &'a [u8],
+    pub client_flags: u32,
+    /// Protocol exptime (relative seconds, absolute Unix time, 0 = never, negative = already expired).
+    pub exptime: i64,
+    pub value: &'a [u8],
+    /// CAS to compare: required for `Cas`; for `Append`/`Prepend`/`Set` a non-zero value is compared too
+    /// (meta `ms C`).
+    pub cas: u64,
+    /// Meta `ms I`: a CAS older than the item's still stores, marking the item stale.
+    pub invalidate: bool,
+}
+
+/// The result of a store, as memcached replies it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StoreOutcome {
+    Stored { cas: u64 },
+    NotStored,
+    /// CAS mismatch.
+    Exists,
+    /// `cas` on a missing item.
+    NotFound,
+    TooLarge,
+    OutOfMemory,
+}
+
+/// The result of incr/decr.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ArithOutcome {
+    Value { value: u64, cas: u64 },
+    NotFound,
+    /// The stored value is not a decimal number that fits 64 bits.
+    NonNumeric,
+    /// CAS mismatch (meta `ma C`).
+    Exists,
+    OutOfMemory,
+}
+
+/// incr or decr.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Delta {
+    Incr(u64),
+    Decr(u64),
+}
+
+/// The result of a page move request (`slabs reassign`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReassignOutcome {
+    Moved { rescued: usize, evicted: usize },
+    /// The source class has fewer than two pages.
+    NoSpare,
+    /// Source and destination are the same class.
+    Same,
+    /// Either id is not a class.
+    BadClass,
+}
+
+/// A read-only view of a live item, handed to callbacks under the shard lock.
+#[derive(Copy, Clone)]
+pub struct ItemView<'a> {
+    item: Item<'a>,
+    now: u32,
+}
+
+impl<'a> ItemView<'a> {
+    pub fn key(&self) -> &'a [u8] {
+        self.item.key()
+    }
+    pub fn value(&self) -> &'a [u8] {
+        self.item.value()
+    }
+    pub fn client_flags(&self) -> u32 {
+        self.item.client_flags()
+    }
+    pub fn cas(&self) -> u64 {
+        self.item.cas()
+    }
+    /// Seconds until expiry, or `None` if it never expires.
+    pub fn ttl_secs(&self) -> Option<i64> {
+        match self.item.expiry() {
+            0 => None,
+            e => Some(e as i64 - self.now as i64),
+        }
+    }
+    /// Seconds since the last access.
+    pub fn idle_secs(&self) -> u32 {
+        self.now.saturating_sub(self.item.atime())
+    }
+    /// Whether it was read since it was stored.
+    pub fn fetched(&self) -> bool {
+        self.item.has(bits::FETCHED)
+    }
+    pub fn stale(&self) -> bool {
+        self.item.has(bits::STALE)
+    }
+    pub fn token_sent(&self) -> bool {
+        self.item.has(bits::TOKEN_SENT)
+    }
+}
+
+/// A key's slot under its shard lock, for commands that read and modify in one step (the meta protocol).
+pub struct Entry<'s> {
+    shard: &'s mut Shard,
+    key: &'s [u8],
+    hash: u64,
+    clock: Clock,
+    handle: Option<u32>,
+    miss: Miss,
+}
+
+impl Entry<'_> {
+    /// The live item, if any.
+    pub fn item(&self) -> Option<ItemView<'_>> {
+        self.handle.map(|h| ItemView {
+            item: self.shard.item(h),
+            now: self.clock.now,
+        })
+    }
+
+    pub fn is_occupied(&self) -> bool {
+        self.handle.is_some()
+    }
+
+    /// Records a read: LRU head, access time, fetched bit.
+    pub fn bump(&mut self) {
+        if let Some(h) = self.handle {
+            self.shard.bump(h, self.clock.now);
+        }
+    }
+
+    /// Sets the expiry from a protocol exptime.
+    pub fn set_exptime(&mut self, exptime: i64) {
+        if let Some(h) = self.handle {
+            let expiry = self.clock.expiry(exptime);
+            self.shard.item_mut(h).set_expiry(expiry);
+        }
+    }
+
+    /// Sets (`on`) or clears the meta bits `STALE` / `TOKEN_SENT` / `FETCHED` named by `ItemFlag`.
+    pub fn set_flag(&mut self, flag: ItemFlag, on: bool) {
+        if let Some(h) = self.handle {
+            let bit = flag.bit();
+            let mut it = self.shard.item_mut(h);
+            if on {
+                it.insert_bits(bit)
+            } else {
+                it.remove_bits(bit)
+            }
+        }
+    }
+
+    /// Gives the item a fresh CAS value and returns it.
+    pub fn renew_cas(&mut self) -> u64 {
+        match self.handle {
+            Some(h) => {
+                let cas = self.shard.globals().next_cas();
+                self.shard.item_mut(h).set_cas(cas);
+                cas
+            }
+            None => 0,
+        }
+    }
+
+    /// Unlinks the item. Returns whether there was one.
+    pub fn remove(&mut self) -> bool {
+        match self.handle.take() {
+            Some(h) => {
+                self.shard.unlink(h);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stores a new item under this key (replacing any), returning its CAS.
+    pub fn insert(&mut self, client_flags: u32, exptime: i64, value: &[u8]) -> Result<u64, AllocError> {
+        let expiry = self.clock.expiry(exptime);
+        let (h, cas) =
+            self.shard
+                .write_and_link(self.key, self.hash, client_flags, expiry, &[value], self.clock)?;
+        self.handle = Some(h);
+        Ok(cas)
+    }
+
+    /// Why the lookup found nothing (absent, expired, flushed); meaningful when not occupied.
+    pub fn miss_reason(&self) -> Miss {
+        self.miss
+    }
+
+    /// Counts a get-type lookup in the statistics (hit if occupied).
+    pub fn count_get(&mut self) {
+        count_get(self.shard, self.handle, self.miss);
+    }
+
+    /// Counts a touch in the statistics.
+    pub fn count_touch(&mut self) {
+        self.shard.counters.touch_cmds += 1;
+        match self.handle {
+            Some(h) => {
+                let class = self.shard.class_of_item(h);
+                self.shard.class_counters_mut(class).touch_hits += 1;
+            }
+            None => self.shard.counters.touch_misses += 1,
+        }
+    }
+
+    /// Counts a delete in the statistics.
+    pub fn count_delete(&mut self) {
+        match self.handle {
+            Some(h) => {
+                let class = self.shard.class_of_item(h);
+                self.shard.class_counters_mut(class).delete_hits += 1;
+            }
+            None => self.shard.counters.delete_misses += 1,
+        }
+    }
+
+    /// The slab class of the item (meta `me`).
+    pub fn class(&self) -> Option<ClassId> {
+        self.handle.map(|h| self.shard.class_of_item(h))
+    }
+
+    /// memcached's accounted size of the item (meta `me` `size=`).
+    pub fn total_bytes(&self) -> Option<usize> {
+        self.handle.map(|h| {
+            let it = self.shard.item(h);
+            self.shard
+                .geometry()
+                .item_total_bytes(it.key_len(), it.client_flags(), it.value_len())
+        })
+    }
+}
+
+/// Item bits the meta protocol reads and writes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ItemFlag {
+    Fetched,
+    Stale,
+    TokenSent,
+}
+
+impl ItemFlag {
+    fn bit(self) -> u8 {
+        match self {
+            ItemFlag::Fetched => bits::FETCHED,
+            ItemFlag::Stale => bits::STALE,
+            ItemFlag::TokenSent => bits::TOKEN_SENT,
+        }
+    }
+}
+
+fn count_get(shard: &mut Shard, handle: Option<u32>, miss: Miss) {
+    shard.counters.get_cmds += 1;
+    match handle {
+        Some(h) => {
+            let class = shard.class_of_item(h);
+            shard.class_counters_mut(class).get_hits += 1;
+        }
+        None => {
+            shard.counters.get_misses += 1;
+            match miss {
+                Miss::Expired => shard.counters.get_expired += 1,
+                Miss::Flushed => shard.counters.get_flushed += 1,
+                Miss::Absent => {}
+            }
+        }
+    }
+}
+
+/// The storage engine: shards, geometry and shared state.
+pub struct Engine {
+    config: EngineConfig,
+    geometry: Arc<Geometry>,
+    globals: Arc<Globals>,
+    shards: Box<[Mutex<Shard>]>,
+    shard_shift: u32,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig) -> Result<Engine, ConfigError> {
+        config.validate()?;
+        let geometry = Arc::new(Geometry::new(&config));
+        let globals = Arc::new(Globals::new(config.page_budget(), config.use_cas));
+        let shards: Box<[Mutex<Shard>]> = (0..config.shards)
+            .map(|_| {
+                Mutex::new(Shard::new(
+                    geometry.clone(),
+                    globals.clone(),
+                    config.evict_when_full,
+                ))
+            })
+            .collect();
+        let max_pages = shards[0].lock().max_pages() * config.shards;
+        if config.page_budget() > max_pages {
+            return Err(ConfigError(format!(
+                "memory limit (-m) of {} pages exceeds the {} pages {} shards can address",
+                config.page_budget(),
+                max_pages,
+                config.shards
+            )));
+        }
+        Ok(Engine {
+            shard_shift: 64 - config.shards.trailing_zeros(),
+            config,
+            geometry,
+            globals,
+            shards,
+        })
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// The key hash every component uses (shard choice, index, profiler sampling).
+    pub fn hash(key: &[u8]) -> u64 {
+        hash_key(key)
+    }
+
+    #[inline]
+    fn shard_for(&self, hash: u64) -> &Mutex<Shard> {
+        if self.shards.len() == 1 {
+            return &self.shards[0];
+        }
+        &self.shards[(hash >> self.shard_shift) as usize]
+    }
+
+    /// get/gets: calls `f` on the live item under the shard lock and returns its result; `None` on a miss.
+    /// The item becomes most recently used.
+    pub fn get<R>(&self, key: &[u8], clock: Clock, f: impl FnOnce(ItemView<'_>) -> R) -> Option<R> {
+        let hash = hash_key(key);
+        let mut shard = self.shard_for(hash).lock();
+        let found = shard.find(key, hash, clock);
+        let (handle, miss) = split(found);
+        count_get(&mut shard, handle, miss);
+        let h = handle?;
+        shard.bump(h, clock.now);
+        Some(f(ItemView {
+            item: shard.item(h),
+            now: clock.now,
+        }))
+    }
+
+    /// gat/gats: like `get`, and sets the item's expiry. Counted as a touch and a get, like memcached.
+    pub fn get_and_touch<R>(
+        &self,
+        key: &[u8],
+        exptime: i64,
+        clock: Clock,
+        f: impl FnOnce(ItemView<'_>) -> R,
+    ) -> Option<R> {
+        self.with_entry(key, clock, |entry| {
+            entry.count_touch();
+            entry.count_get();
+            if !entry.is_occupied() {
+                return None;
+            }
+            entry.set_exptime(exptime);
+            entry.bump();
+            entry.item().map(f)
+        })
+    }
+
+    /// Runs `f` on the key's entry with the shard locked; expired and flushed items read as vacant.
+    pub fn with_entry<R>(&self, key: &[u8], clock: Clock, f: impl FnOnce(&mut Entry<'_>) -> R) -> R {
+        let hash = hash_key(key);
+        let mut shard = self.shard_for(hash).lock();
+        let (handle, miss) = split(shard.find(key, hash, clock));
+        let mut entry = Entry {
+            shard: &mut shard,
+            key,
+            hash,
+            clock,
+            handle,
+            miss,
+        };
+        f(&mut entry)
+    }
+
+    /// set/add/replace/append/prepend/cas, with memcached's rules.
+    pub fn store(&self, args: &StoreArgs<'_>, clock: Clock) -> StoreOutcome {
+        let total = self
+            .geometry
+            .item_total_bytes(args.key.len(), args.client_flags, args.value.len());
+        let Some(class) = self.geometry.class_for(total) else {
+            if args.mode == StoreMode::Set {
+                // memcached drops the old value so that a failed set never leaves stale data.
+                self.delete(args.key, clock);
+            }
+            return StoreOutcome::TooLarge;
+        };
+        let hash = hash_key(args.key);
+        let mut shard = self.shard_for(hash).lock();
+        shard.class_counters_mut(class).set_cmds += 1;
+        let old = shard.find(args.key, hash, clock).ok();
+        let expiry = clock.expiry(args.exptime);
+        let result = match (args.mode, old) {
+            (StoreMode::Add, Some(old)) => {
+                // memcached: add on an existing item fails but promotes it.
+                shard.promote(old, clock.now);
+                return StoreOutcome::NotStored;
+            }
+            (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, None) => {
+                return StoreOutcome::NotStored;
+            }
+            (StoreMode::Cas, None) => {
+                shard.counters.cas_misses += 1;
+                return StoreOutcome::NotFound;
+            }
+            (StoreMode::Cas, Some(old)) => {
+                let (old_cas, old_expiry, old_bits) = {
+                    let it = shard.item(old);
+                    (it.cas(), it.expiry(), it.bits())
+                };
+                let old_class = shard.class_of_item(old);
+                if args.cas == old_cas {
+                    shard.class_counters_mut(old_class).cas_hits += 1;
+                    shard.write_and_link(args.key, hash, args.client_flags, expiry, &[args.value], clock)
+                } else if args.invalidate && args.cas < old_cas {
+                    // Meta `ms I`: an older CAS replaces the value but keeps the TTL and marks it stale.
+                    shard.class_counters_mut(old_class).cas_hits += 1;
+                    let r = shard.write_and_link(args.key, hash, args.client_flags, old_expiry, &[args.value], clock);
+                    if let Ok((h, _)) = r {
+                        let keep = bits::STALE | (old_bits & bits::TOKEN_SENT);
+                        shard.item_mut(h).insert_bits(keep);
+                    }
+                    r
+                } else {
+                    shard.class_counters_mut(old_class).cas_badval += 1;
+                    return StoreOutcome::Exists;
+                }
+            }
+            (StoreMode::Append | StoreMode::Prepend, Some(old)) => {
+                let (old_cas, old_flags, old_expiry) = {
+                    let it = shard.item(old);
+                    (it.cas(), it.client_flags(), it.expiry())
+                };
+                if args.cas != 0 && args.cas != old_cas {
+                    return StoreOutcome::Exists;
+                }
+                // The joined value is written from a copy: allocation may evict or move the old item.
+                let old_value = shard.item(old).value().to_vec();
+                let parts: [&[u8]; 2] = if args.mode == StoreMode::Append {
+                    [&old_value, args.value]
+                } else {
+                    [args.value, &old_value]
+                };
+                let joined = self
+                    .geometry
+                    .item_total_bytes(args.key.len(), old_flags, old_value.len() + args.value.len());
+                if self.geometry.class_for(joined).is_none() {
+                    return StoreOutcome::NotStored;
+                }
+                match shard.write_and_link(args.key, hash, old_flags, old_expiry, &parts, clock) {
+                    Ok(r) => Ok(r),
+                    Err(_) => return StoreOutcome::NotStored,
+                }
+            }
+            (StoreMode::Set | StoreMode::Add | StoreMode::Replace, old) => {
+                if args.cas != 0 {
+                    // Meta `ms C` on set: compare like cas.
+                    match old {
+                        None => return StoreOutcome::NotFound,
+                        Some(old) if shard.item(old).cas() != args.cas => return StoreOutcome::Exists,
+                        Some(_) => {}
+                    }
+                }
+                shard.write_and_link(args.key, hash, args.client_flags, expiry, &[args.value], clock)
+            }
+        };
+        match result {
+            Ok((_, cas)) => StoreOutcome::Stored { cas },
+            Err(AllocError::TooLarge) => StoreOutcome::TooLarge,
+            Err(AllocError::OutOfMemory) => StoreOutcome::OutOfMemory,
+        }
+    }
+
+    /// delete: whether an item was removed.
+    pub fn delete(&self, key: &[u8], clock: Clock) -> bool {
+        self.with_entry(key, clock, |entry| {
+            entry.count_delete();
+            entry.remove()
+        })
+    }
+
+    /// touch: sets a new expiry; whether the item exists.
+    pub fn touch(&self, key: &[u8], exptime: i64, clock: Clock) -> bool {
+        self.with_entry(key, clock, |entry| {
+            entry.count_touch();
+            if !entry.is_occupied() {
+                return false;
+            }
+            entry.set_exptime(exptime);
+            entry.bump();
+            true
+        })
+    }
+
+    /// incr/decr with memcached's rules: 64-bit wrap on incr, floor at 0 on decr, and a result no longer than
+    /// the old value is written in place, padded with spaces (memcached's `do_add_delta`). `cas` non-zero
+    /// must match (meta `ma C`).
+    pub fn arith(&self, key: &[u8], delta: Delta, cas: u64, clock: Clock) -> ArithOutcome {
+        let hash = hash_key(key);
+        let mut shard = self.shard_for(hash).lock();
+        let Ok(h) = shard.find(key, hash, clock) else {
+            match delta {
+                Delta::Incr(_) => shard.counters.incr_misses += 1,
+                Delta::Decr(_) => shard.counters.decr_misses += 1,
+            }
+            return ArithOutcome::NotFound;
+        };
+        let (current, value_len, old_cas) = {
+            let it = shard.item(h);
+            (parse_decimal(it.value()), it.value_len(), it.cas())
+        };
+        if cas != 0 && cas != old_cas {
+            return ArithOutcome::Exists;
+        }
+        let Some(current) = current else {
+            return ArithOutcome::NonNumeric;
+        };
+        let class = shard.class_of_item(h);
+        let value = match delta {
+            Delta::Incr(d) => {
+                shard.class_counters_mut(class).incr_hits += 1;
+                current.wrapping_add(d)
+            }
+            Delta::Decr(d) => {
+                shard.class_counters_mut(class).decr_hits += 1;
+                current.saturating_sub(d)
+            }
+        };
+        let mut digits = itoa_buf(value);
+        let text = digits.as_str();
+        if text.len() <= value_len {
+            let new_cas = shard.globals().next_cas();
+            let mut it = shard.item_mut(h);
+            let v = it.value_mut();
+            v[..text.len()].copy_from_slice(text.as_bytes());
+            v[text.len()..].fill(b' ');
+            it.set_cas(new_cas);
+            return ArithOutcome::Value { value, cas: new_cas };
+        }
+        let (flags, expiry) = {
+            let it = shard.item(h);
+            (it.client_flags(), it.expiry())
+        };
+        let text = digits.as_str().as_bytes().to_vec();
+        digits.clear();
+        match shard.write_and_link(key, hash, flags, expiry, &[&text], clock) {
+            Ok((_, cas)) => ArithOutcome::Value { value, cas },
+            Err(_) => ArithOutcome::OutOfMemory,
+        }
+    }
+
+    /// flush_all [delay]: every item stored before the flush takes effect reads as missing.
+    pub fn flush_all(&self, delay: i64, clock: Clock) {
+        let new_oldest = if delay > 0 { clock.expiry(delay) } else { clock.now };
+        self.globals.flush(new_oldest, clock.now);
+    }
+
+    /// `slabs reassign src dst`: moves one page from class `src` to class `dst`, in the shard where `src`
+    /// has the most pages. memcached's rule: the source needs at least two pages.
+    pub fn reassign(&self, src: i64, dst: i64) -> ReassignOutcome {
+        if !self.geometry.is_valid(src) || !self.geometry.is_valid(dst) {
+            return ReassignOutcome::BadClass;
+        }
+        if src == dst {
+            return ReassignOutcome::Same;
+        }
+        let (src, dst) = (ClassId(src as u8), ClassId(dst as u8));
+        let total: usize = self.shards.iter().map(|s| s.lock().class_pages(src)).sum();
+        if total < 2 {
+            return ReassignOutcome::NoSpare;
+        }
+        let Some(best) = (0..self.shards.len()).max_by_key(|&i| self.shards[i].lock().class_pages(src))
+        else {
+            return ReassignOutcome::NoSpare;
+        };
+        match self.shards[best].lock().move_page(src, dst) {
+            Some(m) => ReassignOutcome::Moved {
+                rescued: m.rescued,
+                evicted: m.evicted,
+            },
+            None => ReassignOutcome::NoSpare,
+        }
+    }
+
+    /// Unlinks expired and flushed items, at most `max_items_per_class` inspections per class per shard,
+    /// one shard lock at a time. Returns how many were removed.
+    pub fn reap_expired(&self, clock: Clock, max_items_per_class: usize) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().reap(clock, max_items_per_class))
+            .sum()
+    }
+
+    /// `cache_memlimit`: a new page limit; pages over it are given back (at most `max_pages_per_call`
+    /// page moves now; call again until `pages_over_limit` is 0).
+    pub fn set_memory_limit(&self, bytes: u64, max_pages_per_call: usize) {
+        let pages = ((bytes / self.geometry.page_size_bytes() as u64) as usize).max(1);
+        self.globals.budget.set_limit(pages);
+        self.shrink_to_limit(max_pages_per_call);
+    }
+
+    /// Gives pages back while over the limit; at most `max_pages` page moves. Returns how many.
+    pub fn shrink_to_limit(&self, max_pages: usize) -> usize {
+        let mut given = 0;
+        for shard in self.shards.iter() {
+            if given >= max_pages || !self.globals.budget.over_limit() {
+                break;
+            }
+            given += shard.lock().shrink_to_budget(max_pages - given);
+        }
+        given
+    }
+
+    /// A consistent-per-shard snapshot of all counters and every class.
+    pub fn stats(&self, clock: Clock) -> EngineStats {
+        let mut counters = GlobalCounters::default();
+        let mut classes: Vec<ClassSnapshot> = Vec::new();
+        let mut curr_items = 0;
+        for shard in self.shards.iter() {
+            let shard = shard.lock();
+            counters.add(&shard.counters);
+            curr_items += shard.len();
+            let snap = shard.snapshot(clock);
+            if classes.is_empty() {
+                classes = snap;
+            } else {
+                for (acc, s) in classes.iter_mut().zip(snap) {
+                    acc.total_pages += s.total_pages;
+                    acc.used_chunks += s.used_chunks;
+                    acc.free_chunks += s.free_chunks;
+                    acc.items += s.items;
+                    acc.requested_bytes += s.requested_bytes;
+                    acc.tail_age_secs = acc.tail_age_secs.max(s.tail_age_secs);
+                    acc.counters.add(&s.counters);
+                }
+            }
+        }
+        EngineStats {
+            counters,
+            curr_items,
+            bytes: classes.iter().map(|c| c.requested_bytes).sum(),
+            pages_in_use: self.globals.budget.in_use(),
+            page_limit: self.globals.budget.limit(),
+            page_size_bytes: self.geometry.page_size_bytes(),
+            classes,
+        }
+    }
+
+    /// `stats reset`: zeroes the counters (not the items or pages).
+    pub fn reset_stats(&self) {
+        for shard in self.shards.iter() {
+            shard.lock().reset_counters();
+        }
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+}
+
+fn split(found: Result<u32, Miss>) -> (Option<u32>, Miss) {
+    match found {
+        Ok(h) => (Some(h), Miss::Absent),
+        Err(m) => (None, m),
+    }
+}
+
+/// memcached's `safe_strtoull` on an item value: optional leading whitespace, decimal digits, then the end or
+/// whitespace; a value that looks negative is refused.
+pub fn parse_decimal(value: &[u8]) -> Option<u64> {
+    let s = value.iter().position(|b| !b.is_ascii_whitespace())?;
+    let rest = &value[s..];
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    if let Some(b) = rest.get(digits) {
+        if !b.is_ascii_whitespace() {
+            return None;
+        }
+    }
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
+/// A u64 in decimal without allocating.
+struct DecimalBuf {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl DecimalBuf {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[self.start..]).expect("ascii digits")
+    }
+    fn clear(&mut self) {
+        self.start = self.buf.len();
+    }
+}
+
+fn itoa_buf(mut v: u64) -> DecimalBuf {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    DecimalBuf { buf, start: i }
+}

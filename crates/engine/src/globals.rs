@@ -1,0 +1,115 @@
+//! State shared by all shards of one engine: the page budget, the CAS counter and the flush horizon.
+//!
+//! All fields are atomics touched only on stores, page moves and flushes, never on a plain read path
+//! (a hit reads `flush` with one relaxed load). Memory ordering is relaxed throughout: each value is
+//! independent, and every shard decision that depends on them is made under that shard's lock.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+/// Pages of `-m` handed out to shards. `in_use` may exceed `limit` only by first pages
+/// (`take_over_limit`) or after the limit is lowered; `over_limit` tells shards to give pages back.
+#[derive(Debug)]
+pub struct PageBudget {
+    limit: AtomicUsize,
+    in_use: AtomicUsize,
+}
+
+impl PageBudget {
+    pub fn new(limit: usize) -> PageBudget {
+        PageBudget {
+            limit: AtomicUsize::new(limit),
+            in_use: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes one page if that keeps `in_use <= limit`.
+    pub fn try_take(&self) -> bool {
+        let limit = self.limit.load(Relaxed);
+        self.in_use
+            .fetch_update(Relaxed, Relaxed, |n| (n < limit).then_some(n + 1))
+            .is_ok()
+    }
+
+    /// Takes one page regardless of the limit.
+    pub fn take_over_limit(&self) {
+        self.in_use.fetch_add(1, Relaxed);
+    }
+
+    pub fn give_back(&self) {
+        self.in_use.fetch_sub(1, Relaxed);
+    }
+
+    pub fn over_limit(&self) -> bool {
+        self.in_use.load(Relaxed) > self.limit.load(Relaxed)
+    }
+
+    pub fn in_use(&self) -> usize {
+        self.in_use.load(Relaxed)
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit.load(Relaxed)
+    }
+
+    pub fn set_limit(&self, pages: usize) {
+        self.limit.store(pages, Relaxed);
+    }
+}
+
+/// Engine-wide state.
+#[derive(Debug)]
+pub struct Globals {
+    pub budget: PageBudget,
+    use_cas: bool,
+    cas: AtomicU64,
+    /// memcached's `settings.oldest_live`: items last accessed at or before it are flushed, once it is due.
+    oldest_live: AtomicU32,
+    /// memcached's `settings.oldest_cas`: items with a smaller CAS are flushed (immediate flush with CAS).
+    oldest_cas: AtomicU64,
+}
+
+impl Globals {
+    pub fn new(page_limit: usize, use_cas: bool) -> Globals {
+        Globals {
+            budget: PageBudget::new(page_limit),
+            use_cas,
+            cas: AtomicU64::new(0),
+            oldest_live: AtomicU32::new(0),
+            oldest_cas: AtomicU64::new(0),
+        }
+    }
+
+    /// The next CAS value (memcached's `get_cas_id`: the first is 1), or 0 under `-C`.
+    pub fn next_cas(&self) -> u64 {
+        if self.use_cas {
+            self.cas.fetch_add(1, Relaxed) + 1
+        } else {
+            0
+        }
+    }
+
+    /// memcached's `flush_all [delay]` at relative time `now`; `new_oldest` is the relative time the flush
+    /// takes effect (`now` for an immediate flush).
+    pub fn flush(&self, new_oldest: u32, now: u32) {
+        if self.use_cas {
+            let oldest_live = new_oldest.saturating_sub(1);
+            self.oldest_live.store(oldest_live, Relaxed);
+            if oldest_live <= now {
+                self.oldest_cas.store(self.next_cas(), Relaxed);
+            }
+        } else {
+            self.oldest_live.store(new_oldest, Relaxed);
+        }
+    }
+
+    /// memcached's `item_is_flushed`.
+    #[inline]
+    pub fn is_flushed(&self, atime: u32, cas: u64, now: u32) -> bool {
+        let oldest_live = self.oldest_live.load(Relaxed);
+        if oldest_live == 0 || oldest_live > now {
+            return false;
+        }
+        let oldest_cas = self.oldest_cas.load(Relaxed);
+        atime <= oldest_live || (oldest_cas != 0 && cas != 0 && cas < oldest_cas)
+    }
+}

@@ -1,0 +1,34 @@
+//! mrcache's storage engine: memcached's items, slab classes and pages, with one exact LRU per class,
+//! and the one operation every allocation policy drives — moving a page from one class to another.
+//!
+//! Layering: no I/O, no threads of its own, no wall clock. Callers pass a `Clock`; the server passes real
+//! time, the simulator logical time, and both run this same code.
+//!
+//! - `config`   — `EngineConfig`, memcached's defaults, validation
+//! - `geometry` — slab classes and item-size accounting (memcached 1.6.18's, byte for byte)
+//! - `item`     — the item layout inside a chunk
+//! - `globals`  — page budget, CAS counter, flush horizon shared by shards
+//! - `shard`    — hash index + pages + per-class LRU + allocation, eviction, page moves (single-threaded)
+//! - `engine`   — the thread-safe facade: item semantics over hash-partitioned shards
+//! - `stats`    — counters and snapshots
+//! - `automove` — memcached 1.6's automove (slab_automove=1) as a pure function of class samples
+
+pub mod automove;
+pub mod clock;
+pub mod config;
+pub mod engine;
+pub mod geometry;
+pub mod globals;
+pub mod item;
+pub mod shard;
+pub mod stats;
+
+pub use clock::Clock;
+pub use config::{ConfigError, EngineConfig};
+pub use engine::{
+    parse_decimal, ArithOutcome, Delta, Engine, Entry, ItemFlag, ItemView, ReassignOutcome,
+    StoreArgs, StoreMode, StoreOutcome,
+};
+pub use geometry::{ClassGeometry, ClassId, Geometry};
+pub use shard::{AllocError, Miss};
+pub use stats::{ClassCounters, ClassSnapshot, EngineStats, GlobalCounters};

@@ -1,0 +1,136 @@
+//! Counters the engine keeps beside the code that updates them, and the snapshots it hands out.
+//!
+//! Each shard updates plain integers under its own lock; `Engine::stats` sums the shards. Names follow
+//! memcached's `stats`, `stats slabs` and `stats items` so the server can print them unchanged.
+
+use crate::geometry::ClassId;
+
+/// Per-class counters (memcached's `stats slabs` and `stats items` figures).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClassCounters {
+    pub get_hits: u64,
+    pub set_cmds: u64,
+    pub delete_hits: u64,
+    pub incr_hits: u64,
+    pub decr_hits: u64,
+    pub cas_hits: u64,
+    pub cas_badval: u64,
+    pub touch_hits: u64,
+    /// Live items evicted to make room.
+    pub evicted: u64,
+    /// Evicted items that had an expiry time.
+    pub evicted_nonzero: u64,
+    /// Seconds since last access of the most recently evicted item.
+    pub evicted_time: u64,
+    pub evicted_unfetched: u64,
+    /// Stores that failed for lack of memory.
+    pub outofmemory: u64,
+    /// Expired or flushed items whose chunk was reused.
+    pub reclaimed: u64,
+    pub expired_unfetched: u64,
+    /// Items relocated by page moves.
+    pub moves_rescued: u64,
+    /// Items evicted by page moves.
+    pub moves_evicted: u64,
+}
+
+impl ClassCounters {
+    pub fn add(&mut self, o: &ClassCounters) {
+        self.get_hits += o.get_hits;
+        self.set_cmds += o.set_cmds;
+        self.delete_hits += o.delete_hits;
+        self.incr_hits += o.incr_hits;
+        self.decr_hits += o.decr_hits;
+        self.cas_hits += o.cas_hits;
+        self.cas_badval += o.cas_badval;
+        self.touch_hits += o.touch_hits;
+        self.evicted += o.evicted;
+        self.evicted_nonzero += o.evicted_nonzero;
+        self.evicted_time = self.evicted_time.max(o.evicted_time);
+        self.evicted_unfetched += o.evicted_unfetched;
+        self.outofmemory += o.outofmemory;
+        self.reclaimed += o.reclaimed;
+        self.expired_unfetched += o.expired_unfetched;
+        self.moves_rescued += o.moves_rescued;
+        self.moves_evicted += o.moves_evicted;
+    }
+}
+
+/// Key-level counters that belong to no class (misses have no item).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GlobalCounters {
+    pub get_cmds: u64,
+    pub get_misses: u64,
+    pub get_expired: u64,
+    pub get_flushed: u64,
+    pub touch_cmds: u64,
+    pub touch_misses: u64,
+    pub delete_misses: u64,
+    pub incr_misses: u64,
+    pub decr_misses: u64,
+    pub cas_misses: u64,
+    pub total_items: u64,
+    /// Pages moved between classes (memcached's `slabs_moved`).
+    pub slabs_moved: u64,
+    pub expired_reaped: u64,
+}
+
+impl GlobalCounters {
+    pub fn add(&mut self, o: &GlobalCounters) {
+        self.get_cmds += o.get_cmds;
+        self.get_misses += o.get_misses;
+        self.get_expired += o.get_expired;
+        self.get_flushed += o.get_flushed;
+        self.touch_cmds += o.touch_cmds;
+        self.touch_misses += o.touch_misses;
+        self.delete_misses += o.delete_misses;
+        self.incr_misses += o.incr_misses;
+        self.decr_misses += o.decr_misses;
+        self.cas_misses += o.cas_misses;
+        self.total_items += o.total_items;
+        self.slabs_moved += o.slabs_moved;
+        self.expired_reaped += o.expired_reaped;
+    }
+}
+
+/// One class's state and counters at the moment of the snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassSnapshot {
+    pub class: ClassId,
+    pub chunk_size_bytes: usize,
+    pub chunks_per_page: usize,
+    pub total_pages: usize,
+    pub used_chunks: usize,
+    pub free_chunks: usize,
+    /// Linked items.
+    pub items: usize,
+    /// Bytes requested by linked items under memcached's accounting (`mem_requested`).
+    pub requested_bytes: u64,
+    /// Seconds since last access of the LRU tail item (memcached's `age`); 0 when empty.
+    pub tail_age_secs: u32,
+    pub counters: ClassCounters,
+}
+
+/// The whole engine at one moment: global figures and every class that ever held a page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineStats {
+    pub counters: GlobalCounters,
+    pub curr_items: usize,
+    /// Bytes of linked items under memcached's accounting.
+    pub bytes: u64,
+    pub pages_in_use: usize,
+    pub page_limit: usize,
+    pub page_size_bytes: usize,
+    pub classes: Vec<ClassSnapshot>,
+}
+
+impl EngineStats {
+    /// Sum of per-class counters.
+    pub fn class_totals(&self) -> ClassCounters {
+        let mut total = ClassCounters::default();
+        for c in &self.classes {
+            total.add(&c.counters);
+        }
+        total
+    }
+}
