@@ -63,7 +63,10 @@ mod tests {
         };
         assert_eq!(clock.expiry(0), 0);
         assert_eq!(clock.expiry(10), 110);
-        assert_eq!(clock.expiry(REALTIME_MAXDELTA_SECS), 100 + REALTIME_MAXDELTA_SECS as u32);
+        assert_eq!(
+            clock.expiry(REALTIME_MAXDELTA_SECS),
+            100 + REALTIME_MAXDELTA_SECS as u32
+        );
         assert_eq!(clock.expiry(-1), 1, "negative: stored but already expired");
         assert!(clock.is_expired(clock.expiry(-1)));
         assert_eq!(clock.expiry(1_000_000_000), 1, "absolute time in the past");

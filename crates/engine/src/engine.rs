@@ -51,7 +51,9 @@ pub struct StoreArgs<'a> {
 /// The result of a store, as memcached replies it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum StoreOutcome {
-    Stored { cas: u64 },
+    Stored {
+        cas: u64,
+    },
     NotStored,
     /// CAS mismatch.
     Exists,
@@ -64,7 +66,10 @@ pub enum StoreOutcome {
 /// The result of incr/decr.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ArithOutcome {
-    Value { value: u64, cas: u64 },
+    Value {
+        value: u64,
+        cas: u64,
+    },
     NotFound,
     /// The stored value is not a decimal number that fits 64 bits.
     NonNumeric,
@@ -83,7 +88,10 @@ pub enum Delta {
 /// The result of a page move request (`slabs reassign`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ReassignOutcome {
-    Moved { rescued: usize, evicted: usize },
+    Moved {
+        rescued: usize,
+        evicted: usize,
+    },
     /// The source class has fewer than two pages.
     NoSpare,
     /// Source and destination are the same class.
@@ -210,11 +218,21 @@ impl Entry<'_> {
     }
 
     /// Stores a new item under this key (replacing any), returning its CAS.
-    pub fn insert(&mut self, client_flags: u32, exptime: i64, value: &[u8]) -> Result<u64, AllocError> {
+    pub fn insert(
+        &mut self,
+        client_flags: u32,
+        exptime: i64,
+        value: &[u8],
+    ) -> Result<u64, AllocError> {
         let expiry = self.clock.expiry(exptime);
-        let (h, cas) =
-            self.shard
-                .write_and_link(self.key, self.hash, client_flags, expiry, &[value], self.clock)?;
+        let (h, cas) = self.shard.write_and_link(
+            self.key,
+            self.hash,
+            client_flags,
+            expiry,
+            &[value],
+            self.clock,
+        )?;
         self.handle = Some(h);
         Ok(cas)
     }
@@ -403,7 +421,12 @@ impl Engine {
     }
 
     /// Runs `f` on the key's entry with the shard locked; expired and flushed items read as vacant.
-    pub fn with_entry<R>(&self, key: &[u8], clock: Clock, f: impl FnOnce(&mut Entry<'_>) -> R) -> R {
+    pub fn with_entry<R>(
+        &self,
+        key: &[u8],
+        clock: Clock,
+        f: impl FnOnce(&mut Entry<'_>) -> R,
+    ) -> R {
         let hash = hash_key(key);
         let mut shard = self.shard_for(hash).lock();
         let (handle, miss) = split(shard.find(key, hash, clock));
@@ -420,9 +443,9 @@ impl Engine {
 
     /// set/add/replace/append/prepend/cas, with memcached's rules.
     pub fn store(&self, args: &StoreArgs<'_>, clock: Clock) -> StoreOutcome {
-        let total = self
-            .geometry
-            .item_total_bytes(args.key.len(), args.client_flags, args.value.len());
+        let total =
+            self.geometry
+                .item_total_bytes(args.key.len(), args.client_flags, args.value.len());
         let Some(class) = self.geometry.class_for(total) else {
             if args.mode == StoreMode::Set {
                 // memcached drops the old value so that a failed set never leaves stale data.
@@ -456,11 +479,25 @@ impl Engine {
                 let old_class = shard.class_of_item(old);
                 if args.cas == old_cas {
                     shard.class_counters_mut(old_class).cas_hits += 1;
-                    shard.write_and_link(args.key, hash, args.client_flags, expiry, &[args.value], clock)
+                    shard.write_and_link(
+                        args.key,
+                        hash,
+                        args.client_flags,
+                        expiry,
+                        &[args.value],
+                        clock,
+                    )
                 } else if args.invalidate && args.cas < old_cas {
                     // Meta `ms I`: an older CAS replaces the value but keeps the TTL and marks it stale.
                     shard.class_counters_mut(old_class).cas_hits += 1;
-                    let r = shard.write_and_link(args.key, hash, args.client_flags, old_expiry, &[args.value], clock);
+                    let r = shard.write_and_link(
+                        args.key,
+                        hash,
+                        args.client_flags,
+                        old_expiry,
+                        &[args.value],
+                        clock,
+                    );
                     if let Ok((h, _)) = r {
                         let keep = bits::STALE | (old_bits & bits::TOKEN_SENT);
                         shard.item_mut(h).insert_bits(keep);
@@ -486,9 +523,11 @@ impl Engine {
                 } else {
                     [args.value, &old_value]
                 };
-                let joined = self
-                    .geometry
-                    .item_total_bytes(args.key.len(), old_flags, old_value.len() + args.value.len());
+                let joined = self.geometry.item_total_bytes(
+                    args.key.len(),
+                    old_flags,
+                    old_value.len() + args.value.len(),
+                );
                 if self.geometry.class_for(joined).is_none() {
                     return StoreOutcome::NotStored;
                 }
@@ -502,11 +541,20 @@ impl Engine {
                     // Meta `ms C` on set: compare like cas.
                     match old {
                         None => return StoreOutcome::NotFound,
-                        Some(old) if shard.item(old).cas() != args.cas => return StoreOutcome::Exists,
+                        Some(old) if shard.item(old).cas() != args.cas => {
+                            return StoreOutcome::Exists
+                        }
                         Some(_) => {}
                     }
                 }
-                shard.write_and_link(args.key, hash, args.client_flags, expiry, &[args.value], clock)
+                shard.write_and_link(
+                    args.key,
+                    hash,
+                    args.client_flags,
+                    expiry,
+                    &[args.value],
+                    clock,
+                )
             }
         };
         match result {
@@ -580,7 +628,10 @@ impl Engine {
             v[..text.len()].copy_from_slice(text.as_bytes());
             v[text.len()..].fill(b' ');
             it.set_cas(new_cas);
-            return ArithOutcome::Value { value, cas: new_cas };
+            return ArithOutcome::Value {
+                value,
+                cas: new_cas,
+            };
         }
         let (flags, expiry) = {
             let it = shard.item(h);
@@ -596,7 +647,11 @@ impl Engine {
 
     /// flush_all [delay]: every item stored before the flush takes effect reads as missing.
     pub fn flush_all(&self, delay: i64, clock: Clock) {
-        let new_oldest = if delay > 0 { clock.expiry(delay) } else { clock.now };
+        let new_oldest = if delay > 0 {
+            clock.expiry(delay)
+        } else {
+            clock.now
+        };
         self.globals.flush(new_oldest, clock.now);
     }
 
@@ -614,7 +669,8 @@ impl Engine {
         if total < 2 {
             return ReassignOutcome::NoSpare;
         }
-        let Some(best) = (0..self.shards.len()).max_by_key(|&i| self.shards[i].lock().class_pages(src))
+        let Some(best) =
+            (0..self.shards.len()).max_by_key(|&i| self.shards[i].lock().class_pages(src))
         else {
             return ReassignOutcome::NoSpare;
         };
@@ -696,6 +752,25 @@ impl Engine {
         for shard in self.shards.iter() {
             shard.lock().reset_counters();
         }
+    }
+
+    /// Checks every shard's internal invariants and the page budget; O(items + chunks). For tests, the
+    /// simulator's `--check` mode and debugging.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut pages = 0;
+        for (i, shard) in self.shards.iter().enumerate() {
+            pages += shard
+                .lock()
+                .check_invariants()
+                .map_err(|e| format!("shard {i}: {e}"))?;
+        }
+        if pages != self.globals.budget.in_use() {
+            return Err(format!(
+                "shards hold {pages} pages, budget says {}",
+                self.globals.budget.in_use()
+            ));
+        }
+        Ok(())
     }
 
     pub fn shard_count(&self) -> usize {

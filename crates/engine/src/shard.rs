@@ -126,10 +126,20 @@ fn chunk_of_mut(pages: &mut [Option<Page>], chunk_bits: u32, h: u32) -> &mut [u8
 }
 
 impl Shard {
-    pub(crate) fn new(geometry: Arc<Geometry>, globals: Arc<Globals>, evict_when_full: bool) -> Shard {
-        let max_chunks = geometry.classes().map(|(_, c)| c.chunks_per_page).max().unwrap_or(1);
+    pub(crate) fn new(
+        geometry: Arc<Geometry>,
+        globals: Arc<Globals>,
+        evict_when_full: bool,
+    ) -> Shard {
+        let max_chunks = geometry
+            .classes()
+            .map(|(_, c)| c.chunks_per_page)
+            .max()
+            .unwrap_or(1);
         let chunk_bits = usize::BITS - (max_chunks - 1).max(1).leading_zeros();
-        let classes = (0..geometry.class_count()).map(|_| ClassState::new()).collect();
+        let classes = (0..geometry.class_count())
+            .map(|_| ClassState::new())
+            .collect();
         Shard {
             geometry,
             globals,
@@ -193,9 +203,10 @@ impl Shard {
 
     fn index_insert(&mut self, hash: u64, h: u32) {
         let tag = hash as u32;
-        self.index.insert_unique(spread(tag), (tag as u64) << 32 | h as u64, |&e| {
-            spread((e >> 32) as u32)
-        });
+        self.index
+            .insert_unique(spread(tag), (tag as u64) << 32 | h as u64, |&e| {
+                spread((e >> 32) as u32)
+            });
     }
 
     /// Points the index entry of the item at `old` to `new` (same key, relocated or replaced).
@@ -375,10 +386,17 @@ impl Shard {
     // ----- allocation -----
 
     /// A chunk for an item of `total_bytes` (memcached accounting): a free chunk, a carved chunk, a new
-    /// page, an expired tail item, or the LRU tail evicted. The chunk is not linked; write it and `link` it,
-    /// or `release` it.
-    pub(crate) fn alloc(&mut self, total_bytes: usize, clock: Clock) -> Result<(ClassId, u32), AllocError> {
-        let class = self.geometry.class_for(total_bytes).ok_or(AllocError::TooLarge)?;
+    /// page, an expired tail item, or the LRU tail evicted. The chunk is not linked; the caller writes and
+    /// links it at once (`write_and_link`).
+    pub(crate) fn alloc(
+        &mut self,
+        total_bytes: usize,
+        clock: Clock,
+    ) -> Result<(ClassId, u32), AllocError> {
+        let class = self
+            .geometry
+            .class_for(total_bytes)
+            .ok_or(AllocError::TooLarge)?;
         if let Some(h) = self.take_free_chunk(class) {
             return Ok((class, h));
         }
@@ -403,11 +421,6 @@ impl Shard {
         }
         self.class_state(class).counters.outofmemory += 1;
         Err(AllocError::OutOfMemory)
-    }
-
-    /// Returns an allocated but never linked chunk.
-    pub(crate) fn release(&mut self, class: ClassId, h: u32) {
-        self.free_push(class, h);
     }
 
     fn take_free_chunk(&mut self, class: ClassId) -> Option<u32> {
@@ -480,7 +493,9 @@ impl Shard {
 
     /// Takes a page from the budget for `class`, if the budget allows.
     fn add_page(&mut self, class: ClassId) -> bool {
-        if self.pages.len() - self.free_slots.len() >= self.max_pages() || !self.globals.budget.try_take() {
+        if self.pages.len() - self.free_slots.len() >= self.max_pages()
+            || !self.globals.budget.try_take()
+        {
             return false;
         }
         self.install_page(class);
@@ -545,7 +560,11 @@ impl Shard {
     /// elsewhere, making room by evicting `src`'s least recently used items, so the class loses exactly its
     /// coldest page-worth of items. `dst` may be `None` to give the page back to the budget.
     /// Work is bounded by one page: at most `chunks_per_page` relocations.
-    pub(crate) fn move_page(&mut self, src: ClassId, dst: impl Into<Option<ClassId>>) -> Option<PageMove> {
+    pub(crate) fn move_page(
+        &mut self,
+        src: ClassId,
+        dst: impl Into<Option<ClassId>>,
+    ) -> Option<PageMove> {
         let dst = dst.into();
         let slot = *self.classes[src.index()].pages.first()?;
         let chunks_per_page = self.geometry.class(src).chunks_per_page as u32;
@@ -556,7 +575,10 @@ impl Shard {
             }
             _ => chunks_per_page,
         };
-        let mut moved = PageMove { rescued: 0, evicted: 0 };
+        let mut moved = PageMove {
+            rescued: 0,
+            evicted: 0,
+        };
         // Free chunks of the page leave the free list first, so rescues never land in the page itself.
         for i in 0..carved {
             let h = slot << self.chunk_bits | i;
@@ -584,7 +606,11 @@ impl Shard {
         self.counters.slabs_moved += 1;
         match dst {
             Some(dst) => {
-                self.pages[slot as usize].as_mut().expect("held page").mem.fill(0);
+                self.pages[slot as usize]
+                    .as_mut()
+                    .expect("held page")
+                    .mem
+                    .fill(0);
                 self.assign_page(slot, dst);
             }
             None => {
@@ -616,7 +642,10 @@ impl Shard {
         let mask = (1u32 << self.chunk_bits) - 1;
         let (src_at, dst_at) = ((h & mask) as usize * size, (target & mask) as usize * size);
         if src_page == dst_page {
-            let mem = &mut self.pages[src_page as usize].as_mut().expect("held page").mem;
+            let mem = &mut self.pages[src_page as usize]
+                .as_mut()
+                .expect("held page")
+                .mem;
             mem.copy_within(src_at..src_at + bytes, dst_at);
         } else {
             let (a, b) = two_pages(&mut self.pages, src_page as usize, dst_page as usize);
@@ -698,7 +727,9 @@ impl Shard {
             .map(|(i, c)| {
                 let id = ClassId::from_index(i);
                 let g = self.geometry.class(id);
-                let uncarved = c.carve.map_or(0, |(_, next)| g.chunks_per_page - next as usize);
+                let uncarved = c
+                    .carve
+                    .map_or(0, |(_, next)| g.chunks_per_page - next as usize);
                 let tail_age_secs = if c.lru_tail == NIL {
                     0
                 } else {
@@ -746,20 +777,18 @@ impl Shard {
         clock: Clock,
     ) -> Result<(u32, u64), AllocError> {
         let value_len = parts.iter().map(|p| p.len()).sum();
-        let total = self.geometry.item_total_bytes(key.len(), client_flags, value_len);
+        let total = self
+            .geometry
+            .item_total_bytes(key.len(), client_flags, value_len);
         // Allocation may evict the old item itself; find it again afterwards.
         let (class, h) = self.alloc(total, clock)?;
-        self.item_mut(h).init(key, client_flags, expiry, clock.now, parts);
+        self.item_mut(h)
+            .init(key, client_flags, expiry, clock.now, parts);
         let cas = match self.index_find(key, hash) {
             Some(old) => self.replace(hash, old, h),
             None => self.link(class, hash, h),
         };
         Ok((h, cas))
-    }
-
-    /// The item at `h` as currently indexed for `key`, if still there (after an allocation).
-    pub(crate) fn lookup_raw(&self, key: &[u8], hash: u64) -> Option<u32> {
-        self.index_find(key, hash)
     }
 
     pub(crate) fn geometry(&self) -> &Geometry {
@@ -770,8 +799,84 @@ impl Shard {
         &self.globals
     }
 
-    pub(crate) fn class_count(&self) -> usize {
-        self.classes.len()
+    /// Walks every structure and checks the module invariants; O(items + chunks). For tests and debugging.
+    pub(crate) fn check_invariants(&self) -> Result<usize, String> {
+        let mut linked = 0;
+        let mut pages_held = 0;
+        for (i, c) in self.classes.iter().enumerate() {
+            let class = ClassId::from_index(i);
+            let g = self.geometry.class(class);
+            // LRU: consistent in both directions, every item linked, indexed and of this class.
+            let (mut n, mut prev, mut h) = (0, NIL, c.lru_head);
+            while h != NIL {
+                let it = self.item(h);
+                if it.prev() != prev || !it.has(bits::LINKED) || it.has(bits::FREE) {
+                    return Err(format!("class {}: bad LRU node {h:#x}", class.0));
+                }
+                if self.class_of(h) != class
+                    || self.index_find(it.key(), hash_key(it.key())) != Some(h)
+                {
+                    return Err(format!(
+                        "class {}: LRU item {h:#x} not indexed here",
+                        class.0
+                    ));
+                }
+                n += 1;
+                prev = h;
+                h = it.next();
+            }
+            if prev != c.lru_tail || n != c.items {
+                return Err(format!(
+                    "class {}: LRU count {n} vs {} or bad tail",
+                    class.0, c.items
+                ));
+            }
+            let (mut free, mut fprev, mut f) = (0, NIL, c.free_head);
+            while f != NIL {
+                let it = self.item(f);
+                if it.prev() != fprev || !it.has(bits::FREE) || self.class_of(f) != class {
+                    return Err(format!("class {}: bad free node {f:#x}", class.0));
+                }
+                free += 1;
+                fprev = f;
+                f = it.next();
+            }
+            if free != c.free_chunks {
+                return Err(format!(
+                    "class {}: free list {free} vs {}",
+                    class.0, c.free_chunks
+                ));
+            }
+            let uncarved = c
+                .carve
+                .map_or(0, |(_, next)| g.chunks_per_page - next as usize);
+            if c.items + c.free_chunks + uncarved != c.pages.len() * g.chunks_per_page {
+                return Err(format!(
+                    "class {}: {} items + {} free + {uncarved} uncarved != {} pages",
+                    class.0,
+                    c.items,
+                    c.free_chunks,
+                    c.pages.len()
+                ));
+            }
+            for &slot in &c.pages {
+                if self.pages[slot as usize].as_ref().map(|p| p.class) != Some(class) {
+                    return Err(format!("class {}: page {slot} not of this class", class.0));
+                }
+            }
+            linked += c.items;
+            pages_held += c.pages.len();
+        }
+        if linked != self.index.len() {
+            return Err(format!(
+                "{linked} linked items but {} indexed",
+                self.index.len()
+            ));
+        }
+        if pages_held != self.pages.len() - self.free_slots.len() {
+            return Err("page table and class page lists disagree".into());
+        }
+        Ok(pages_held)
     }
 
     /// Handles of the items of `class` from most to least recently used (tests and diagnostics).
@@ -792,9 +897,15 @@ fn two_pages(pages: &mut [Option<Page>], a: usize, b: usize) -> (&mut Page, &mut
     assert_ne!(a, b);
     if a < b {
         let (lo, hi) = pages.split_at_mut(b);
-        (lo[a].as_mut().expect("held page"), hi[0].as_mut().expect("held page"))
+        (
+            lo[a].as_mut().expect("held page"),
+            hi[0].as_mut().expect("held page"),
+        )
     } else {
         let (lo, hi) = pages.split_at_mut(a);
-        (hi[0].as_mut().expect("held page"), lo[b].as_mut().expect("held page"))
+        (
+            hi[0].as_mut().expect("held page"),
+            lo[b].as_mut().expect("held page"),
+        )
     }
 }
