@@ -9,6 +9,7 @@
 //!   age, more than 2 pages) to the *youngest* evicting class (smallest average age, among classes whose
 //!   summed eviction share over the window exceeds `window / 2`, or whose average share exceeds 25%), if
 //!   the youngest age is below `ratio` times the oldest and the youngest evicted in this tick.
+//!
 //! It has no notion of miss ratios: it balances ages, which is exactly what LAMA improves on.
 
 use crate::geometry::ClassId;

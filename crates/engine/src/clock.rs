@@ -28,11 +28,10 @@ impl Clock {
     /// memcached's `realtime()`: a protocol exptime to a relative expiry (0 = never). Negative exptimes and
     /// absolute times in the past give 1, which is already expired.
     pub fn expiry(&self, exptime: i64) -> u32 {
-        let exptime = if exptime < 0 {
-            REALTIME_MAXDELTA_SECS + 1
-        } else {
-            exptime
-        };
+        // memcached maps negative values to an absolute time in 1970, always before the process started.
+        if exptime < 0 {
+            return 1;
+        }
         if exptime == 0 {
             return 0;
         }

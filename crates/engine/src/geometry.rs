@@ -53,7 +53,7 @@ impl Geometry {
         let mut classes = Vec::new();
         let mut size = crate::config::MEMCACHED_ITEM_HEADER_BYTES + config.min_chunk_data_bytes;
         while classes.len() < MAX_SLAB_CLASSES - 2 && (size as f64) < chunk_max as f64 / factor {
-            if size % CHUNK_ALIGN_BYTES != 0 {
+            if !size.is_multiple_of(CHUNK_ALIGN_BYTES) {
                 size += CHUNK_ALIGN_BYTES - size % CHUNK_ALIGN_BYTES;
             }
             classes.push(ClassGeometry {

@@ -88,7 +88,17 @@ pub enum Miss {
     Flushed,
 }
 
-/// The outcome of moving one page between classes.
+/// How `relocate` placed one item of a moving page.
+enum Relocation {
+    IntoFreeChunk,
+    /// Into the chunk of the class's coldest item, which was evicted.
+    OverColdestItem,
+    /// Not moved: the item is among the coldest and is evicted by the caller.
+    Coldest,
+}
+
+/// The outcome of moving one page between classes: items relocated, and items evicted (from the page or,
+/// to make room for relocations, from the class's LRU tail).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct PageMove {
     pub rescued: usize,
@@ -591,12 +601,17 @@ impl Shard {
             if !self.item(h).has(bits::LINKED) {
                 continue;
             }
-            if self.relocate(src, slot, h) {
-                moved.rescued += 1;
-            } else {
-                self.unlink(h);
-                self.free_unlink(src, h);
-                moved.evicted += 1;
+            match self.relocate(src, slot, h) {
+                Relocation::IntoFreeChunk => moved.rescued += 1,
+                Relocation::OverColdestItem => {
+                    moved.rescued += 1;
+                    moved.evicted += 1;
+                }
+                Relocation::Coldest => {
+                    self.unlink(h);
+                    self.free_unlink(src, h);
+                    moved.evicted += 1;
+                }
             }
         }
         let c = self.class_state(src);
@@ -623,17 +638,20 @@ impl Shard {
     }
 
     /// Copies linked item `h` (in page `moving`) into another chunk of `class`, evicting the class's LRU tail
-    /// if no chunk is free. Returns false when `h` itself is the coldest item (then it is evicted instead).
-    fn relocate(&mut self, class: ClassId, moving: u32, h: u32) -> bool {
-        let target = match self.take_free_chunk(class) {
-            Some(t) => t,
+    /// if no chunk is free, unless the tail is in the moving page (then `h` itself is evicted by the caller).
+    fn relocate(&mut self, class: ClassId, moving: u32, h: u32) -> Relocation {
+        let (target, how) = match self.take_free_chunk(class) {
+            Some(t) => (t, Relocation::IntoFreeChunk),
             None => {
                 let tail = self.classes[class.index()].lru_tail;
                 if tail == h || tail == NIL || tail >> self.chunk_bits == moving {
                     // The tail lives in the moving page: evicting `h` costs the class no warmer item.
-                    return false;
+                    return Relocation::Coldest;
                 }
-                self.unlink_and_take(class, tail)
+                (
+                    self.unlink_and_take(class, tail),
+                    Relocation::OverColdestItem,
+                )
             }
         };
         let size = self.geometry.class(class).chunk_size_bytes;
@@ -665,7 +683,7 @@ impl Shard {
         }
         self.index_repoint(h, target);
         self.item_mut(h).set_bits(0);
-        true
+        how
     }
 
     // ----- maintenance -----
@@ -877,18 +895,6 @@ impl Shard {
             return Err("page table and class page lists disagree".into());
         }
         Ok(pages_held)
-    }
-
-    /// Handles of the items of `class` from most to least recently used (tests and diagnostics).
-    #[cfg(test)]
-    pub(crate) fn lru_keys(&self, class: ClassId) -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut h = self.classes[class.index()].lru_head;
-        while h != NIL {
-            out.push(self.item(h).key().to_vec());
-            h = self.item(h).next();
-        }
-        out
     }
 }
 

@@ -76,7 +76,7 @@ fn key_of(k: u8) -> Vec<u8> {
 }
 
 fn value_of(k: u8, len: usize, salt: u64) -> Vec<u8> {
-    if len < 20 && salt % 3 == 0 {
+    if len < 20 && salt.is_multiple_of(3) {
         // Small numeric values exercise incr/decr.
         return (salt % 1000).to_string().into_bytes();
     }

@@ -1,0 +1,296 @@
+//! memcached's item semantics, one behaviour per test: CAS, flush, incr/decr in place, exact LRU eviction,
+//! page moves that shrink a class by its coldest items, first pages, and `-M`.
+
+use mrcache_engine::{
+    ArithOutcome, ClassId, Clock, Delta, Engine, EngineConfig, ReassignOutcome, StoreArgs,
+    StoreMode, StoreOutcome,
+};
+
+fn engine(mb: u64) -> Engine {
+    Engine::new(EngineConfig {
+        memory_limit_bytes: mb << 20,
+        ..EngineConfig::default()
+    })
+    .unwrap()
+}
+
+fn set(e: &Engine, key: &[u8], value: &[u8], clock: Clock) -> StoreOutcome {
+    store(e, StoreMode::Set, key, value, 0, clock)
+}
+
+fn store(
+    e: &Engine,
+    mode: StoreMode,
+    key: &[u8],
+    value: &[u8],
+    cas: u64,
+    clock: Clock,
+) -> StoreOutcome {
+    e.store(
+        &StoreArgs {
+            mode,
+            key,
+            client_flags: 0,
+            exptime: 0,
+            value,
+            cas,
+            invalidate: false,
+        },
+        clock,
+    )
+}
+
+fn get(e: &Engine, key: &[u8], clock: Clock) -> Option<Vec<u8>> {
+    e.get(key, clock, |it| it.value().to_vec())
+}
+
+#[test]
+fn cas_values_count_up_from_one_and_guard_updates() {
+    let (e, c) = (engine(64), Clock::logical(100));
+    assert_eq!(set(&e, b"a", b"1", c), StoreOutcome::Stored { cas: 1 });
+    assert_eq!(set(&e, b"b", b"1", c), StoreOutcome::Stored { cas: 2 });
+    assert_eq!(
+        store(&e, StoreMode::Cas, b"a", b"2", 7, c),
+        StoreOutcome::Exists
+    );
+    assert_eq!(
+        store(&e, StoreMode::Cas, b"a", b"2", 1, c),
+        StoreOutcome::Stored { cas: 3 }
+    );
+    assert_eq!(
+        store(&e, StoreMode::Cas, b"zz", b"2", 1, c),
+        StoreOutcome::NotFound
+    );
+    assert_eq!(get(&e, b"a", c).as_deref(), Some(&b"2"[..]));
+}
+
+#[test]
+fn flush_all_hides_older_items_and_consumes_a_cas_value() {
+    let (e, c) = (engine(64), Clock::logical(100));
+    set(&e, b"a", b"1", c);
+    e.flush_all(0, c);
+    assert_eq!(get(&e, b"a", c), None);
+    // memcached's immediate flush takes a CAS id for oldest_cas: the next store gets 3, not 2.
+    assert_eq!(set(&e, b"a", b"2", c), StoreOutcome::Stored { cas: 3 });
+    assert_eq!(get(&e, b"a", c).as_deref(), Some(&b"2"[..]));
+    // A delayed flush takes effect later.
+    e.flush_all(10, c);
+    assert!(get(&e, b"a", c).is_some());
+    assert_eq!(get(&e, b"a", Clock::logical(111)), None);
+}
+
+#[test]
+fn decr_shrinks_in_place_with_spaces_and_incr_wraps() {
+    let (e, c) = (engine(64), Clock::logical(100));
+    set(&e, b"n", b"10", c);
+    assert!(matches!(
+        e.arith(b"n", Delta::Decr(1), 0, c),
+        ArithOutcome::Value { value: 9, .. }
+    ));
+    assert_eq!(get(&e, b"n", c).as_deref(), Some(&b"9 "[..]));
+    assert!(matches!(
+        e.arith(b"n", Delta::Decr(100), 0, c),
+        ArithOutcome::Value { value: 0, .. }
+    ));
+    set(&e, b"m", b"18446744073709551615", c);
+    assert!(matches!(
+        e.arith(b"m", Delta::Incr(2), 0, c),
+        ArithOutcome::Value { value: 1, .. }
+    ));
+    set(&e, b"x", b"12abc", c);
+    assert_eq!(
+        e.arith(b"x", Delta::Incr(1), 0, c),
+        ArithOutcome::NonNumeric
+    );
+    assert_eq!(
+        e.arith(b"nope", Delta::Incr(1), 0, c),
+        ArithOutcome::NotFound
+    );
+    set(&e, b"g", b"99", c);
+    assert!(matches!(
+        e.arith(b"g", Delta::Incr(1), 0, c),
+        ArithOutcome::Value { value: 100, .. }
+    ));
+    assert_eq!(get(&e, b"g", c).as_deref(), Some(&b"100"[..]));
+}
+
+#[test]
+fn expiry_is_lazy_and_negative_exptime_is_already_expired() {
+    let (e, c) = (engine(64), Clock::logical(100));
+    let args = |exptime| StoreArgs {
+        mode: StoreMode::Set,
+        key: b"t",
+        client_flags: 0,
+        exptime,
+        value: b"v",
+        cas: 0,
+        invalidate: false,
+    };
+    e.store(&args(5), c);
+    assert!(get(&e, b"t", Clock::logical(104)).is_some());
+    assert_eq!(get(&e, b"t", Clock::logical(105)), None);
+    assert!(matches!(e.store(&args(-1), c), StoreOutcome::Stored { .. }));
+    assert_eq!(get(&e, b"t", c), None);
+}
+
+#[test]
+fn eviction_is_exact_lru_within_a_class() {
+    // 2 MiB = 2 pages; 1000-byte values land in one class holding 1024 items per page... use the class
+    // geometry to know the exact capacity of one page.
+    let e = engine(2);
+    let c = Clock::logical(100);
+    let value = vec![b'x'; 900];
+    let total = e.geometry().item_total_bytes(8, 0, value.len());
+    let class = e.geometry().class_for(total).unwrap();
+    let capacity = 2 * e.geometry().class(class).chunks_per_page;
+    let key = |i: usize| format!("k{i:07}").into_bytes();
+    for i in 0..capacity {
+        assert!(matches!(
+            set(&e, &key(i), &value, c),
+            StoreOutcome::Stored { .. }
+        ));
+    }
+    // Touch the oldest item; the next store must evict the second oldest instead.
+    assert!(get(&e, &key(0), c).is_some());
+    set(&e, &key(capacity), &value, c);
+    assert!(get(&e, &key(0), c).is_some());
+    assert_eq!(get(&e, &key(1), c), None);
+    assert!(get(&e, &key(2), c).is_some());
+    let stats = e.stats(c);
+    assert_eq!(stats.classes[class.index()].counters.evicted, 1);
+    e.check_invariants().unwrap();
+}
+
+#[test]
+fn page_move_evicts_the_coldest_page_worth_and_keeps_the_rest() {
+    let e = engine(4);
+    let c = Clock::logical(100);
+    let small = vec![b's'; 900];
+    let small_class = e
+        .geometry()
+        .class_for(e.geometry().item_total_bytes(8, 0, 900))
+        .unwrap();
+    let per_page = e.geometry().class(small_class).chunks_per_page;
+    let key = |i: usize| format!("k{i:07}").into_bytes();
+    // Fill three pages; then read the first page-worth so they become the hottest.
+    let n = 3 * per_page;
+    for i in 0..n {
+        set(&e, &key(i), &small, c);
+    }
+    for i in 0..per_page {
+        assert!(get(&e, &key(i), c).is_some());
+    }
+    let dst = ClassId(small_class.0 + 5);
+    let moved = e.reassign(small_class.0 as i64, dst.0 as i64);
+    assert_eq!(
+        moved,
+        ReassignOutcome::Moved {
+            rescued: per_page,
+            evicted: per_page
+        }
+    );
+    // The class lost exactly one page-worth of items, and they were the coldest ones.
+    let alive: Vec<usize> = (0..n).filter(|&i| get(&e, &key(i), c).is_some()).collect();
+    assert_eq!(alive.len(), 2 * per_page);
+    assert!(
+        (0..per_page).all(|i| alive.contains(&i)),
+        "hot items survive"
+    );
+    assert!(
+        (per_page..2 * per_page).all(|i| !alive.contains(&i)),
+        "coldest evicted"
+    );
+    let stats = e.stats(c);
+    assert_eq!(stats.classes[small_class.index()].total_pages, 2);
+    assert_eq!(stats.classes[dst.index()].total_pages, 1);
+    assert_eq!(stats.counters.slabs_moved, 1);
+    e.check_invariants().unwrap();
+    assert_eq!(
+        e.reassign(small_class.0 as i64, small_class.0 as i64),
+        ReassignOutcome::Same
+    );
+    assert_eq!(e.reassign(0, 1), ReassignOutcome::BadClass);
+    assert_eq!(e.reassign(dst.0 as i64, 1), ReassignOutcome::NoSpare);
+}
+
+#[test]
+fn a_class_always_gets_a_first_page_and_memory_stays_bounded() {
+    let e = engine(2);
+    let c = Clock::logical(100);
+    let key = |i: usize| format!("k{i:07}").into_bytes();
+    for i in 0..5000 {
+        set(&e, &key(i), &[b'a'; 100], c);
+    }
+    // Memory is full of small items; a large item still finds a page (taken from the small class).
+    assert!(matches!(
+        set(&e, b"big", &vec![b'b'; 300_000], c),
+        StoreOutcome::Stored { .. }
+    ));
+    assert!(get(&e, b"big", c).is_some());
+    let stats = e.stats(c);
+    assert!(
+        stats.pages_in_use <= stats.page_limit,
+        "{} > {}",
+        stats.pages_in_use,
+        stats.page_limit
+    );
+    e.check_invariants().unwrap();
+}
+
+#[test]
+fn no_evict_mode_reports_out_of_memory() {
+    let e = Engine::new(EngineConfig {
+        memory_limit_bytes: 2 << 20,
+        evict_when_full: false,
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let c = Clock::logical(100);
+    let outcomes: Vec<StoreOutcome> = (0..3000)
+        .map(|i| set(&e, format!("k{i}").as_bytes(), &[b'v'; 1000], c))
+        .collect();
+    assert!(outcomes.contains(&StoreOutcome::OutOfMemory));
+    assert!(get(&e, b"k0", c).is_some(), "nothing was evicted");
+}
+
+#[test]
+fn lowering_the_memory_limit_gives_pages_back() {
+    let e = engine(8);
+    let c = Clock::logical(100);
+    for i in 0..40_000 {
+        set(&e, format!("k{i}").as_bytes(), &[b'v'; 150], c);
+    }
+    assert_eq!(e.stats(c).pages_in_use, 8);
+    e.set_memory_limit(3 << 20, 100);
+    assert_eq!(e.stats(c).pages_in_use, 3);
+    e.check_invariants().unwrap();
+}
+
+#[test]
+fn append_prepend_keep_flags_and_exptime() {
+    let (e, c) = (engine(64), Clock::logical(100));
+    e.store(
+        &StoreArgs {
+            mode: StoreMode::Set,
+            key: b"k",
+            client_flags: 42,
+            exptime: 50,
+            value: b"mid",
+            cas: 0,
+            invalidate: false,
+        },
+        c,
+    );
+    store(&e, StoreMode::Append, b"k", b">", 0, c);
+    store(&e, StoreMode::Prepend, b"k", b"<", 0, c);
+    let (v, f, ttl) = e
+        .get(b"k", c, |it| {
+            (it.value().to_vec(), it.client_flags(), it.ttl_secs())
+        })
+        .unwrap();
+    assert_eq!((v.as_slice(), f, ttl), (&b"<mid>"[..], 42, Some(50)));
+    assert_eq!(
+        store(&e, StoreMode::Append, b"none", b"x", 0, c),
+        StoreOutcome::NotStored
+    );
+}
