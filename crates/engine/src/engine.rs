@@ -16,7 +16,7 @@ use crate::config::{ConfigError, EngineConfig};
 use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{bits, Item};
-use crate::shard::{hash_key, AllocError, Miss, Shard};
+use crate::shard::{hash_key, AllocError, Miss, PageMove, Shard};
 use crate::stats::{ClassSnapshot, EngineStats, GlobalCounters};
 use crate::Clock;
 
@@ -669,18 +669,22 @@ impl Engine {
         if total < 2 {
             return ReassignOutcome::NoSpare;
         }
-        let Some(best) =
-            (0..self.shards.len()).max_by_key(|&i| self.shards[i].lock().class_pages(src))
-        else {
-            return ReassignOutcome::NoSpare;
-        };
-        match self.shards[best].lock().move_page(src, dst) {
+        match self.move_page(src, Some(dst)) {
             Some(m) => ReassignOutcome::Moved {
                 rescued: m.rescued,
                 evicted: m.evicted,
             },
             None => ReassignOutcome::NoSpare,
         }
+    }
+
+    /// The mechanism every allocation policy drives: moves one page of `src` to `dst` (or back to the page
+    /// pool when `dst` is `None`), in the shard where `src` holds the most pages. `None` if `src` has no
+    /// page. Bounded work: one page, under one shard lock.
+    pub fn move_page(&self, src: ClassId, dst: Option<ClassId>) -> Option<PageMove> {
+        let best =
+            (0..self.shards.len()).max_by_key(|&i| self.shards[i].lock().class_pages(src))?;
+        self.shards[best].lock().move_page(src, dst)
     }
 
     /// Unlinks expired and flushed items, at most `max_items_per_class` inspections per class per shard,

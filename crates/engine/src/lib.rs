@@ -30,5 +30,5 @@ pub use engine::{
     StoreArgs, StoreMode, StoreOutcome,
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
-pub use shard::{AllocError, Miss};
+pub use shard::{AllocError, Miss, PageMove};
 pub use stats::{ClassCounters, ClassSnapshot, EngineStats, GlobalCounters};
