@@ -1,30 +1,28 @@
 //! The layout of one item inside its slab chunk, and accessors over the raw bytes.
 //!
 //! ```text
-//! offset  0      4      8           16       20      24       28       32   33    34
-//!         +------+------+-----------+--------+-------+--------+--------+----+-----+-----+-------+
-//!         | prev | next |    cas    | expiry | atime | flags  |  vlen  |nkey| bits| key | value |
-//!         +------+------+-----------+--------+-------+--------+--------+----+-----+-----+-------+
+//! offset  0           8        12      16       20       24   25    26
+//!         +-----------+--------+-------+--------+--------+----+-----+-----+-------+
+//!         |    cas    | expiry | atime | flags  |  vlen  |nkey| bits| key | value |
+//!         +-----------+--------+-------+--------+--------+----+-----+-----+-------+
 //! ```
-//! `prev`/`next` are chunk handles: the item's neighbours in its class's LRU while it is linked, or in the
-//! class's free list while the chunk is free. `expiry` and `atime` are relative seconds (see `clock`).
-//! All integers are little-endian. 34 header bytes is less than memcached's 56 (item + CAS), so every item
-//! fits the chunk that memcached's accounting chooses for it.
+//! `expiry` and `atime` are relative seconds (see `clock`). All integers are little-endian. 26 header bytes
+//! is less than memcached's 56 (item + CAS), so every item fits the chunk that memcached's accounting
+//! chooses for it. The LRU and free-list links are not here but in a dense array beside each page
+//! (`shard`), so that relinking a hit touches 8-byte entries instead of its neighbours' whole items.
 
 /// Bytes before the key.
-pub const HEADER_BYTES: usize = 34;
+pub const HEADER_BYTES: usize = 26;
 /// The "no chunk" handle, ending LRU and free lists.
 pub const NIL: u32 = u32::MAX;
 
-const PREV: usize = 0;
-const NEXT: usize = 4;
-const CAS: usize = 8;
-const EXPIRY: usize = 16;
-const ATIME: usize = 20;
-const FLAGS: usize = 24;
-const VLEN: usize = 28;
-const NKEY: usize = 32;
-const BITS: usize = 33;
+const CAS: usize = 0;
+const EXPIRY: usize = 8;
+const ATIME: usize = 12;
+const FLAGS: usize = 16;
+const VLEN: usize = 20;
+const NKEY: usize = 24;
+const BITS: usize = 25;
 
 /// Per-item state bits.
 pub mod bits {
@@ -55,14 +53,6 @@ fn write_u32(chunk: &mut [u8], at: usize, v: u32) {
 pub struct Item<'a>(pub &'a [u8]);
 
 impl<'a> Item<'a> {
-    #[inline]
-    pub fn prev(&self) -> u32 {
-        read_u32(self.0, PREV)
-    }
-    #[inline]
-    pub fn next(&self) -> u32 {
-        read_u32(self.0, NEXT)
-    }
     #[inline]
     pub fn cas(&self) -> u64 {
         u64::from_le_bytes(self.0[CAS..CAS + 8].try_into().unwrap())
@@ -114,14 +104,6 @@ impl ItemMut<'_> {
         Item(self.0)
     }
     #[inline]
-    pub fn set_prev(&mut self, h: u32) {
-        write_u32(self.0, PREV, h)
-    }
-    #[inline]
-    pub fn set_next(&mut self, h: u32) {
-        write_u32(self.0, NEXT, h)
-    }
-    #[inline]
     pub fn set_cas(&mut self, cas: u64) {
         self.0[CAS..CAS + 8].copy_from_slice(&cas.to_le_bytes())
     }
@@ -156,8 +138,6 @@ impl ItemMut<'_> {
     /// The caller has checked that it fits the chunk.
     pub fn init(&mut self, key: &[u8], client_flags: u32, expiry: u32, now: u32, parts: &[&[u8]]) {
         let value_len: usize = parts.iter().map(|p| p.len()).sum();
-        write_u32(self.0, PREV, NIL);
-        write_u32(self.0, NEXT, NIL);
         self.set_cas(0);
         write_u32(self.0, EXPIRY, expiry);
         write_u32(self.0, ATIME, now);
@@ -199,7 +179,6 @@ mod tests {
             (7, 99, 5, 42)
         );
         assert!(view.has(bits::FETCHED) && !view.has(bits::STALE));
-        assert_eq!((view.prev(), view.next()), (NIL, NIL));
-        assert_eq!(stored_bytes(3, 5), 42);
+        assert_eq!(stored_bytes(3, 5), 34);
     }
 }

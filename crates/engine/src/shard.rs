@@ -39,6 +39,9 @@ fn spread(tag: u32) -> u64 {
 
 struct Page {
     mem: Box<[u8]>,
+    /// `[prev, next]` of each chunk: its neighbours in the class LRU while linked, in the free list while
+    /// free. Dense, so the neighbours of a hit are found without touching their items.
+    links: Vec<[u32; 2]>,
     class: ClassId,
     chunk_size_bytes: usize,
 }
@@ -188,6 +191,43 @@ impl Shard {
         ItemMut(self.chunk_mut(h))
     }
 
+    #[inline]
+    fn links(&self, h: u32) -> [u32; 2] {
+        let page = self.pages[(h >> self.chunk_bits) as usize]
+            .as_ref()
+            .expect("held page");
+        page.links[(h & ((1 << self.chunk_bits) - 1)) as usize]
+    }
+
+    #[inline]
+    fn links_mut(&mut self, h: u32) -> &mut [u32; 2] {
+        let mask = (1 << self.chunk_bits) - 1;
+        let page = self.pages[(h >> self.chunk_bits) as usize]
+            .as_mut()
+            .expect("held page");
+        &mut page.links[(h & mask) as usize]
+    }
+
+    #[inline]
+    fn prev(&self, h: u32) -> u32 {
+        self.links(h)[0]
+    }
+
+    #[inline]
+    fn next(&self, h: u32) -> u32 {
+        self.links(h)[1]
+    }
+
+    #[inline]
+    fn set_prev(&mut self, h: u32, to: u32) {
+        self.links_mut(h)[0] = to;
+    }
+
+    #[inline]
+    fn set_next(&mut self, h: u32, to: u32) {
+        self.links_mut(h)[1] = to;
+    }
+
     fn class_of(&self, h: u32) -> ClassId {
         self.pages[(h >> self.chunk_bits) as usize]
             .as_ref()
@@ -245,13 +285,9 @@ impl Shard {
 
     fn lru_push_head(&mut self, class: ClassId, h: u32) {
         let head = self.classes[class.index()].lru_head;
-        {
-            let mut it = self.item_mut(h);
-            it.set_prev(NIL);
-            it.set_next(head);
-        }
+        *self.links_mut(h) = [NIL, head];
         if head != NIL {
-            self.item_mut(head).set_prev(h);
+            self.set_prev(head, h);
         }
         let c = self.class_state(class);
         c.lru_head = h;
@@ -261,17 +297,14 @@ impl Shard {
     }
 
     fn lru_unlink(&mut self, class: ClassId, h: u32) {
-        let (prev, next) = {
-            let it = self.item(h);
-            (it.prev(), it.next())
-        };
+        let [prev, next] = self.links(h);
         if prev != NIL {
-            self.item_mut(prev).set_next(next);
+            self.set_next(prev, next);
         } else {
             self.class_state(class).lru_head = next;
         }
         if next != NIL {
-            self.item_mut(next).set_prev(prev);
+            self.set_prev(next, prev);
         } else {
             self.class_state(class).lru_tail = prev;
         }
@@ -279,14 +312,10 @@ impl Shard {
 
     fn free_push(&mut self, class: ClassId, h: u32) {
         let head = self.classes[class.index()].free_head;
-        {
-            let mut it = self.item_mut(h);
-            it.set_bits(bits::FREE);
-            it.set_prev(NIL);
-            it.set_next(head);
-        }
+        self.item_mut(h).set_bits(bits::FREE);
+        *self.links_mut(h) = [NIL, head];
         if head != NIL {
-            self.item_mut(head).set_prev(h);
+            self.set_prev(head, h);
         }
         let c = self.class_state(class);
         c.free_head = h;
@@ -294,17 +323,14 @@ impl Shard {
     }
 
     fn free_unlink(&mut self, class: ClassId, h: u32) {
-        let (prev, next) = {
-            let it = self.item(h);
-            (it.prev(), it.next())
-        };
+        let [prev, next] = self.links(h);
         if prev != NIL {
-            self.item_mut(prev).set_next(next);
+            self.set_next(prev, next);
         } else {
             self.class_state(class).free_head = next;
         }
         if next != NIL {
-            self.item_mut(next).set_prev(prev);
+            self.set_prev(next, prev);
         }
         self.item_mut(h).set_bits(0);
         self.class_state(class).free_chunks -= 1;
@@ -461,7 +487,7 @@ impl Shard {
                 }
                 return Some(self.unlink_and_take(class, h));
             }
-            h = self.item(h).prev();
+            h = self.prev(h);
         }
         if !self.evict_when_full {
             return None;
@@ -521,6 +547,7 @@ impl Shard {
     fn install_page(&mut self, class: ClassId) {
         let page = Page {
             mem: vec![0u8; self.geometry.page_size_bytes()].into_boxed_slice(),
+            links: Vec::new(),
             class,
             chunk_size_bytes: self.geometry.class(class).chunk_size_bytes,
         };
@@ -539,10 +566,12 @@ impl Shard {
 
     /// Gives page `slot` to `class` and starts carving it.
     fn assign_page(&mut self, slot: u32, class: ClassId) {
-        let chunk_size_bytes = self.geometry.class(class).chunk_size_bytes;
+        let g = self.geometry.class(class);
         let page = self.pages[slot as usize].as_mut().expect("held page");
         page.class = class;
-        page.chunk_size_bytes = chunk_size_bytes;
+        page.chunk_size_bytes = g.chunk_size_bytes;
+        page.links.clear();
+        page.links.resize(g.chunks_per_page, [NIL, NIL]);
         let c = self.class_state(class);
         c.pages.push(slot);
         // A class carves one page at a time; an older partly carved page keeps its uncarved tail unused.
@@ -670,14 +699,15 @@ impl Shard {
             b.mem[dst_at..dst_at + bytes].copy_from_slice(&a.mem[src_at..src_at + bytes]);
         }
         // The copy takes the original's place in the index and the LRU.
-        let (prev, next) = (self.item(h).prev(), self.item(h).next());
+        let [prev, next] = self.links(h);
+        *self.links_mut(target) = [prev, next];
         if prev != NIL {
-            self.item_mut(prev).set_next(target);
+            self.set_next(prev, target);
         } else {
             self.class_state(class).lru_head = target;
         }
         if next != NIL {
-            self.item_mut(next).set_prev(target);
+            self.set_prev(next, target);
         } else {
             self.class_state(class).lru_tail = target;
         }
@@ -698,7 +728,7 @@ impl Shard {
                 if h == NIL {
                     break;
                 }
-                let prev = self.item(h).prev();
+                let prev = self.prev(h);
                 if self.is_dead(h, clock) {
                     self.unlink(h);
                     reaped += 1;
@@ -828,7 +858,7 @@ impl Shard {
             let (mut n, mut prev, mut h) = (0, NIL, c.lru_head);
             while h != NIL {
                 let it = self.item(h);
-                if it.prev() != prev || !it.has(bits::LINKED) || it.has(bits::FREE) {
+                if self.prev(h) != prev || !it.has(bits::LINKED) || it.has(bits::FREE) {
                     return Err(format!("class {}: bad LRU node {h:#x}", class.0));
                 }
                 if self.class_of(h) != class
@@ -841,7 +871,7 @@ impl Shard {
                 }
                 n += 1;
                 prev = h;
-                h = it.next();
+                h = self.next(h);
             }
             if prev != c.lru_tail || n != c.items {
                 return Err(format!(
@@ -852,12 +882,12 @@ impl Shard {
             let (mut free, mut fprev, mut f) = (0, NIL, c.free_head);
             while f != NIL {
                 let it = self.item(f);
-                if it.prev() != fprev || !it.has(bits::FREE) || self.class_of(f) != class {
+                if self.prev(f) != fprev || !it.has(bits::FREE) || self.class_of(f) != class {
                     return Err(format!("class {}: bad free node {f:#x}", class.0));
                 }
                 free += 1;
                 fprev = f;
-                f = it.next();
+                f = self.next(f);
             }
             if free != c.free_chunks {
                 return Err(format!(
