@@ -1,0 +1,228 @@
+//! The exact LRU profiler against the shared reference curves, every trace, every printed point,
+//! and the trace readers against every shared file and against bad input.
+//!
+//! The traces live in the shared folder beside the repository (`../shared/traces` from the
+//! workspace root, or `MRCACHE_TRACES`); tests skip with a note when it is absent.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use mrcache_profile::{AccessObserver, ExactLru, MrcProfiler, MrcQuery, SizeUnit};
+use mrcache_workload::{open_trace, TraceFormat};
+
+fn traces_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("MRCACHE_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
+        });
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipping: no traces at {}", dir.display());
+        None
+    }
+}
+
+/// (trace file, reference name) for every reference curve.
+const TRACES: [(&str, &str); 7] = [
+    ("kv/cache2k-web07.trace.xz", "cache2k-web07"),
+    ("kv/cache2k-web12.trace.xz", "cache2k-web12"),
+    ("kv/cache2k-orm-busy.trace.xz", "cache2k-orm-busy"),
+    ("kv/cache2k-orm-night.trace.xz", "cache2k-orm-night"),
+    ("kv/corda_vaultservice.trace.gz", "corda-vaultservice"),
+    ("block/cloudPhysicsIO.oracleGeneral.bin", "cloudPhysicsIO"),
+    ("block/arc-OLTP.lis.zst", "arc-OLTP"),
+];
+
+/// The object-size section of a reference file: (cache_size_objects, miss_ratio) rows.
+fn reference_points(text: &str) -> Vec<(u64, String)> {
+    text.lines()
+        .skip_while(|line| !line.starts_with("cache_size_objects"))
+        .skip(1)
+        .take_while(|line| !line.starts_with('#'))
+        .map(|line| {
+            let (size, ratio) = line.split_once(',').expect("size,ratio row");
+            (size.parse().expect("size"), ratio.trim().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn exact_lru_reproduces_every_reference_curve() {
+    let Some(dir) = traces_dir() else { return };
+    for (file, name) in TRACES {
+        let reference =
+            std::fs::read_to_string(dir.join(format!("reference/{name}.lru-mrc.csv"))).unwrap();
+        let expected = reference_points(&reference);
+        assert!(
+            expected.len() > 10,
+            "{name}: reference has {} points",
+            expected.len()
+        );
+        let mut profiler = ExactLru::new();
+        for request in open_trace(&dir.join(file), TraceFormat::Auto).unwrap() {
+            let request = request.unwrap();
+            profiler.record(request.key, request.size);
+        }
+        let query = MrcQuery {
+            unit: SizeUnit::Objects,
+            points_per_decade: 0,
+            exact_sizes: expected.iter().map(|&(size, _)| size).collect(),
+        };
+        let curve = profiler.mrc(&query);
+        for (point, (size, ratio)) in curve.points().iter().zip(&expected) {
+            assert_eq!(point.size, *size);
+            assert_eq!(
+                &format!("{:.6}", point.miss_ratio),
+                ratio,
+                "{name} at {size}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_shared_trace_file_reads() {
+    let Some(dir) = traces_dir() else { return };
+    let expected = [
+        (
+            "block/cloudPhysicsIO.csv",
+            TraceFormat::CloudPhysicsCsv,
+            113_872,
+        ),
+        (
+            "block/msr-cambridge1-sample.csv",
+            TraceFormat::MsrCsv,
+            1_000,
+        ),
+        (
+            "format-samples/cachelib-twitter_sample.csv",
+            TraceFormat::TwitterCsv,
+            100,
+        ),
+        ("kv/cache2k-web12.trace.xz", TraceFormat::U32Be, 95_607),
+        (
+            "kv/corda_vaultservice.trace.gz",
+            TraceFormat::U64Be,
+            135_702,
+        ),
+        ("block/arc-OLTP.lis.zst", TraceFormat::ArcLis, 914_145),
+    ];
+    for (file, format, requests) in expected {
+        let reader = open_trace(&dir.join(file), TraceFormat::Auto).unwrap();
+        assert_eq!(reader.format(), format, "{file}");
+        assert_eq!(reader.map(Result::unwrap).count(), requests, "{file}");
+    }
+    for file in [
+        "format-samples/meta-kv_traces_1.csv",
+        "format-samples/meta-kv_traces_2.csv",
+    ] {
+        let reader = open_trace(&dir.join(file), TraceFormat::Auto).unwrap();
+        assert_eq!(reader.format(), TraceFormat::MetaKvCsv);
+        let requests: Vec<_> = reader.map(Result::unwrap).collect();
+        assert!(requests.len() >= 99, "{file}: op_count expands rows");
+        assert!(requests
+            .iter()
+            .all(|r| r.size > 0 || r.op != mrcache_workload::Op::Set));
+    }
+}
+
+fn scratch_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mrcache-trace-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+    path
+}
+
+#[test]
+fn bad_input_names_file_offset_and_line() {
+    let empty = scratch_file("empty.trace", b"");
+    let error = open_trace(&empty, TraceFormat::Auto)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("empty.trace") && error.contains("empty"),
+        "{error}"
+    );
+
+    let truncated = scratch_file("cut.oracleGeneral.bin", &[1u8; 30]);
+    let error = open_trace(&truncated, TraceFormat::Auto)
+        .unwrap()
+        .find_map(Result::err)
+        .unwrap();
+    assert_eq!(error.offset_bytes(), 24);
+    assert!(
+        error
+            .to_string()
+            .contains("truncated record (6 of 24 bytes)"),
+        "{error}"
+    );
+
+    let text = scratch_file("text.trace", b"version,time,op,size,lbn\n1,2,28,512,7\n");
+    let error = open_trace(&text, TraceFormat::Auto)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("looks like text"), "{error}");
+
+    let bad_line = scratch_file("bad.lis", b"1 2 0 0\nten 1 0 1\n");
+    let error = open_trace(&bad_line, TraceFormat::Auto)
+        .unwrap()
+        .find_map(Result::err)
+        .unwrap();
+    assert_eq!((error.line(), error.offset_bytes()), (Some(2), 8));
+    assert!(
+        error
+            .to_string()
+            .contains("bad.lis: byte 8, line 2: start_block"),
+        "{error}"
+    );
+
+    let unknown = scratch_file("mystery.dat", b"abc");
+    let error = open_trace(&unknown, TraceFormat::Auto)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("--format"), "{error}");
+
+    let not_zstd = scratch_file("fake.lis.zst", b"plain text\n");
+    assert!(open_trace(&not_zstd, TraceFormat::Auto).is_err());
+}
+
+#[test]
+fn binary_reports_help_and_errors() {
+    let binary = env!("CARGO_BIN_EXE_mrcache");
+    let help = std::process::Command::new(binary)
+        .args(["mrc", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for option in [
+        "--trace",
+        "--method",
+        "--rate",
+        "--max-samples",
+        "--unit",
+        "--sizes",
+        "--plot",
+    ] {
+        assert!(help.contains(option), "help lacks {option}");
+    }
+    let missing = std::process::Command::new(binary)
+        .args(["mrc", "--trace", "/nonexistent/x.trace"])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/x.trace"));
+    let version = std::process::Command::new(binary)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&version.stdout).contains(env!("CARGO_PKG_VERSION")));
+}

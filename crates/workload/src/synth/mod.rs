@@ -1,0 +1,27 @@
+//! Synthetic workloads of the papers, seeded and reproducible: Facebook ETC, LAMA's three-phase workload,
+//! Zipf, and mPart's six applications.
+//!
+//! A generator is an iterator of [`Access`]: a key id with the key's and the value's size in bytes, the
+//! operation, and a tenant index. Sizes are a fixed function of (seed, key id), so an object keeps its
+//! sizes for the whole run, as in a real cache; popularity and the request stream come from one seeded
+//! RNG. The same spec and seed give the same stream, bit for bit, on every run.
+
+mod dist;
+mod generators;
+mod spec;
+
+pub use dist::{KeySizeModel, Popularity, ValueSizeModel};
+pub use generators::{Etc, MpartSix, ThreePhase, Zipfian};
+pub use spec::{WorkloadSpec, WORKLOAD_HELP};
+
+/// One synthetic request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// Object id; unique within a tenant.
+    pub key: u64,
+    pub key_size: u8,
+    pub value_size: u32,
+    pub op: crate::Op,
+    /// Which application issued it (0 for single-tenant workloads).
+    pub tenant: u16,
+}

@@ -1,0 +1,242 @@
+//! `NAME[:key=value,...]` workload specifications, as `mrcache sim --workload` takes them.
+//!
+//! Every parameter has a default; an unknown name or key is an error that names it, and `WORKLOAD_HELP`
+//! lists them all for `--help`.
+
+use std::collections::BTreeMap;
+
+use super::dist::{KeySizeModel, Popularity, ValueSizeModel};
+use super::generators::{Etc, MpartSix, SingleApp, ThreePhase};
+use super::Access;
+
+/// GET:SET of Facebook ETC, about 30:1.
+const ETC_GET_RATIO: f64 = 30.0 / 31.0;
+
+/// What `--help` prints about workloads.
+pub const WORKLOAD_HELP: &str = "\
+Workloads (NAME[:key=value,...]):
+  etc          Facebook ETC sizes (key GEV, value table + generalized Pareto).
+               objects=1000000 requests=5000000 popularity=zipf:0.9 get_ratio=0.968
+  zipf         Zipf popularity with fixed or uniform sizes.
+               objects=1000000 requests=5000000 alpha=0.9 key_size=16 value_size=200 (or A-B) get_ratio=1
+  three-phase  LAMA's three-phase workload (two sets of `objects`, GPD popularity, ETC sizes).
+               objects=7000000 requests=200000000 get_ratio=1
+  mpart-six    mPart's six Zipf applications (Table 4.1), one tenant each, 200-byte values.
+               scale=1 requests=100000000 (per application) get_ratio=1
+popularity is uniform, zipf:ALPHA or pareto:SIGMA:K. Every workload takes seed=N (default: --seed).
+GETs that miss are followed by a SET of the object (the lookaside pattern) in the simulator.";
+
+/// A parsed specification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadSpec {
+    pub name: String,
+    params: BTreeMap<String, String>,
+}
+
+impl WorkloadSpec {
+    /// Parses `NAME[:key=value,...]`.
+    pub fn parse(text: &str) -> Result<WorkloadSpec, String> {
+        let (name, rest) = text.split_once(':').unwrap_or((text, ""));
+        let mut params = BTreeMap::new();
+        for pair in rest.split(',').filter(|p| !p.is_empty()) {
+            let (k, v) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("workload parameter `{pair}` is not key=value"))?;
+            params.insert(k.trim().to_string(), v.trim().to_string());
+        }
+        Ok(WorkloadSpec {
+            name: name.to_string(),
+            params,
+        })
+    }
+
+    /// The request stream, seeded by `seed` unless the spec sets `seed=`.
+    pub fn build(&self, seed: u64) -> Result<Box<dyn Iterator<Item = Access> + Send>, String> {
+        let mut p = Params {
+            spec: self,
+            used: Vec::new(),
+        };
+        let seed = p.num("seed", seed)?;
+        let stream: Box<dyn Iterator<Item = Access> + Send> = match self.name.as_str() {
+            "etc" => {
+                let objects = p.num("objects", 1_000_000)?;
+                let requests = p.num("requests", 5_000_000)?;
+                let popularity = p.popularity(objects, "zipf:0.9")?;
+                let get_ratio = p.float("get_ratio", ETC_GET_RATIO)?;
+                let app = SingleApp::new(
+                    popularity,
+                    KeySizeModel::Etc,
+                    ValueSizeModel::Etc { max: 500_000 },
+                    get_ratio,
+                    seed,
+                );
+                Box::new(Etc::new(app, requests, seed))
+            }
+            "zipf" => {
+                let objects = p.num("objects", 1_000_000)?;
+                let requests = p.num("requests", 5_000_000)?;
+                let alpha = p.float("alpha", 0.9)?;
+                let key_size = p.num("key_size", 16)?.clamp(8, 250) as u8;
+                let value_size = p.value_size("value_size", "200")?;
+                let get_ratio = p.float("get_ratio", 1.0)?;
+                let app = SingleApp::new(
+                    Popularity::zipf(objects, alpha)?,
+                    KeySizeModel::Fixed(key_size),
+                    value_size,
+                    get_ratio,
+                    seed,
+                );
+                Box::new(Etc::new(app, requests, seed))
+            }
+            "three-phase" => {
+                let objects = p.num("objects", 7_000_000)?;
+                let requests = p.num("requests", 200_000_000)?;
+                let get_ratio = p.float("get_ratio", 1.0)?;
+                Box::new(ThreePhase::new(objects, requests, get_ratio, seed))
+            }
+            "mpart-six" => {
+                let scale = p.num("scale", 1)?;
+                let requests = p.num("requests", 100_000_000)?;
+                let get_ratio = p.float("get_ratio", 1.0)?;
+                Box::new(MpartSix::new(scale, requests, get_ratio, seed)?)
+            }
+            other => {
+                return Err(format!(
+                    "unknown workload `{other}` (etc, zipf, three-phase, mpart-six)"
+                ))
+            }
+        };
+        p.reject_unused()?;
+        Ok(stream)
+    }
+}
+
+struct Params<'a> {
+    spec: &'a WorkloadSpec,
+    used: Vec<&'static str>,
+}
+
+impl Params<'_> {
+    fn raw(&mut self, key: &'static str) -> Option<&str> {
+        self.used.push(key);
+        self.spec.params.get(key).map(String::as_str)
+    }
+
+    fn num(&mut self, key: &'static str, default: u64) -> Result<u64, String> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(v) => {
+                parse_count(v).ok_or_else(|| format!("workload parameter {key}={v}: not a count"))
+            }
+        }
+    }
+
+    fn float(&mut self, key: &'static str, default: f64) -> Result<f64, String> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("workload parameter {key}={v}: not a number")),
+        }
+    }
+
+    fn value_size(&mut self, key: &'static str, default: &str) -> Result<ValueSizeModel, String> {
+        let v = self.raw(key).unwrap_or(default).to_string();
+        let bad = || format!("workload parameter {key}={v}: expected N, A-B or etc");
+        if v == "etc" {
+            return Ok(ValueSizeModel::Etc { max: 500_000 });
+        }
+        match v.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                Ok(ValueSizeModel::Uniform(a, b))
+            }
+            None => Ok(ValueSizeModel::Fixed(v.parse().map_err(|_| bad())?)),
+        }
+    }
+
+    fn popularity(&mut self, objects: u64, default: &str) -> Result<Popularity, String> {
+        let v = self.raw("popularity").unwrap_or(default).to_string();
+        let bad = || {
+            format!(
+                "workload parameter popularity={v}: expected uniform, zipf:ALPHA or pareto:SIGMA:K"
+            )
+        };
+        let parts: Vec<&str> = v.split(':').collect();
+        match parts.as_slice() {
+            ["uniform"] => Ok(Popularity::uniform(objects)),
+            ["zipf", a] => Popularity::zipf(objects, a.parse().map_err(|_| bad())?),
+            ["pareto", s, k] => Ok(Popularity::pareto(
+                objects,
+                s.parse().map_err(|_| bad())?,
+                k.parse().map_err(|_| bad())?,
+            )),
+            _ => Err(bad()),
+        }
+    }
+
+    fn reject_unused(&self) -> Result<(), String> {
+        match self
+            .spec
+            .params
+            .keys()
+            .find(|k| !self.used.contains(&k.as_str()))
+        {
+            Some(k) => Err(format!(
+                "workload `{}` has no parameter `{k}`",
+                self.spec.name
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A count with an optional k/M/G suffix (decimal): `5M` is 5,000,000.
+fn parse_count(v: &str) -> Option<u64> {
+    let (digits, mult) = match v.as_bytes().last()? {
+        b'k' | b'K' => (&v[..v.len() - 1], 1_000),
+        b'm' | b'M' => (&v[..v.len() - 1], 1_000_000),
+        b'g' | b'G' => (&v[..v.len() - 1], 1_000_000_000),
+        _ => (v, 1),
+    };
+    digits
+        .replace('_', "")
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_builds_each_workload() {
+        for spec in [
+            "etc:objects=1000,requests=10",
+            "zipf:alpha=1.0,requests=10,value_size=10-20",
+            "three-phase:objects=100,requests=9",
+            "mpart-six:scale=1000,requests=2",
+        ] {
+            let s = WorkloadSpec::parse(spec).unwrap();
+            assert!(s.build(1).unwrap().count() > 0, "{spec}");
+        }
+        assert_eq!(parse_count("5M"), Some(5_000_000));
+    }
+
+    #[test]
+    fn errors_name_the_culprit() {
+        let err = |s: &str| {
+            WorkloadSpec::parse(s)
+                .and_then(|w| w.build(1).map(|_| ()))
+                .unwrap_err()
+        };
+        assert!(err("nope").contains("nope"));
+        assert!(err("etc:objcts=5").contains("objcts"));
+        assert!(err("etc:popularity=zipf").contains("popularity"));
+        assert!(err("zipf:requests=x").contains("requests=x"));
+    }
+}

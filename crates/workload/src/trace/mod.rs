@@ -1,0 +1,109 @@
+//! Trace files: format names and detection, decompression, and the [`TraceReader`] iterator.
+//!
+//! Binary formats are fixed-size records; a file whose length is not a whole number of records
+//! fails at the partial record. Text formats are parsed line by line; a line that does not parse
+//! fails with its line number. An empty file (after decompression) is an error, not an empty
+//! trace, because it is almost always a wrong path or a failed download.
+
+mod binary;
+mod error;
+mod format;
+mod source;
+mod text;
+
+pub use error::TraceError;
+pub use format::TraceFormat;
+
+use std::io::BufRead;
+use std::path::Path;
+
+use crate::Request;
+use error::TraceErrorKind;
+
+/// Size given to every request of a trace that records no sizes (the cache2k and corda key
+/// traces): 1 byte, so a byte curve equals the object curve and no value model is implied.
+pub const KEY_ONLY_SIZE_BYTES: u32 = 1;
+
+/// Opens `path` as a trace of `format` ([`TraceFormat::Auto`] detects it from the name and, for
+/// CSV files, the first line).
+pub fn open_trace(path: &Path, format: TraceFormat) -> Result<TraceReader, TraceError> {
+    let mut input = source::open(path)?;
+    let first_bytes = input
+        .fill_buf()
+        .map_err(|e| TraceError::new(path, 0, None, TraceErrorKind::Io(e)))?
+        .to_vec();
+    if first_bytes.is_empty() {
+        return Err(TraceError::new(path, 0, None, TraceErrorKind::Empty));
+    }
+    let format = match format {
+        TraceFormat::Auto => format::detect(path, &first_bytes)
+            .ok_or_else(|| TraceError::new(path, 0, None, TraceErrorKind::UnknownFormat))?,
+        explicit => explicit,
+    };
+    let decoder = if let Some(record_bytes) = format.record_bytes() {
+        if binary::looks_like_text(&first_bytes) {
+            let message = format!("file looks like text, not {format} binary records");
+            return Err(TraceError::new(
+                path,
+                0,
+                None,
+                TraceErrorKind::Parse(message),
+            ));
+        }
+        Decoder::Binary(binary::RecordReader::new(input, format, record_bytes))
+    } else {
+        Decoder::Text(text::LineReader::new(input, format))
+    };
+    Ok(TraceReader {
+        path: path.to_path_buf(),
+        format,
+        decoder,
+        failed: false,
+    })
+}
+
+enum Decoder {
+    Binary(binary::RecordReader),
+    Text(text::LineReader),
+}
+
+/// Iterator over the requests of one trace file; stops after the first error.
+pub struct TraceReader {
+    path: std::path::PathBuf,
+    format: TraceFormat,
+    decoder: Decoder,
+    failed: bool,
+}
+
+impl TraceReader {
+    /// The format being read (the detected one, when opened with `Auto`).
+    pub fn format(&self) -> TraceFormat {
+        self.format
+    }
+}
+
+impl Iterator for TraceReader {
+    type Item = Result<Request, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let result = match &mut self.decoder {
+            Decoder::Binary(reader) => reader.next_request(),
+            Decoder::Text(reader) => reader.next_request(),
+        };
+        match result {
+            Ok(request) => request.map(Ok),
+            Err(located) => {
+                self.failed = true;
+                Some(Err(TraceError::new(
+                    &self.path,
+                    located.offset_bytes,
+                    located.line,
+                    located.kind,
+                )))
+            }
+        }
+    }
+}
