@@ -1,0 +1,18 @@
+//! The simulator: the very engine the server runs, driven by a workload under a logical clock.
+//!
+//! Nothing here models a cache: requests go to `mrcache_engine::Engine` exactly as the server's dispatch
+//! sends them, with the lookaside pattern of the papers (a GET that misses is followed by a SET of the
+//! object). Time is logical: `requests_per_second` requests make one second, which drives expiry and the
+//! once-a-second policies (memcached's automove). No threads, no I/O, no wall clock; the same config and
+//! stream give the same report, bit for bit.
+
+mod policy;
+mod replay;
+mod report;
+pub mod sweep;
+mod trace;
+
+pub use policy::SlabPolicy;
+pub use replay::{SimConfig, Simulator};
+pub use report::{ClassAllocation, SimReport, Window};
+pub use trace::TraceSizing;

@@ -1,0 +1,216 @@
+//! Replaying requests through the engine.
+
+use mrcache_engine::{Clock, Engine, EngineConfig, StoreArgs, StoreMode, StoreOutcome};
+use mrcache_workload::synth::Access;
+use mrcache_workload::Op;
+
+use crate::policy::SlabPolicy;
+use crate::report::{ratio, ClassAllocation, SimReport, Window};
+
+/// The logical clock starts where memcached's real one does.
+const CLOCK_START_SECS: u32 = 62;
+
+/// How to simulate.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// The engine as the server would configure it; `shards` should be 1 for exact LRU per class.
+    pub engine: EngineConfig,
+    /// Requests per window of the reported series.
+    pub window_requests: u64,
+    /// Requests per logical second.
+    pub requests_per_second: u64,
+}
+
+impl SimConfig {
+    pub fn with_memory(memory_bytes: u64) -> SimConfig {
+        SimConfig {
+            engine: EngineConfig {
+                memory_limit_bytes: memory_bytes,
+                ..EngineConfig::default()
+            },
+            window_requests: 1_000_000,
+            requests_per_second: 100_000,
+        }
+    }
+}
+
+/// A running simulation.
+pub struct Simulator {
+    engine: Engine,
+    policy: SlabPolicy,
+    config: SimConfig,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    now: u32,
+    requests: u64,
+    gets: u64,
+    misses: u64,
+    sets: u64,
+    page_moves: u64,
+    window: WindowCounters,
+    windows: Vec<Window>,
+}
+
+#[derive(Default)]
+struct WindowCounters {
+    gets: u64,
+    misses: u64,
+    page_moves: u64,
+}
+
+impl Simulator {
+    pub fn new(config: SimConfig, policy: SlabPolicy) -> Result<Simulator, String> {
+        let engine = Engine::new(config.engine.clone()).map_err(|e| e.to_string())?;
+        let value = vec![b'v'; engine.geometry().item_size_max_bytes()];
+        Ok(Simulator {
+            engine,
+            policy,
+            config,
+            key: Vec::with_capacity(256),
+            value,
+            now: CLOCK_START_SECS,
+            requests: 0,
+            gets: 0,
+            misses: 0,
+            sets: 0,
+            page_moves: 0,
+            window: WindowCounters::default(),
+            windows: Vec::new(),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn clock(&self) -> Clock {
+        Clock::logical(self.now)
+    }
+
+    /// The key bytes of an access: tenant and id, padded to the key size (at least the 10 id bytes).
+    fn build_key(&mut self, a: &Access) {
+        self.key.clear();
+        self.key.extend_from_slice(&a.tenant.to_le_bytes());
+        self.key.extend_from_slice(&a.key.to_le_bytes());
+        let len = (a.key_size as usize).max(self.key.len());
+        self.key.resize(len, b'.');
+    }
+
+    fn set(&mut self, a: &Access) {
+        self.sets += 1;
+        let len = (a.value_size as usize).min(self.value.len());
+        let outcome = self.engine.store(
+            &StoreArgs {
+                mode: StoreMode::Set,
+                key: &self.key,
+                client_flags: 0,
+                exptime: 0,
+                value: &self.value[..len],
+                cas: 0,
+                invalidate: false,
+            },
+            Clock::logical(self.now),
+        );
+        debug_assert!(!matches!(
+            outcome,
+            StoreOutcome::NotStored | StoreOutcome::Exists
+        ));
+    }
+
+    /// Replays one request.
+    pub fn replay(&mut self, a: &Access) {
+        self.build_key(a);
+        match a.op {
+            Op::Get => {
+                self.gets += 1;
+                self.window.gets += 1;
+                if self.engine.get(&self.key, self.clock(), |_| ()).is_none() {
+                    self.misses += 1;
+                    self.window.misses += 1;
+                    self.set(a);
+                }
+            }
+            Op::Set | Op::Update => self.set(a),
+            Op::Delete => {
+                self.engine.delete(&self.key, self.clock());
+            }
+            Op::Other => {}
+        }
+        self.requests += 1;
+        if self
+            .requests
+            .is_multiple_of(self.config.requests_per_second)
+        {
+            self.now += 1;
+            let moved = self.policy.tick(&self.engine, self.clock());
+            self.page_moves += moved;
+            self.window.page_moves += moved;
+        }
+        if self.requests.is_multiple_of(self.config.window_requests) {
+            self.close_window();
+        }
+    }
+
+    fn close_window(&mut self) {
+        let w = std::mem::take(&mut self.window);
+        let pages = self
+            .engine
+            .stats(self.clock())
+            .classes
+            .iter()
+            .map(|c| c.total_pages)
+            .collect();
+        self.windows.push(Window {
+            end_request: self.requests,
+            gets: w.gets,
+            misses: w.misses,
+            miss_ratio: ratio(w.misses, w.gets),
+            pages,
+            page_moves: w.page_moves,
+        });
+    }
+
+    /// Ends the run (closing a partial last window) and reports.
+    pub fn finish(mut self) -> SimReport {
+        if self.window.gets > 0 || self.windows.is_empty() {
+            self.close_window();
+        }
+        let stats = self.engine.stats(self.clock());
+        SimReport {
+            policy: self.policy.name().to_string(),
+            memory_bytes: self.config.engine.memory_limit_bytes,
+            requests: self.requests,
+            gets: self.gets,
+            misses: self.misses,
+            miss_ratio: ratio(self.misses, self.gets),
+            sets: self.sets,
+            evictions: stats.class_totals().evicted,
+            page_moves: self.page_moves,
+            windows: self.windows,
+            allocation: stats
+                .classes
+                .iter()
+                .filter(|c| c.total_pages > 0)
+                .map(|c| ClassAllocation {
+                    class: c.class.0,
+                    chunk_size_bytes: c.chunk_size_bytes,
+                    pages: c.total_pages,
+                    items: c.items,
+                })
+                .collect(),
+        }
+    }
+
+    /// Replays a whole stream and reports.
+    pub fn run(
+        config: SimConfig,
+        policy: SlabPolicy,
+        stream: impl IntoIterator<Item = Access>,
+    ) -> Result<SimReport, String> {
+        let mut sim = Simulator::new(config, policy)?;
+        for a in stream {
+            sim.replay(&a);
+        }
+        Ok(sim.finish())
+    }
+}

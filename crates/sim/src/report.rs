@@ -1,0 +1,70 @@
+//! What a simulation reports: totals, per-window series and the allocation over time, serialisable as the
+//! JSON object `mrcache sim --json` prints.
+
+use serde::Serialize;
+
+/// Pages held by one slab class.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClassAllocation {
+    pub class: u8,
+    pub chunk_size_bytes: usize,
+    pub pages: usize,
+    pub items: usize,
+}
+
+/// One window of `window_requests` requests.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Window {
+    /// Requests before the window ended.
+    pub end_request: u64,
+    pub gets: u64,
+    pub misses: u64,
+    /// GET misses over GETs in this window.
+    pub miss_ratio: f64,
+    /// Pages per class (index = class - 1) at the end of the window.
+    pub pages: Vec<usize>,
+    pub page_moves: u64,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimReport {
+    pub policy: String,
+    pub memory_bytes: u64,
+    pub requests: u64,
+    pub gets: u64,
+    /// GET misses (the papers' misses).
+    pub misses: u64,
+    /// GET misses over GETs.
+    pub miss_ratio: f64,
+    pub sets: u64,
+    pub evictions: u64,
+    pub page_moves: u64,
+    pub windows: Vec<Window>,
+    /// Final pages per class, for classes that hold any.
+    pub allocation: Vec<ClassAllocation>,
+}
+
+impl SimReport {
+    /// Miss ratio over the last `fraction` of the windows: the steady state.
+    pub fn steady_state_miss_ratio(&self, fraction: f64) -> f64 {
+        let n = self.windows.len();
+        let skip = n - ((n as f64 * fraction).ceil() as usize).clamp(1, n.max(1));
+        let (gets, misses) = self.windows[skip..]
+            .iter()
+            .fold((0u64, 0u64), |(g, m), w| (g + w.gets, m + w.misses));
+        if gets == 0 {
+            0.0
+        } else {
+            misses as f64 / gets as f64
+        }
+    }
+}
+
+pub(crate) fn ratio(num: u64, den: u64) -> f64 {
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
+}

@@ -1,0 +1,165 @@
+//! One workload at many memory sizes and policies, in parallel: the data of a miss-ratio-vs-memory figure.
+//!
+//! Every run is independent (its own engine and its own copy of the stream, regenerated from the same seed),
+//! so the results are the same whatever the thread count.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use mrcache_workload::synth::Access;
+use serde::Serialize;
+
+use crate::{SimConfig, SimReport, Simulator, SlabPolicy};
+
+/// One point of a sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepPoint {
+    pub policy: String,
+    pub memory_bytes: u64,
+    pub miss_ratio: f64,
+    /// Miss ratio over the last half of the windows.
+    pub steady_state_miss_ratio: f64,
+    pub page_moves: u64,
+    #[serde(skip)]
+    pub report: SimReport,
+}
+
+/// Runs every (policy, memory) pair on `threads` threads. `stream` makes a fresh copy of the workload.
+pub fn sweep<F>(
+    base: &SimConfig,
+    memories: &[u64],
+    policies: &[String],
+    threads: usize,
+    stream: F,
+) -> Result<Vec<SweepPoint>, String>
+where
+    F: Fn() -> Result<Box<dyn Iterator<Item = Access> + Send>, String> + Sync,
+{
+    for p in policies {
+        SlabPolicy::by_name(p)?;
+    }
+    let jobs: Vec<(&String, u64)> = policies
+        .iter()
+        .flat_map(|p| memories.iter().map(move |&m| (p, m)))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::with_capacity(jobs.len()));
+    let first_error = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(policy, memory)) = jobs.get(i) else {
+                    break;
+                };
+                let run = || -> Result<SweepPoint, String> {
+                    let mut config = base.clone();
+                    config.engine.memory_limit_bytes = memory;
+                    let report = Simulator::run(config, SlabPolicy::by_name(policy)?, stream()?)?;
+                    Ok(SweepPoint {
+                        policy: policy.clone(),
+                        memory_bytes: memory,
+                        miss_ratio: report.miss_ratio,
+                        steady_state_miss_ratio: report.steady_state_miss_ratio(0.5),
+                        page_moves: report.page_moves,
+                        report,
+                    })
+                };
+                match run() {
+                    Ok(point) => results.lock().unwrap().push((i, point)),
+                    Err(e) => {
+                        first_error.lock().unwrap().get_or_insert(e);
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = first_error.into_inner().unwrap() {
+        return Err(e);
+    }
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(i, _)| *i);
+    Ok(results.into_iter().map(|(_, p)| p).collect())
+}
+
+/// `512MiB`, `1GiB`, `64MB` (MB and MiB both mean 2^20, as memcached's `-m` does), or plain bytes.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown size unit `{unit}` (use B, KiB, MiB or GiB)"
+            ))
+        }
+    };
+    let value: f64 = num.parse().map_err(|_| format!("`{text}` is not a size"))?;
+    if value <= 0.0 {
+        return Err(format!("`{text}`: size must be positive"));
+    }
+    Ok((value * scale as f64) as u64)
+}
+
+/// `128MiB..1GiB:64MiB`: every size from the first to the last, in steps.
+pub fn parse_range(text: &str) -> Result<Vec<u64>, String> {
+    let bad = || format!("`{text}`: expected FROM..TO:STEP, e.g. 128MiB..1GiB:64MiB");
+    let (range, step) = text.split_once(':').ok_or_else(bad)?;
+    let (from, to) = range.split_once("..").ok_or_else(bad)?;
+    let (from, to, step) = (parse_bytes(from)?, parse_bytes(to)?, parse_bytes(step)?);
+    if from > to {
+        return Err(bad());
+    }
+    Ok((0..)
+        .map(|i| from + i * step)
+        .take_while(|&m| m <= to)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mrcache_workload::synth::WorkloadSpec;
+
+    #[test]
+    fn sizes_and_ranges() {
+        assert_eq!(parse_bytes("512MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_bytes("1GiB").unwrap(), 1 << 30);
+        assert_eq!(
+            parse_range("128MiB..256MiB:64MiB").unwrap(),
+            vec![128 << 20, 192 << 20, 256 << 20]
+        );
+        assert!(parse_bytes("12 parsecs").is_err());
+        assert!(parse_range("1GiB..128MiB:1MiB").is_err());
+    }
+
+    #[test]
+    fn sweep_is_ordered_and_thread_count_independent() {
+        let mut base = SimConfig::with_memory(4 << 20);
+        base.window_requests = 10_000;
+        let spec = WorkloadSpec::parse("zipf:objects=20000,requests=40000").unwrap();
+        let run = |threads| {
+            sweep(
+                &base,
+                &[2 << 20, 4 << 20],
+                &["memcached".into(), "automove".into()],
+                threads,
+                || spec.build(1),
+            )
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.policy, p.memory_bytes, p.miss_ratio))
+            .collect::<Vec<_>>()
+        };
+        let one = run(1);
+        assert_eq!(one, run(2));
+        assert_eq!(one.len(), 4);
+        assert!(one[1].2 < one[0].2);
+    }
+}
