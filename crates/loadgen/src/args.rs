@@ -1,0 +1,445 @@
+//! Command-line options of `mrcache bench` and the small value types they parse into.
+//!
+//! [`BenchArgs`] is the one place where every knob and its default is declared; the rest of the
+//! crate reads a validated copy of it. Each option type here parses from the text a user types
+//! (`10s`, `zipf:0.99`, `p95=500us`, `uniform:100-1000`, `user:pass:3:app1:`) and prints back the
+//! same text, so the configuration echoed in a report can be pasted back onto the command line.
+//! Passwords are the one exception: they are echoed as `***`.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+
+/// Defaults, each with the reason it was chosen.
+pub mod defaults {
+    /// memcaslap's `-c` is 128; 16 keeps a laptop-sized run from saturating the client itself.
+    pub const CONNECTIONS: usize = 16;
+    /// One event-loop thread drives many connections; add threads only when the client saturates.
+    pub const THREADS: usize = 1;
+    /// 90% gets: memcaslap's default get:set of 9:1.
+    pub const GET_RATIO: f64 = 0.9;
+    /// 100k keys: larger than any CPU cache, small enough to preload in a second.
+    pub const KEYS: u64 = 100_000;
+    /// 32-byte keys: close to ETC's median key (34 B).
+    pub const KEY_SIZE: usize = 32;
+    /// Per-request timeout; the text protocol has no request ids, so a timeout resets the connection.
+    pub const TIMEOUT: &str = "1s";
+    /// Fixed seed: two runs with the same options issue the same request sequence per connection.
+    pub const SEED: u64 = 0x6d72_6361_6368_6521;
+    /// mutilate stops its binary search once high and low are within 2% of each other.
+    pub const QOS_PRECISION: f64 = 0.02;
+    /// Bound on the number of QoS search steps, whatever the precision.
+    pub const QOS_MAX_STEPS: usize = 12;
+}
+
+/// Options of `mrcache bench`: load one or more memcached-compatible servers and measure latency.
+#[derive(Debug, Clone, clap::Args, Serialize)]
+pub struct BenchArgs {
+    /// Servers to load, HOST:PORT, comma separated or repeated. Every server receives the full
+    /// workload over the full key space (mutilate semantics); no client-side sharding.
+    #[arg(long = "server", short = 's', required = true, value_delimiter = ',')]
+    pub servers: Vec<String>,
+
+    /// Connections to each server, spread round-robin over the threads (memcaslap's -c).
+    #[arg(long, default_value_t = defaults::CONNECTIONS)]
+    pub connections: usize,
+
+    /// Client event-loop threads; each drives its share of the connections with mio.
+    #[arg(long, default_value_t = defaults::THREADS)]
+    pub threads: usize,
+
+    /// Measured time of the run (and of each QoS search step), e.g. 10s, 500ms.
+    #[arg(long, default_value = "10s")]
+    pub duration: HumanDuration,
+
+    /// Time before measurement starts; requests are sent but not recorded.
+    #[arg(long, default_value = "2s")]
+    pub warmup: HumanDuration,
+
+    /// Open loop: total requests per second over all connections, issued on schedule whatever the
+    /// replies; latency counts from each request's intended send time. Without it: closed loop.
+    /// With --qos it is the upper bound of the search (otherwise a closed-loop run finds one).
+    #[arg(long)]
+    pub rate: Option<f64>,
+
+    /// Inter-arrival distribution of the open loop: poisson, or etc (Facebook ETC's generalized
+    /// Pareto, shape kept, scale set to the rate).
+    #[arg(long, default_value = "poisson")]
+    pub arrivals: Arrivals,
+
+    /// Fraction of requests that are gets (multi-gets when --multiget > 1); the rest are sets.
+    #[arg(long, default_value_t = defaults::GET_RATIO)]
+    pub get_ratio: f64,
+
+    /// Number of distinct keys per tenant.
+    #[arg(long, default_value_t = defaults::KEYS)]
+    pub keys: u64,
+
+    /// Key length in bytes, tenant prefix included (memcached allows up to 250).
+    #[arg(long, default_value_t = defaults::KEY_SIZE)]
+    pub key_size: usize,
+
+    /// Value sizes: N (fixed), uniform:A-B, or etc (Facebook ETC). A key's size never changes.
+    #[arg(long, default_value = "200")]
+    pub value_size: ValueSize,
+
+    /// Key popularity: uniform, or zipf:S with exponent S >= 0 (rank 1 = key 0 is hottest).
+    #[arg(long, default_value = "uniform")]
+    pub popularity: Popularity,
+
+    /// Keys per get: above 1 every get is a multi-get of that many keys.
+    #[arg(long, default_value_t = 1)]
+    pub multiget: usize,
+
+    /// Lookaside caching: every key a get misses is then set, as an application fills its cache.
+    #[arg(long)]
+    pub lookaside: bool,
+
+    /// With --lookaside: simulated backend time between the miss and the set.
+    #[arg(long, default_value = "0us")]
+    pub backend_delay: HumanDuration,
+
+    /// Requests each connection may have on the wire at once (closed loop: always keeps them).
+    #[arg(long, default_value_t = 1)]
+    pub pipeline: usize,
+
+    /// Find the highest open-loop rate meeting a latency target, e.g. p95=500us or p99=1ms, by
+    /// binary search (mutilate style); each step runs --warmup + --duration.
+    #[arg(long)]
+    pub qos: Option<QosTarget>,
+
+    /// Set every key once before measuring (bounded by --preload-timeout).
+    #[arg(long)]
+    pub preload: bool,
+
+    /// Upper bound on the preload phase.
+    #[arg(long, default_value = "60s")]
+    pub preload_timeout: HumanDuration,
+
+    /// Per-request timeout; a timed-out connection is closed and reopened.
+    #[arg(long, default_value = defaults::TIMEOUT)]
+    pub timeout: HumanDuration,
+
+    /// Print one JSON object instead of the human report.
+    #[arg(long)]
+    pub json: bool,
+
+    /// A tenant, USER:PASS:WEIGHT:KEYPREFIX (repeatable). Its connections authenticate first
+    /// (text auth, empty USER = none), get a WEIGHT share of connections and rate, and prefix keys.
+    #[arg(long = "tenant")]
+    pub tenants: Vec<TenantSpec>,
+
+    /// Seed of every random choice (keys, ops, sizes, arrivals).
+    #[arg(long, default_value_t = defaults::SEED)]
+    pub seed: u64,
+}
+
+/// A duration typed as a number and a unit: `ns`, `us`, `ms`, `s`, `m` (bare numbers are seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl FromStr for HumanDuration {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let split = s
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(s.len());
+        let (num, unit) = s.split_at(split);
+        let value: f64 = num.parse().map_err(|_| format!("bad duration {s:?}"))?;
+        let scale = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "" | "s" => 1.0,
+            "m" | "min" => 60.0,
+            _ => return Err(format!("bad duration unit in {s:?} (use ns, us, ms, s, m)")),
+        };
+        Duration::try_from_secs_f64(value * scale)
+            .map(HumanDuration)
+            .map_err(|_| format!("duration out of range: {s:?}"))
+    }
+}
+
+impl fmt::Display for HumanDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0.as_nanos();
+        if ns == 0 {
+            f.write_str("0s")
+        } else if ns % 1_000_000_000 == 0 {
+            write!(f, "{}s", ns / 1_000_000_000)
+        } else if ns % 1_000_000 == 0 {
+            write!(f, "{}ms", ns / 1_000_000)
+        } else if ns % 1_000 == 0 {
+            write!(f, "{}us", ns / 1_000)
+        } else {
+            write!(f, "{ns}ns")
+        }
+    }
+}
+
+/// Value size distribution.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ValueSize {
+    Fixed(usize),
+    /// Uniform over `min..=max` bytes.
+    Uniform {
+        min: usize,
+        max: usize,
+    },
+    /// Facebook ETC (workloads.md): discrete 0-14 B with p 0.44155, else generalized Pareto.
+    Etc,
+}
+
+impl FromStr for ValueSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "etc" {
+            return Ok(ValueSize::Etc);
+        }
+        if let Some(range) = s.strip_prefix("uniform:") {
+            let (a, b) = range
+                .split_once('-')
+                .ok_or("uniform value size needs A-B")?;
+            let min: usize = a.parse().map_err(|_| format!("bad size {a:?}"))?;
+            let max: usize = b.parse().map_err(|_| format!("bad size {b:?}"))?;
+            if min > max {
+                return Err(format!("uniform:{min}-{max} has min > max"));
+            }
+            return Ok(ValueSize::Uniform { min, max });
+        }
+        s.parse()
+            .map(ValueSize::Fixed)
+            .map_err(|_| format!("bad value size {s:?} (N, uniform:A-B or etc)"))
+    }
+}
+
+impl fmt::Display for ValueSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueSize::Fixed(n) => write!(f, "{n}"),
+            ValueSize::Uniform { min, max } => write!(f, "uniform:{min}-{max}"),
+            ValueSize::Etc => f.write_str("etc"),
+        }
+    }
+}
+
+/// Key popularity over the key ranks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Popularity {
+    Uniform,
+    /// Zipf with this exponent: P(rank k) proportional to k^-s.
+    Zipf(f64),
+}
+
+impl FromStr for Popularity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "uniform" {
+            return Ok(Popularity::Uniform);
+        }
+        let exp = s
+            .strip_prefix("zipf:")
+            .ok_or("popularity is uniform or zipf:S")?;
+        match exp.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(Popularity::Zipf(v)),
+            _ => Err(format!("bad zipf exponent {exp:?} (a number >= 0)")),
+        }
+    }
+}
+
+impl fmt::Display for Popularity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Popularity::Uniform => f.write_str("uniform"),
+            Popularity::Zipf(s) => write!(f, "zipf:{s}"),
+        }
+    }
+}
+
+/// Open-loop inter-arrival distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrivals {
+    Poisson,
+    Etc,
+}
+
+impl FromStr for Arrivals {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "poisson" => Ok(Arrivals::Poisson),
+            "etc" => Ok(Arrivals::Etc),
+            _ => Err(format!("bad arrivals {s:?} (poisson or etc)")),
+        }
+    }
+}
+
+impl fmt::Display for Arrivals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Arrivals::Poisson => "poisson",
+            Arrivals::Etc => "etc",
+        })
+    }
+}
+
+/// A latency target: percentile `percentile` (e.g. 95.0) at most `limit`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QosTarget {
+    pub percentile: f64,
+    pub limit: Duration,
+}
+
+impl FromStr for QosTarget {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (p, limit) = s.split_once('=').ok_or("qos target is pNN=DURATION")?;
+        let percentile: f64 = p
+            .strip_prefix('p')
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("bad percentile {p:?} (p95, p99, p99.9)"))?;
+        if !(percentile > 0.0 && percentile < 100.0) {
+            return Err(format!("percentile {percentile} outside (0, 100)"));
+        }
+        let limit = limit.parse::<HumanDuration>()?.0;
+        Ok(QosTarget { percentile, limit })
+    }
+}
+
+impl fmt::Display for QosTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "p{}={}", self.percentile, HumanDuration(self.limit))
+    }
+}
+
+/// One tenant: credentials (empty user = no auth), weight, key prefix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TenantSpec {
+    pub user: String,
+    pub password: String,
+    pub weight: f64,
+    pub key_prefix: String,
+}
+
+impl FromStr for TenantSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut parts = s.splitn(4, ':');
+        let (Some(user), Some(password), Some(weight), Some(key_prefix)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(format!("tenant {s:?} is USER:PASS:WEIGHT:KEYPREFIX"));
+        };
+        let weight: f64 = weight
+            .parse()
+            .map_err(|_| format!("bad tenant weight {weight:?}"))?;
+        if !(weight.is_finite() && weight > 0.0) {
+            return Err(format!("tenant weight must be > 0, got {weight}"));
+        }
+        if key_prefix.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(format!(
+                "tenant key prefix {key_prefix:?} has spaces or control bytes"
+            ));
+        }
+        if user.contains(' ') || password.contains(' ') || user.is_empty() != password.is_empty() {
+            return Err("tenant user and password: both empty or both without spaces".into());
+        }
+        Ok(TenantSpec {
+            user: user.into(),
+            password: password.into(),
+            weight,
+            key_prefix: key_prefix.into(),
+        })
+    }
+}
+
+impl fmt::Display for TenantSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pass = if self.password.is_empty() { "" } else { "***" };
+        write!(
+            f,
+            "{}:{}:{}:{}",
+            self.user, pass, self.weight, self.key_prefix
+        )
+    }
+}
+
+macro_rules! serialize_as_display {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+    )*};
+}
+serialize_as_display!(
+    HumanDuration,
+    ValueSize,
+    Popularity,
+    Arrivals,
+    QosTarget,
+    TenantSpec
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip<T: FromStr + fmt::Display>(s: &str) -> String
+    where
+        T::Err: fmt::Debug,
+    {
+        s.parse::<T>().unwrap().to_string()
+    }
+
+    #[test]
+    fn durations_parse_and_print() {
+        assert_eq!(
+            "500us".parse::<HumanDuration>().unwrap().0,
+            Duration::from_micros(500)
+        );
+        assert_eq!(
+            "1.5s".parse::<HumanDuration>().unwrap().0,
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            "2".parse::<HumanDuration>().unwrap().0,
+            Duration::from_secs(2)
+        );
+        assert_eq!(round_trip::<HumanDuration>("250ms"), "250ms");
+        assert_eq!(round_trip::<HumanDuration>("0us"), "0s");
+        assert!("5 parsecs".parse::<HumanDuration>().is_err());
+        assert!("-1s".parse::<HumanDuration>().is_err());
+    }
+
+    #[test]
+    fn specs_round_trip() {
+        assert_eq!(round_trip::<ValueSize>("uniform:10-20"), "uniform:10-20");
+        assert_eq!(round_trip::<ValueSize>("etc"), "etc");
+        assert_eq!("200".parse::<ValueSize>().unwrap(), ValueSize::Fixed(200));
+        assert!("uniform:20-10".parse::<ValueSize>().is_err());
+        assert_eq!(round_trip::<Popularity>("zipf:0.99"), "zipf:0.99");
+        assert!("zipf:-1".parse::<Popularity>().is_err());
+        let q: QosTarget = "p99.9=1ms".parse().unwrap();
+        assert_eq!((q.percentile, q.limit), (99.9, Duration::from_millis(1)));
+        assert_eq!(round_trip::<QosTarget>("p95=500us"), "p95=500us");
+        assert!("p100=1ms".parse::<QosTarget>().is_err());
+    }
+
+    #[test]
+    fn tenants_parse_and_hide_passwords() {
+        let t: TenantSpec = "alice:secret:3:app1:".parse().unwrap();
+        assert_eq!(t.user, "alice");
+        assert_eq!(t.key_prefix, "app1:");
+        assert_eq!(t.to_string(), "alice:***:3:app1:");
+        let anon: TenantSpec = "::1:b".parse().unwrap();
+        assert!(anon.user.is_empty());
+        assert!("alice::1:x".parse::<TenantSpec>().is_err());
+        assert!("a:b:0:x".parse::<TenantSpec>().is_err());
+        assert!("a:b:1:has space".parse::<TenantSpec>().is_err());
+    }
+}

@@ -1,0 +1,494 @@
+//! One load thread: a mio event loop over the connections it owns.
+//!
+//! The worker decides what each connection sends and when: closed loop (keep `pipeline` requests
+//! in flight), open loop (each connection follows its own arrival process; a request's latency
+//! counts from its intended time, however late it is sent), or preload (set a key range once).
+//! Timers are a min-heap of connection wake-ups. epoll sleeps in whole milliseconds, so the loop
+//! sleeps until [`SPIN_BEFORE`] ahead of the next arrival and polls without blocking after that:
+//! an open-loop request then leaves within microseconds of its intended time, at the cost of a
+//! busy core. The time between intended and actual send is recorded as the send delay.
+//! Nothing here is shared with other threads except the progress channel.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::SocketAddr;
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use mio::{Events, Interest, Poll, Token};
+use rand::rngs::SmallRng;
+use rand::Rng;
+
+use crate::conn::{Conn, ConnState, Fault, PendingOp};
+use crate::dist::{GapSampler, KeySampler, ValueSizer};
+use crate::request::{push_auth, push_get, push_set, KeySpace};
+use crate::stats::{RunStats, Tick};
+use crate::OpKind;
+
+/// Sleep in epoll only when the next timer is further than this; spin closer to it.
+const SPIN_BEFORE: Duration = Duration::from_millis(1);
+/// How often timeouts and reconnects are checked.
+const SCAN_INTERVAL: Duration = Duration::from_millis(10);
+/// Progress is reported once a second.
+pub(crate) const TICK: Duration = Duration::from_secs(1);
+/// Sets a preloading connection keeps in flight.
+const PRELOAD_DEPTH: usize = 32;
+/// Bound on counting an open-loop backlog left at the end of a run.
+const UNSENT_COUNT_LIMIT: u64 = 10_000_000;
+
+/// How new requests are generated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LoadMode {
+    Closed,
+    Open,
+    Preload,
+}
+
+/// Everything a worker needs to generate load, shared read-only by all workers of a phase.
+pub(crate) struct Plan {
+    pub mode: LoadMode,
+    pub pipeline: usize,
+    pub get_ratio: f64,
+    pub multiget: usize,
+    pub lookaside: bool,
+    pub backend_delay: Duration,
+    pub keys: KeySampler,
+    pub sizer: ValueSizer,
+    /// `sizer.max_size()` bytes of filler; a set sends a prefix of it.
+    pub value: Vec<u8>,
+    pub tenants: Vec<TenantPlan>,
+    pub timeout: Duration,
+}
+
+pub(crate) struct TenantPlan {
+    pub space: KeySpace,
+    pub user: String,
+    pub password: String,
+}
+
+/// One connection to open: where, for whom, at what open-loop rate, which keys to preload.
+#[derive(Clone, Debug)]
+pub(crate) struct ConnSpec {
+    pub addr: SocketAddr,
+    pub tenant: usize,
+    pub gaps: Option<GapSampler>,
+    pub preload: std::ops::Range<u64>,
+}
+
+/// The phase's timeline: requests intended in `[measure_start, measure_end)` are measured.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Window {
+    pub measure_start: Instant,
+    pub measure_end: Instant,
+    /// After this, whatever is still in flight counts as timed out.
+    pub drain_deadline: Instant,
+}
+
+impl Window {
+    pub fn is_measured(&self, intended: Instant) -> bool {
+        intended >= self.measure_start && intended < self.measure_end
+    }
+}
+
+pub(crate) struct Worker<'a> {
+    plan: &'a Plan,
+    window: Window,
+    poll: Poll,
+    conns: Vec<Conn>,
+    gaps: Vec<Option<GapSampler>>,
+    heap: BinaryHeap<Reverse<(Instant, usize)>>,
+    rng: SmallRng,
+    stats: RunStats,
+    progress: Sender<Tick>,
+    /// `stats.errors.total()` when the last tick was sent.
+    errors_at_tick: u64,
+}
+
+impl<'a> Worker<'a> {
+    /// Takes connected, authenticated sockets (one per spec) and registers them.
+    pub fn new(
+        plan: &'a Plan,
+        specs: &[ConnSpec],
+        streams: Vec<mio::net::TcpStream>,
+        rng: SmallRng,
+        progress: Sender<Tick>,
+    ) -> std::io::Result<Self> {
+        let poll = Poll::new()?;
+        let mut conns = Vec::with_capacity(specs.len());
+        for (i, (spec, mut stream)) in specs.iter().zip(streams).enumerate() {
+            poll.registry().register(
+                &mut stream,
+                Token(i),
+                Interest::READABLE | Interest::WRITABLE,
+            )?;
+            let mut conn = Conn::new(spec.addr, spec.tenant, stream);
+            conn.preload = spec.preload.clone();
+            conns.push(conn);
+        }
+        let gaps = specs.iter().map(|s| s.gaps).collect();
+        let stats = RunStats::new(plan.tenants.len());
+        // Placeholder until `run` is handed the phase's real timeline.
+        let now = Instant::now();
+        let window = Window {
+            measure_start: now,
+            measure_end: now,
+            drain_deadline: now,
+        };
+        Ok(Worker {
+            plan,
+            window,
+            poll,
+            conns,
+            gaps,
+            heap: BinaryHeap::new(),
+            rng,
+            stats,
+            progress,
+            errors_at_tick: 0,
+        })
+    }
+
+    /// Runs the phase from `start` to completion and returns what was measured.
+    pub fn run(mut self, start: Instant, window: Window) -> RunStats {
+        self.window = window;
+        let mut events = Events::with_capacity(1024);
+        for i in 0..self.conns.len() {
+            if let Some(g) = self.gaps[i] {
+                let first = start + Duration::from_secs_f64(g.sample(&mut self.rng));
+                self.conns[i].next_intended = Some(first);
+            }
+            self.service(i, start);
+        }
+        let mut next_tick = start + TICK;
+        let mut next_scan = start + SCAN_INTERVAL;
+        loop {
+            let now = Instant::now();
+            // Completion scans every connection: during a preload only as often as timeouts.
+            let may_be_done = match self.plan.mode {
+                LoadMode::Preload => now >= next_scan,
+                LoadMode::Closed | LoadMode::Open => now >= self.window.measure_end,
+            };
+            if now >= self.window.drain_deadline || (may_be_done && self.finished(now)) {
+                break;
+            }
+            while let Some(&Reverse((at, i))) = self.heap.peek() {
+                if at > now {
+                    break;
+                }
+                self.heap.pop();
+                if self.conns[i].heap_wake == Some(at) {
+                    self.conns[i].heap_wake = None;
+                }
+                self.service(i, now);
+            }
+            if now >= next_scan {
+                self.scan(now);
+                next_scan = now + SCAN_INTERVAL;
+            }
+            if now >= next_tick {
+                self.send_tick();
+                next_tick += TICK;
+            }
+            let phase_edge = if now < self.window.measure_end {
+                self.window.measure_end
+            } else {
+                self.window.drain_deadline
+            };
+            let until_wake = next_scan
+                .min(next_tick)
+                .min(phase_edge)
+                .saturating_duration_since(now);
+            let timeout = match self
+                .heap
+                .peek()
+                .map(|r| r.0 .0.saturating_duration_since(now))
+            {
+                // Wake early for a request timer, then spin: epoll rounds up to milliseconds.
+                Some(until_timer) if until_timer <= until_wake => {
+                    until_timer.saturating_sub(SPIN_BEFORE)
+                }
+                _ => until_wake,
+            };
+            if self.poll.poll(&mut events, Some(timeout)).is_err() {
+                continue; // EINTR; anything else recurs and the deadline still ends the loop.
+            }
+            for ev in events.iter() {
+                let i = ev.token().0;
+                self.on_event(i, ev.is_readable() || ev.is_read_closed() || ev.is_error());
+            }
+        }
+        self.send_tick();
+        self.finish();
+        self.stats
+    }
+
+    /// True when no more work can happen: measurement over and nothing in flight, or (preload)
+    /// every range set.
+    fn finished(&self, now: Instant) -> bool {
+        let quiet = |c: &Conn| c.inflight.is_empty() && c.wbuf.is_empty();
+        match self.plan.mode {
+            LoadMode::Preload => self.conns.iter().all(|c| c.preload.is_empty() && quiet(c)),
+            LoadMode::Closed | LoadMode::Open => {
+                now >= self.window.measure_end
+                    && self.conns.iter().all(|c| {
+                        quiet(c)
+                            && c.next_intended
+                                .map_or(true, |t| t >= self.window.measure_end)
+                    })
+            }
+        }
+    }
+
+    fn on_event(&mut self, i: usize, readable: bool) {
+        let now = Instant::now();
+        let conn = &mut self.conns[i];
+        if let ConnState::Connecting(_) = conn.state {
+            match conn.connect_finished() {
+                Ok(false) => return,
+                Ok(true) => self.on_connected(i, now),
+                Err(_) => {
+                    self.fault(i, Fault::ConnectFailed, now);
+                    return;
+                }
+            }
+        }
+        let conn = &mut self.conns[i];
+        if readable {
+            if let Err(f) = conn.read_replies(self.plan, &self.window, &mut self.stats) {
+                self.fault(i, f, now);
+                return;
+            }
+        }
+        self.service(i, now);
+    }
+
+    fn on_connected(&mut self, i: usize, now: Instant) {
+        let conn = &mut self.conns[i];
+        if let Some(s) = conn.stream.as_ref() {
+            let _ = s.set_nodelay(true);
+        }
+        let tenant = &self.plan.tenants[conn.tenant];
+        if tenant.user.is_empty() {
+            conn.state = ConnState::Ready;
+        } else {
+            push_auth(&mut conn.wbuf, &tenant.user, &tenant.password);
+            conn.push_pending(PendingOp::Auth, 0, now, now);
+            conn.state = ConnState::Authenticating;
+        }
+    }
+
+    fn fault(&mut self, i: usize, fault: Fault, now: Instant) {
+        self.conns[i].abandon(
+            fault,
+            now,
+            &self.window,
+            &mut self.stats,
+            self.poll.registry(),
+        );
+    }
+
+    /// Issues what connection `i` may send now, flushes it, and arms its next timer.
+    fn service(&mut self, i: usize, now: Instant) {
+        if self.conns[i].state == ConnState::Ready {
+            self.issue(i, now);
+        }
+        if let Err(f) = self.conns[i].flush() {
+            self.fault(i, f, now);
+            return;
+        }
+        if let Some(at) = self.next_wake(i) {
+            let conn = &mut self.conns[i];
+            if conn.heap_wake.map_or(true, |w| at < w) {
+                conn.heap_wake = Some(at);
+                self.heap.push(Reverse((at, i)));
+            }
+        }
+    }
+
+    fn next_wake(&self, i: usize) -> Option<Instant> {
+        let c = &self.conns[i];
+        // Reconnects of Down connections are the periodic scan's job, not a timer's.
+        if c.state != ConnState::Ready || c.inflight.len() >= self.plan.pipeline {
+            return None;
+        }
+        let followup = c.followups.front().map(|f| f.ready_at);
+        let arrival = c
+            .next_intended
+            .filter(|t| *t < self.window.measure_end && c.outstanding() < self.plan.pipeline);
+        followup.into_iter().chain(arrival).min()
+    }
+
+    fn issue(&mut self, i: usize, now: Instant) {
+        let plan = self.plan;
+        let depth = if plan.mode == LoadMode::Preload {
+            PRELOAD_DEPTH
+        } else {
+            plan.pipeline
+        };
+        loop {
+            let conn = &mut self.conns[i];
+            if conn.inflight.len() >= depth {
+                return;
+            }
+            if let Some(f) = conn
+                .followups
+                .front()
+                .copied()
+                .filter(|f| f.ready_at <= now)
+            {
+                conn.followups.pop_front();
+                self.send_set(i, f.key, PendingOp::LookasideSet, f.ready_at, now);
+                continue;
+            }
+            if conn.outstanding() >= depth {
+                return;
+            }
+            let intended = match plan.mode {
+                LoadMode::Preload => {
+                    let Some(key) = conn.preload.next() else {
+                        return;
+                    };
+                    self.send_set(i, key, PendingOp::Op(OpKind::Set), now, now);
+                    continue;
+                }
+                LoadMode::Closed if now < self.window.measure_end => now,
+                LoadMode::Closed => return,
+                LoadMode::Open => match (conn.next_intended, self.gaps[i]) {
+                    (Some(t), Some(g)) if t <= now && t < self.window.measure_end => {
+                        let gap = Duration::from_secs_f64(g.sample(&mut self.rng));
+                        conn.next_intended = Some(t + gap);
+                        t
+                    }
+                    _ => return,
+                },
+            };
+            self.send_new(i, intended, now);
+        }
+    }
+
+    fn send_new(&mut self, i: usize, intended: Instant, now: Instant) {
+        let plan = self.plan;
+        if self.rng.gen::<f64>() >= plan.get_ratio {
+            let key = plan.keys.sample(&mut self.rng);
+            self.send_set(i, key, PendingOp::Op(OpKind::Set), intended, now);
+            return;
+        }
+        let conn = &mut self.conns[i];
+        let space = &plan.tenants[conn.tenant].space;
+        let rng = &mut self.rng;
+        let req_keys = &mut conn.req_keys;
+        let keys = (0..plan.multiget).map(|_| {
+            let key = plan.keys.sample(rng);
+            if plan.lookaside {
+                req_keys.push_back(key);
+            }
+            key
+        });
+        push_get(&mut conn.wbuf, space, keys);
+        let op = if plan.multiget > 1 {
+            OpKind::MultiGet
+        } else {
+            OpKind::Get
+        };
+        conn.push_pending(PendingOp::Op(op), plan.multiget as u32, intended, now);
+    }
+
+    fn send_set(&mut self, i: usize, key: u64, op: PendingOp, intended: Instant, now: Instant) {
+        let plan = self.plan;
+        let conn = &mut self.conns[i];
+        let len = plan.sizer.size_of(key);
+        push_set(
+            &mut conn.wbuf,
+            &plan.tenants[conn.tenant].space,
+            key,
+            &plan.value[..len],
+        );
+        conn.push_pending(op, 1, intended, now);
+    }
+
+    /// Times out stalled requests and connects, and reconnects dropped connections.
+    fn scan(&mut self, now: Instant) {
+        let timeout = self.plan.timeout;
+        for i in 0..self.conns.len() {
+            let conn = &self.conns[i];
+            let stalled = conn
+                .inflight
+                .front()
+                .is_some_and(|p| now.duration_since(p.sent) > timeout);
+            match conn.state {
+                ConnState::Connecting(since) if now.duration_since(since) > timeout => {
+                    self.fault(i, Fault::ConnectFailed, now);
+                }
+                ConnState::Authenticating if stalled => self.fault(i, Fault::AuthRefused, now),
+                ConnState::Down(at) if at <= now && now < self.window.measure_end => {
+                    self.reconnect(i, now)
+                }
+                _ if stalled => self.fault(i, Fault::Timeout, now),
+                _ => {}
+            }
+        }
+    }
+
+    fn reconnect(&mut self, i: usize, now: Instant) {
+        let conn = &mut self.conns[i];
+        match mio::net::TcpStream::connect(conn.addr) {
+            Ok(mut stream) => {
+                let interest = Interest::READABLE | Interest::WRITABLE;
+                if self
+                    .poll
+                    .registry()
+                    .register(&mut stream, Token(i), interest)
+                    .is_ok()
+                {
+                    conn.stream = Some(stream);
+                    conn.state = ConnState::Connecting(now);
+                    return;
+                }
+                self.stats.errors.connect_failures += 1;
+            }
+            Err(_) => self.stats.errors.connect_failures += 1,
+        }
+        conn.state = ConnState::Down(now + crate::conn::RECONNECT_BACKOFF);
+    }
+
+    fn send_tick(&mut self) {
+        let errors = self.stats.errors.total();
+        let tick = Tick {
+            ops: self.stats.tick_ops,
+            latency: self.stats.tick_latency.clone(),
+            errors: errors - self.errors_at_tick,
+        };
+        self.errors_at_tick = errors;
+        self.stats.tick_ops = 0;
+        self.stats.tick_latency.clear();
+        // The runner outlives its workers; a closed channel only means nobody is watching.
+        let _ = self.progress.send(tick);
+    }
+
+    /// Counts what the phase left undone: requests still in flight time out, and an open-loop
+    /// backlog (arrivals never sent) is counted as unsent.
+    fn finish(&mut self) {
+        let window = self.window;
+        for (conn, gaps) in self.conns.iter().zip(&self.gaps) {
+            let lost = conn
+                .inflight
+                .iter()
+                .filter(|p| p.op != PendingOp::Auth && window.is_measured(p.intended))
+                .count() as u64;
+            self.stats.errors.timeouts += lost;
+            if let (Some(mut t), Some(g)) = (conn.next_intended, gaps) {
+                let mut unsent = 0;
+                while t < window.measure_end && unsent < UNSENT_COUNT_LIMIT {
+                    if window.is_measured(t) {
+                        unsent += 1;
+                    }
+                    t += Duration::from_secs_f64(g.sample(&mut self.rng));
+                }
+                self.stats.errors.unsent += unsent;
+            }
+            if self.plan.mode == LoadMode::Preload {
+                self.stats.errors.unsent += conn.preload.end - conn.preload.start;
+            }
+        }
+    }
+}

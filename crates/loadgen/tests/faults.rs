@@ -1,0 +1,144 @@
+//! Failure handling against small misbehaving servers run in-process: errors are counted, dropped
+//! connections are reopened, silent servers time out, and every run ends on time.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use mrcache_loadgen::{BenchArgs, Report};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+fn bench(addr: &str, options: &[&str]) -> Report {
+    let mut argv = vec!["bench", "--server", addr];
+    argv.extend(options);
+    let cli = Cli::try_parse_from(argv).expect("valid options");
+    mrcache_loadgen::run(&cli.args, &mut std::io::sink()).expect("bench runs")
+}
+
+/// Serves each connection on its own thread with `handle`; returns the address.
+fn serve(handle: fn(TcpStream)) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || handle(stream));
+        }
+    });
+    addr
+}
+
+/// Misses every get, refuses every set with SERVER_ERROR, and hangs up after 50 commands.
+fn flaky(stream: TcpStream) {
+    let mut out = stream.try_clone().unwrap();
+    let mut input = BufReader::new(stream);
+    let mut line = String::new();
+    for _ in 0..50 {
+        line.clear();
+        if input.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let reply: &[u8] = if line.starts_with("get ") {
+            b"END\r\n"
+        } else if let Some(len) = line.split(' ').nth(4) {
+            let mut data = vec![0; len.trim().parse::<usize>().unwrap() + 2];
+            input.read_exact(&mut data).unwrap();
+            b"SERVER_ERROR out of memory storing object\r\n"
+        } else {
+            b"ERROR\r\n"
+        };
+        if out.write_all(reply).is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads everything, answers nothing.
+fn silent(mut stream: TcpStream) {
+    let mut sink = [0u8; 4096];
+    while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+}
+
+#[test]
+fn server_errors_and_hang_ups_are_counted_and_connections_reopened() {
+    let addr = serve(flaky);
+    let opts = [
+        "--duration",
+        "500ms",
+        "--warmup",
+        "0s",
+        "--connections",
+        "2",
+        "--get-ratio",
+        "0.5",
+    ];
+    let report = bench(&addr, &opts);
+    assert!(report.errors.server_errors > 0, "{report}");
+    assert!(report.errors.connection_resets > 0, "{report}");
+    assert!(
+        report
+            .last_error
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("SERVER_ERROR"),
+        "{report}"
+    );
+    // Each connection serves only 50 commands, so more than 100 replies means reconnects worked.
+    assert!(
+        report.ops.get + report.errors.server_errors > 100,
+        "{report}"
+    );
+    assert_eq!(report.hit_ratio, Some(0.0));
+}
+
+#[test]
+fn a_silent_server_times_out_within_the_run_bound() {
+    let addr = serve(silent);
+    let started = Instant::now();
+    let opts = [
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--timeout",
+        "200ms",
+        "--connections",
+        "3",
+    ];
+    let report = bench(&addr, &opts);
+    // Bound: duration + one timeout of drain, plus start-up slack.
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(report.errors.timeouts >= 3, "{report}");
+    assert_eq!(report.ops.total, 0);
+}
+
+#[test]
+fn an_open_loop_against_a_silent_server_reports_its_backlog_as_unsent() {
+    let addr = serve(silent);
+    let opts = [
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--timeout",
+        "100ms",
+        "--rate",
+        "1000",
+    ];
+    let report = bench(&addr, &opts);
+    // 300 arrivals were due; the few sent time out, the rest could never be sent.
+    assert!(
+        report.errors.unsent + report.errors.timeouts > 200,
+        "{report}"
+    );
+    assert_eq!(report.throughput_ops, 0.0);
+}

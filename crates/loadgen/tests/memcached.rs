@@ -1,0 +1,249 @@
+//! End-to-end: short benchmarks against a real memcached started on a free loopback port.
+//!
+//! Skipped with a message when /usr/bin/memcached is absent, unless MRCACHE_REQUIRE_MEMCACHED=1,
+//! in which case its absence fails the tests. Options go through clap, as `mrcache bench` does.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use mrcache_loadgen::{BenchArgs, BenchError, Report};
+
+const MEMCACHED: &str = "/usr/bin/memcached";
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+struct Memcached {
+    child: Child,
+    addr: String,
+}
+
+impl Memcached {
+    /// Starts memcached, or returns None (after saying why) when it is not installed.
+    fn start(extra: &[&str]) -> Option<Memcached> {
+        if !Path::new(MEMCACHED).exists() {
+            if std::env::var("MRCACHE_REQUIRE_MEMCACHED").as_deref() == Ok("1") {
+                panic!("{MEMCACHED} is missing and MRCACHE_REQUIRE_MEMCACHED=1");
+            }
+            eprintln!("skipping: {MEMCACHED} not found (apt-get install memcached)");
+            return None;
+        }
+        // A port probed free can be taken before memcached binds it: retry on a fresh one.
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let port_arg = port.to_string();
+            let mut args = vec![
+                "-U",
+                "0",
+                "-l",
+                "127.0.0.1",
+                "-p",
+                &port_arg,
+                "-m",
+                "64",
+                "-t",
+                "2",
+            ];
+            // memcached refuses to run as root without -u; as another user -u is ignored.
+            args.extend(["-u", "nobody"]);
+            args.extend(extra);
+            let mut child = Command::new(MEMCACHED)
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn memcached");
+            let addr = format!("127.0.0.1:{port}");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                if TcpStream::connect(&addr).is_ok() {
+                    return Some(Memcached { child, addr });
+                }
+                std::thread::yield_now();
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("memcached did not start on a free port");
+    }
+}
+
+impl Drop for Memcached {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bench(addr: &str, options: &[&str]) -> (Result<Report, BenchError>, String) {
+    let mut argv = vec!["bench", "--server", addr];
+    argv.extend(options);
+    let cli = Cli::try_parse_from(argv).expect("valid options");
+    let mut progress = Vec::new();
+    let report = mrcache_loadgen::run(&cli.args, &mut progress);
+    (report, String::from_utf8(progress).unwrap())
+}
+
+#[test]
+fn closed_loop_after_preload_hits_everything_without_errors() {
+    let Some(mc) = Memcached::start(&[]) else {
+        return;
+    };
+    let opts = [
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--connections",
+        "8",
+        "--keys",
+        "5000",
+        "--preload",
+        "--value-size",
+        "uniform:100-300",
+        "--json",
+    ];
+    let (report, progress) = bench(&mc.addr, &opts);
+    let report = report.expect("bench runs");
+    assert_eq!(report.errors.total(), 0, "{report}");
+    assert_eq!(report.preload.unwrap().keys_set, 5000);
+    assert_eq!(report.hit_ratio, Some(1.0), "{report}");
+    assert!(report.throughput_ops > 1000.0, "{report}");
+    assert!(report.ops.get > 0 && report.ops.set > 0);
+    let total = report.latency_us["total"];
+    assert!(total.p50 > 0 && total.p50 <= total.p99 && total.p99 <= total.max);
+    assert!(progress.contains("ops/s"), "progress: {progress:?}");
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    for key in ["p50", "p90", "p95", "p99", "p999", "max"] {
+        assert!(
+            json["latency_us"]["get"][key].is_u64(),
+            "missing latency_us.get.{key}"
+        );
+    }
+    assert!(json["throughput_ops"].is_f64());
+    assert_eq!(json["config"]["connections"], 8);
+}
+
+#[test]
+fn open_loop_lookaside_multiget_follows_the_rate_and_fills_misses() {
+    let Some(mc) = Memcached::start(&[]) else {
+        return;
+    };
+    let opts = [
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--rate",
+        "2000",
+        "--multiget",
+        "4",
+        "--lookaside",
+        "--backend-delay",
+        "50us",
+        "--keys",
+        "1000",
+        "--key-size",
+        "16",
+        "--popularity",
+        "zipf:0.9",
+        "--get-ratio",
+        "1",
+        "--connections",
+        "4",
+    ];
+    let (report, _) = bench(&mc.addr, &opts);
+    let report = report.expect("bench runs");
+    assert_eq!(report.errors.total(), 0, "{report}");
+    assert_eq!(report.mode, "open");
+    // Offered 2000 multi-gets/s: Poisson over one second stays well within 15%.
+    let multigets = report.ops.multiget as f64 / report.measured_secs;
+    assert!((1700.0..2300.0).contains(&multigets), "{report}");
+    assert!(report.ops.lookaside_set > 0, "{report}");
+    assert_eq!(report.ops.set, report.ops.lookaside_set);
+    let hit = report.hit_ratio.unwrap();
+    assert!(hit > 0.0 && hit < 1.0, "{report}");
+}
+
+#[test]
+fn qos_search_meets_a_loose_target_at_the_given_rate() {
+    let Some(mc) = Memcached::start(&[]) else {
+        return;
+    };
+    let opts = [
+        "--duration",
+        "300ms",
+        "--warmup",
+        "100ms",
+        "--rate",
+        "1000",
+        "--qos",
+        "p99=100ms",
+    ];
+    let (report, _) = bench(&mc.addr, &opts);
+    let qos = report.expect("bench runs").qos.expect("qos report");
+    assert_eq!(qos.search.steps.len(), 1, "{qos:?}");
+    assert!(qos.search.best.unwrap().met);
+}
+
+#[test]
+fn tenants_authenticate_and_bad_credentials_are_an_error() {
+    let dir = std::env::temp_dir().join(format!("mrcache-loadgen-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let auth = dir.join("auth");
+    std::fs::write(&auth, "alice:pw1\nbob:pw2\n").unwrap();
+    let auth = auth.to_str().unwrap().to_string();
+    let Some(mc) = Memcached::start(&["-Y", &auth]) else {
+        return;
+    };
+    let opts = [
+        "--duration",
+        "500ms",
+        "--warmup",
+        "0s",
+        "--connections",
+        "4",
+        "--tenant",
+        "alice:pw1:3:a:",
+        "--tenant",
+        "bob:pw2:1:b:",
+    ];
+    let (report, _) = bench(&mc.addr, &opts);
+    let report = report.expect("bench runs");
+    assert_eq!(report.errors.total(), 0, "{report}");
+    assert_eq!(report.tenants.len(), 2);
+    assert!(report.tenants[0].ops > report.tenants[1].ops, "{report}");
+    let (bad, _) = bench(
+        &mc.addr,
+        &["--duration", "200ms", "--tenant", "alice:nope:1:a:"],
+    );
+    assert!(matches!(bad, Err(BenchError::Auth { .. })), "{bad:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unreachable_server_is_an_error_not_a_statistic() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (report, _) = bench(&format!("127.0.0.1:{port}"), &["--duration", "200ms"]);
+    assert!(
+        matches!(report, Err(BenchError::Connect { .. })),
+        "{report:?}"
+    );
+}
