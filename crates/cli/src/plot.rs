@@ -60,7 +60,7 @@ pub fn write_plot(
     result.map_err(|e| format!("drawing {}: {e}", path.display()))
 }
 
-fn register_system_font() -> Result<(), String> {
+pub(crate) fn register_system_font() -> Result<(), String> {
     let explicit = std::env::var("MRCACHE_FONT").ok();
     let candidates = explicit.iter().map(String::as_str).chain(FONT_PATHS);
     for candidate in candidates {

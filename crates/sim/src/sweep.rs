@@ -24,7 +24,8 @@ pub struct SweepPoint {
     pub report: SimReport,
 }
 
-/// Runs every (policy, memory) pair on `threads` threads. `stream` makes a fresh copy of the workload.
+/// Runs every (policy, memory) pair on `threads` threads. `stream` makes a fresh copy of the workload; it
+/// is called on the thread that consumes it, so the stream need not be `Send`.
 pub fn sweep<F>(
     base: &SimConfig,
     memories: &[u64],
@@ -33,7 +34,7 @@ pub fn sweep<F>(
     stream: F,
 ) -> Result<Vec<SweepPoint>, String>
 where
-    F: Fn() -> Result<Box<dyn Iterator<Item = Access> + Send>, String> + Sync,
+    F: Fn() -> Result<Box<dyn Iterator<Item = Access>>, String> + Sync,
 {
     for p in policies {
         SlabPolicy::by_name(p)?;
@@ -150,7 +151,7 @@ mod tests {
                 &[2 << 20, 4 << 20],
                 &["memcached".into(), "automove".into()],
                 threads,
-                || spec.build(1),
+                || spec.build(1).map(|s| s as Box<dyn Iterator<Item = Access>>),
             )
             .unwrap()
             .into_iter()

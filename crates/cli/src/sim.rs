@@ -1,0 +1,333 @@
+//! `mrcache sim`: replay a synthetic workload or a trace through the real engine under a logical clock,
+//! at one memory size or a sweep, and report numbers, JSON, CSV and figures.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use clap::Args;
+use mrcache_engine::EngineConfig;
+use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
+use mrcache_sim::{SimConfig, SimReport, Simulator, SlabPolicy, TraceSizing};
+use mrcache_workload::synth::{Access, ValueSizeModel, WorkloadSpec, WORKLOAD_HELP};
+use mrcache_workload::{open_trace, TraceFormat};
+
+use crate::figures::{draw, Chart, Series};
+
+#[derive(Args, Debug)]
+#[command(after_help = WORKLOAD_HELP)]
+pub struct SimArgs {
+    /// Synthetic workload, NAME[:key=value,...] (see below).
+    #[arg(long, conflicts_with = "trace", required_unless_present = "trace")]
+    workload: Option<String>,
+    /// Trace file to replay (compressed files are read directly).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Trace format: auto, u32be, u64be, oracle-general, arc-lis, twitter-csv, meta-kv-csv, cloudphysics-csv.
+    #[arg(long, default_value = "auto")]
+    format: String,
+    /// Value sizes for key-only traces: N bytes, A-B uniform, or etc (Facebook ETC's distribution).
+    #[arg(long, default_value = "etc")]
+    value_size: String,
+    /// Key size in bytes for traces (they record numeric ids).
+    #[arg(long, default_value_t = 16)]
+    key_size: u8,
+    /// Cache memory (memcached's -m), e.g. 64MiB, 1GiB.
+    #[arg(long, default_value = "64MiB")]
+    memory: String,
+    /// Memory sweep FROM..TO:STEP, e.g. 128MiB..1GiB:64MiB (replaces --memory).
+    #[arg(long)]
+    sweep: Option<String>,
+    /// Slab policies, comma-separated: memcached (demand-filled, no moves), automove (memcached 1.6's).
+    #[arg(long, default_value = "memcached", value_delimiter = ',')]
+    policy: Vec<String>,
+    /// Requests per reported window.
+    #[arg(long, default_value_t = 1_000_000)]
+    window_requests: u64,
+    /// Requests per logical second (drives expiry and once-a-second policies).
+    #[arg(long, default_value_t = 100_000)]
+    requests_per_second: u64,
+    /// Slab growth factor (memcached's -f).
+    #[arg(long, default_value_t = 1.25)]
+    growth_factor: f64,
+    /// Largest item (memcached's -I), e.g. 1MiB.
+    #[arg(long, default_value = "1MiB")]
+    item_size_max: String,
+    /// Random seed for synthetic workloads and size models.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object (per run) instead of text.
+    #[arg(long)]
+    json: bool,
+    /// With --sweep: write policy,memory_bytes,miss_ratio,steady_state_miss_ratio,page_moves here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Figure (.svg/.png): miss ratio vs memory for a sweep, miss ratio over time otherwise.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Figure (.svg/.png) of pages per slab class over time (single memory size, first policy).
+    #[arg(long)]
+    plot_allocation: Option<PathBuf>,
+    /// Parallel runs for a sweep (default: the machine's cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+type Stream = Box<dyn Iterator<Item = Access>>;
+
+impl SimArgs {
+    fn base_config(&self) -> Result<SimConfig, String> {
+        let item_size_max =
+            parse_bytes(&self.item_size_max).map_err(|e| format!("--item-size-max {e}"))?;
+        if self.window_requests == 0 || self.requests_per_second == 0 {
+            return Err("--window-requests and --requests-per-second must be positive".into());
+        }
+        Ok(SimConfig {
+            engine: EngineConfig {
+                memory_limit_bytes: parse_bytes(&self.memory)
+                    .map_err(|e| format!("--memory {e}"))?,
+                item_size_max_bytes: item_size_max as usize,
+                growth_factor: self.growth_factor,
+                ..EngineConfig::default()
+            },
+            window_requests: self.window_requests,
+            requests_per_second: self.requests_per_second,
+        })
+    }
+
+    /// A fresh copy of the request stream. A trace error ends the stream and is left in `trace_error`.
+    fn stream(&self, trace_error: &TraceErrorSlot) -> Result<Stream, String> {
+        if let Some(spec) = &self.workload {
+            return Ok(WorkloadSpec::parse(spec)?.build(self.seed)?);
+        }
+        let path = self.trace.as_ref().ok_or("give --workload or --trace")?;
+        let format: TraceFormat = self.format.parse()?;
+        let reader = open_trace(path, format).map_err(|e| e.to_string())?;
+        let sizing = TraceSizing {
+            key_size: self.key_size.max(8),
+            value_size: parse_value_size(&self.value_size)?,
+            override_sizes: false,
+            seed: self.seed,
+        };
+        let slot = trace_error.clone();
+        Ok(Box::new(reader.map_while(move |r| match r {
+            Ok(r) => Some(sizing.access(&r)),
+            Err(e) => {
+                *slot.lock().unwrap() = Some(e.to_string());
+                None
+            }
+        })))
+    }
+}
+
+/// Where a trace stream leaves the error that ended it.
+type TraceErrorSlot = Arc<Mutex<Option<String>>>;
+
+fn parse_value_size(text: &str) -> Result<ValueSizeModel, String> {
+    let bad = || format!("--value-size {text}: expected N, A-B or etc");
+    if text == "etc" {
+        return Ok(ValueSizeModel::Etc { max: 500_000 });
+    }
+    match text.split_once('-') {
+        Some((a, b)) => Ok(ValueSizeModel::Uniform(
+            a.parse().map_err(|_| bad())?,
+            b.parse().map_err(|_| bad())?,
+        )),
+        None => Ok(ValueSizeModel::Fixed(text.parse().map_err(|_| bad())?)),
+    }
+}
+
+pub fn run(args: &SimArgs) -> Result<(), String> {
+    let base = args.base_config()?;
+    let trace_error = TraceErrorSlot::default();
+    let check_trace = || match trace_error.lock().unwrap().take() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    };
+    let out = &mut std::io::stdout().lock();
+    if let Some(range) = &args.sweep {
+        let memories = parse_range(range).map_err(|e| format!("--sweep {e}"))?;
+        let threads = args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let points = sweep(&base, &memories, &args.policy, threads, || {
+            args.stream(&trace_error)
+        })?;
+        check_trace()?;
+        report_sweep(args, &points, out)?;
+        return Ok(());
+    }
+    let mut reports = Vec::new();
+    for policy in &args.policy {
+        let report = Simulator::run(
+            base.clone(),
+            SlabPolicy::by_name(policy)?,
+            args.stream(&trace_error)?,
+        )?;
+        check_trace()?;
+        if args.json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&report).map_err(|e| e.to_string())?
+            )
+            .map_err(|e| e.to_string())?;
+        } else {
+            write_text(out, &report).map_err(|e| e.to_string())?;
+        }
+        reports.push(report);
+    }
+    if let Some(path) = &args.plot {
+        let series = reports
+            .iter()
+            .map(|r| Series {
+                label: r.policy.clone(),
+                points: r
+                    .windows
+                    .iter()
+                    .map(|w| (w.end_request as f64 / 1e6, w.miss_ratio))
+                    .collect(),
+            })
+            .collect();
+        draw(
+            path,
+            &Chart {
+                title: &format!("Miss ratio over time, {}", workload_name(args)),
+                x_label: "requests (millions)",
+                y_label: "miss ratio",
+                y_range: Some((0.0, 1.0)),
+                series,
+            },
+        )?;
+    }
+    if let Some(path) = &args.plot_allocation {
+        let r = &reports[0];
+        let classes = r.windows.last().map_or(0, |w| w.pages.len());
+        let series = (0..classes)
+            .filter(|&c| r.windows.iter().any(|w| w.pages[c] > 0))
+            .map(|c| Series {
+                label: format!("class {}", c + 1),
+                points: r
+                    .windows
+                    .iter()
+                    .map(|w| (w.end_request as f64 / 1e6, w.pages[c] as f64))
+                    .collect(),
+            })
+            .collect();
+        draw(
+            path,
+            &Chart {
+                title: &format!(
+                    "Pages per slab class, {} ({})",
+                    workload_name(args),
+                    r.policy
+                ),
+                x_label: "requests (millions)",
+                y_label: "pages",
+                y_range: None,
+                series,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+fn workload_name(args: &SimArgs) -> String {
+    match (&args.workload, &args.trace) {
+        (Some(w), _) => w.clone(),
+        (None, Some(t)) => t
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        _ => String::new(),
+    }
+}
+
+fn write_text(out: &mut impl Write, r: &SimReport) -> std::io::Result<()> {
+    writeln!(out, "policy {}  memory {} MiB  requests {}  gets {}  misses {}  miss ratio {:.4}  evictions {}  page moves {}", r.policy, r.memory_bytes >> 20, r.requests, r.gets, r.misses, r.miss_ratio, r.evictions, r.page_moves)?;
+    writeln!(
+        out,
+        "window  end_request  gets  misses  miss_ratio  page_moves"
+    )?;
+    for (i, w) in r.windows.iter().enumerate() {
+        writeln!(
+            out,
+            "{i:>6}  {:>11}  {}  {}  {:.4}  {}",
+            w.end_request, w.gets, w.misses, w.miss_ratio, w.page_moves
+        )?;
+    }
+    writeln!(out, "allocation (class chunk_bytes pages items):")?;
+    for a in &r.allocation {
+        writeln!(
+            out,
+            "  {:>3} {:>7} {:>6} {:>9}",
+            a.class, a.chunk_size_bytes, a.pages, a.items
+        )?;
+    }
+    Ok(())
+}
+
+fn report_sweep(args: &SimArgs, points: &[SweepPoint], out: &mut impl Write) -> Result<(), String> {
+    let io = |e: std::io::Error| e.to_string();
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(points).map_err(|e| e.to_string())?
+        )
+        .map_err(io)?;
+    } else {
+        writeln!(
+            out,
+            "policy  memory_mib  miss_ratio  steady_state_miss_ratio  page_moves"
+        )
+        .map_err(io)?;
+        for p in points {
+            writeln!(
+                out,
+                "{}  {}  {:.4}  {:.4}  {}",
+                p.policy,
+                p.memory_bytes >> 20,
+                p.miss_ratio,
+                p.steady_state_miss_ratio,
+                p.page_moves
+            )
+            .map_err(io)?;
+        }
+    }
+    if let Some(path) = &args.csv {
+        let mut text =
+            String::from("policy,memory_bytes,miss_ratio,steady_state_miss_ratio,page_moves\n");
+        for p in points {
+            text += &format!(
+                "{},{},{:.6},{:.6},{}\n",
+                p.policy, p.memory_bytes, p.miss_ratio, p.steady_state_miss_ratio, p.page_moves
+            );
+        }
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = &args.plot {
+        let series = args
+            .policy
+            .iter()
+            .map(|policy| Series {
+                label: policy.clone(),
+                points: points
+                    .iter()
+                    .filter(|p| &p.policy == policy)
+                    .map(|p| ((p.memory_bytes >> 20) as f64, p.steady_state_miss_ratio))
+                    .collect(),
+            })
+            .collect();
+        draw(
+            path,
+            &Chart {
+                title: &format!("Steady-state miss ratio vs memory, {}", workload_name(args)),
+                x_label: "memory (MiB)",
+                y_label: "miss ratio",
+                y_range: None,
+                series,
+            },
+        )?;
+    }
+    Ok(())
+}
