@@ -88,6 +88,7 @@ impl SimArgs {
                     .map_err(|e| format!("--memory {e}"))?,
                 item_size_max_bytes: item_size_max as usize,
                 growth_factor: self.growth_factor,
+                profile_sample_rate: None,
                 ..EngineConfig::default()
             },
             window_requests: self.window_requests,

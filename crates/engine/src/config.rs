@@ -42,6 +42,9 @@ pub struct EngineConfig {
     /// Independent lock domains (hash-partitioned key space, each with its own pages and LRUs).
     /// One shard is exact global LRU per class; the simulator uses one.
     pub shards: usize,
+    /// Online MRC profiling of every class: the initial sampling rate, or `None` for off. Profilers are
+    /// sized to stay within 1% of `memory_limit_bytes` together (see `profiling`).
+    pub profile_sample_rate: Option<f64>,
 }
 
 impl Default for EngineConfig {
@@ -54,6 +57,7 @@ impl Default for EngineConfig {
             use_cas: true,
             evict_when_full: true,
             shards: 1,
+            profile_sample_rate: Some(crate::profiling::DEFAULT_SAMPLE_RATE),
         }
     }
 }
@@ -111,6 +115,13 @@ impl EngineConfig {
             return Err(ConfigError(
                 "item max size (-I) cannot be larger than half of memory (-m)".into(),
             ));
+        }
+        if let Some(rate) = self.profile_sample_rate {
+            if !(rate > 0.0 && rate <= 1.0) {
+                return Err(ConfigError(format!(
+                    "MRC sampling rate must be in (0, 1], got {rate}"
+                )));
+            }
         }
         if self.shards == 0 || !self.shards.is_power_of_two() || self.shards > 1024 {
             return Err(ConfigError(format!(

@@ -16,9 +16,11 @@ use crate::config::{ConfigError, EngineConfig};
 use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{bits, Item};
+use crate::profiling::ProfilingConfig;
 use crate::shard::{hash_key, AllocError, Miss, PageMove, Shard};
 use crate::stats::{ClassSnapshot, EngineStats, GlobalCounters};
 use crate::Clock;
+use mrcache_profile::{Mrc, MrcQuery, ReuseTimeHistogram, ReuseTimeMethod};
 
 /// What a storage command asks for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -169,7 +171,7 @@ impl Entry<'_> {
     /// Records a read: LRU head, access time, fetched bit.
     pub fn bump(&mut self) {
         if let Some(h) = self.handle {
-            self.shard.bump(h, self.clock.now);
+            self.shard.bump(h, self.hash, self.clock.now);
         }
     }
 
@@ -286,6 +288,18 @@ impl Entry<'_> {
     }
 }
 
+/// One class's online miss-ratio curve.
+#[derive(Clone, Debug)]
+pub struct ClassMrc {
+    pub class: ClassId,
+    /// Uses of the class the profilers saw (hits and stores).
+    pub requests: u64,
+    /// The lowest current sampling rate among the shards' profilers of this class.
+    pub sampling_rate: f64,
+    /// Miss ratio against the class's size in items.
+    pub curve: Mrc,
+}
+
 /// Item bits the meta protocol reads and writes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ItemFlag {
@@ -336,12 +350,21 @@ impl Engine {
         config.validate()?;
         let geometry = Arc::new(Geometry::new(&config));
         let globals = Arc::new(Globals::new(config.page_budget(), config.use_cas));
+        let profiling = config.profile_sample_rate.map(|rate| {
+            ProfilingConfig::for_memory(
+                config.memory_limit_bytes,
+                geometry.class_count(),
+                config.shards,
+                rate,
+            )
+        });
         let shards: Box<[Mutex<Shard>]> = (0..config.shards)
             .map(|_| {
                 Mutex::new(Shard::new(
                     geometry.clone(),
                     globals.clone(),
                     config.evict_when_full,
+                    profiling,
                 ))
             })
             .collect();
@@ -393,7 +416,7 @@ impl Engine {
         let (handle, miss) = split(found);
         count_get(&mut shard, handle, miss);
         let h = handle?;
-        shard.bump(h, clock.now);
+        shard.bump(h, hash, clock.now);
         Some(f(ItemView {
             item: shard.item(h),
             now: clock.now,
@@ -461,7 +484,7 @@ impl Engine {
         let result = match (args.mode, old) {
             (StoreMode::Add, Some(old)) => {
                 // memcached: add on an existing item fails but promotes it.
-                shard.promote(old, clock.now);
+                shard.promote(old, hash, clock.now);
                 return StoreOutcome::NotStored;
             }
             (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, None) => {
@@ -749,6 +772,48 @@ impl Engine {
             page_size_bytes: self.geometry.page_size_bytes(),
             classes,
         }
+    }
+
+    /// The online miss-ratio curve of every profiled class (or of `class` only), in items, merged across
+    /// shards (each shard profiles a hash partition of the keys; `ReuseTimeHistogram::merge` yields the
+    /// whole class's curve). Evaluated at `query`'s sizes (in items).
+    pub fn mrc(&self, class: Option<ClassId>, query: &MrcQuery) -> Vec<ClassMrc> {
+        let classes: Vec<ClassId> = match class {
+            Some(c) => vec![c],
+            None => self.geometry.classes().map(|(c, _)| c).collect(),
+        };
+        let mut out = Vec::new();
+        for c in classes {
+            let mut merged: Option<ReuseTimeHistogram> = None;
+            let mut rate = 1.0f64;
+            for shard in self.shards.iter() {
+                let shard = shard.lock();
+                let Some(h) = shard.profilers.histogram(c.index()) else {
+                    continue;
+                };
+                rate = rate.min(shard.profilers.sampling_rate(c.index()).unwrap_or(1.0));
+                match &mut merged {
+                    Some(m) => m.merge(&h),
+                    None => merged = Some(h),
+                }
+            }
+            let Some(histogram) = merged else { continue };
+            out.push(ClassMrc {
+                class: c,
+                requests: histogram.requests(),
+                sampling_rate: rate,
+                curve: histogram.mrc(ReuseTimeMethod::Aet, query),
+            });
+        }
+        out
+    }
+
+    /// Heap bytes all MRC profilers hold.
+    pub fn profile_memory_bytes(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().profilers.memory_bytes())
+            .sum()
     }
 
     /// `stats reset`: zeroes the counters (not the items or pages).

@@ -10,6 +10,7 @@
 //! - `globals`  — page budget, CAS counter, flush horizon shared by shards
 //! - `shard`    — hash index + pages + per-class LRU + allocation, eviction, page moves (single-threaded)
 //! - `engine`   — the thread-safe facade: item semantics over hash-partitioned shards
+//! - `profiling` — per-class online MRC profilers on the request path, merged across shards
 //! - `stats`    — counters and snapshots
 //! - `automove` — memcached 1.6's automove (slab_automove=1) as a pure function of class samples
 
@@ -20,14 +21,15 @@ pub mod engine;
 pub mod geometry;
 pub mod globals;
 pub mod item;
+pub mod profiling;
 pub mod shard;
 pub mod stats;
 
 pub use clock::Clock;
 pub use config::{ConfigError, EngineConfig};
 pub use engine::{
-    parse_decimal, ArithOutcome, Delta, Engine, Entry, ItemFlag, ItemView, ReassignOutcome,
-    StoreArgs, StoreMode, StoreOutcome,
+    parse_decimal, ArithOutcome, ClassMrc, Delta, Engine, Entry, ItemFlag, ItemView,
+    ReassignOutcome, StoreArgs, StoreMode, StoreOutcome,
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
 pub use shard::{AllocError, Miss, PageMove};

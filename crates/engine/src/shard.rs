@@ -18,6 +18,7 @@ use hashbrown::HashTable;
 use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{bits, stored_bytes, Item, ItemMut, NIL};
+use crate::profiling::{ClassProfilers, ProfilingConfig};
 use crate::stats::{ClassCounters, ClassSnapshot, GlobalCounters};
 use crate::Clock;
 
@@ -117,6 +118,7 @@ pub struct Shard {
     pages: Vec<Option<Page>>,
     free_slots: Vec<u32>,
     classes: Vec<ClassState>,
+    pub(crate) profilers: ClassProfilers,
     pub(crate) counters: GlobalCounters,
 }
 
@@ -143,6 +145,7 @@ impl Shard {
         geometry: Arc<Geometry>,
         globals: Arc<Globals>,
         evict_when_full: bool,
+        profiling: Option<ProfilingConfig>,
     ) -> Shard {
         let max_chunks = geometry
             .classes()
@@ -150,7 +153,7 @@ impl Shard {
             .max()
             .unwrap_or(1);
         let chunk_bits = usize::BITS - (max_chunks - 1).max(1).leading_zeros();
-        let classes = (0..geometry.class_count())
+        let classes: Vec<ClassState> = (0..geometry.class_count())
             .map(|_| ClassState::new())
             .collect();
         Shard {
@@ -161,6 +164,7 @@ impl Shard {
             index: HashTable::new(),
             pages: Vec::new(),
             free_slots: Vec::new(),
+            profilers: ClassProfilers::new(profiling, classes.len()),
             classes,
             counters: GlobalCounters::default(),
         }
@@ -351,6 +355,7 @@ impl Shard {
         };
         self.index_insert(hash, h);
         self.lru_push_head(class, h);
+        self.profilers.record(class.index(), hash, requested);
         let c = self.class_state(class);
         c.items += 1;
         c.requested_bytes += requested as u64;
@@ -380,20 +385,28 @@ impl Shard {
         self.link(self.class_of(new), hash, new)
     }
 
-    /// Moves a linked item to the LRU head and records the access time, without marking it fetched
-    /// (memcached's `do_item_update`, used by `add` on an existing key).
-    pub(crate) fn promote(&mut self, h: u32, now: u32) {
+    /// Moves a linked item (of key hash `hash`) to the LRU head and records the access time and the use
+    /// in the class profiler, without marking it fetched (memcached's `do_item_update`, used by `add` on an
+    /// existing key).
+    pub(crate) fn promote(&mut self, h: u32, hash: u64, now: u32) {
         let class = self.class_of(h);
         if self.classes[class.index()].lru_head != h {
             self.lru_unlink(class, h);
             self.lru_push_head(class, h);
         }
         self.item_mut(h).set_atime(now);
+        if self.profilers.enabled() {
+            let it = self.item(h);
+            let size =
+                self.geometry
+                    .item_total_bytes(it.key_len(), it.client_flags(), it.value_len());
+            self.profilers.record(class.index(), hash, size);
+        }
     }
 
-    /// Records a read: LRU head, access time, fetched bit.
-    pub(crate) fn bump(&mut self, h: u32, now: u32) {
-        self.promote(h, now);
+    /// Records a read: LRU head, access time, fetched bit, profiler.
+    pub(crate) fn bump(&mut self, h: u32, hash: u64, now: u32) {
+        self.promote(h, hash, now);
         self.item_mut(h).insert_bits(bits::FETCHED);
     }
 

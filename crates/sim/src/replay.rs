@@ -26,6 +26,8 @@ impl SimConfig {
         SimConfig {
             engine: EngineConfig {
                 memory_limit_bytes: memory_bytes,
+                // The demand-filled and automove policies need no curves; curve-driven ones turn it on.
+                profile_sample_rate: None,
                 ..EngineConfig::default()
             },
             window_requests: 1_000_000,
