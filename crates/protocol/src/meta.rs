@@ -1,0 +1,627 @@
+//! The meta protocol: `mg ms md ma mn me`.
+//!
+//! `<cm> <key> [<datalen> for ms] <flag>*`. Every meta command shares memcached 1.6.18's flag pre-parser
+//! (`_meta_flag_preparse`), so each accepts the union of the flags `b N T R l O P L k s t c f v h u q F C
+//! M J D I` and ignores the ones it has no use for; any other flag is `CLIENT_ERROR invalid flag`, a repeat
+//! is `CLIENT_ERROR duplicate flag`, and a flag's bad value sets an error but parsing continues (the last
+//! message wins). mg and ms report the pre-parser's message; md and ma always say
+//! `CLIENT_ERROR invalid or duplicate flag`. An `O` token over 32 bytes is
+//! `CLIENT_ERROR opaque token too long` (memcached finds it while writing the reply, after side effects;
+//! we find it before any, a harmless difference). ms errors found after its length is known swallow the
+//! data block; earlier ones do not.
+
+use crate::base64;
+use crate::parse::{Limits, Line};
+use crate::request::{
+    Data, ErrorReply, MetaArith, MetaDebug, MetaDelete, MetaGet, MetaSet, Parsed, Request,
+};
+use crate::storage::{data_block, Block};
+use crate::tokens::{strtol32, strtoul32, strtoull, KEY_MAX_LENGTH};
+
+/// memcached's `MFLAG_MAX_OPT_LENGTH`: more tokens than this (counting the terminal one) is refused.
+const MAX_META_TOKENS: usize = 20;
+/// memcached's `MFLAG_MAX_OPAQUE_LENGTH`: the whole `O…` token.
+const MAX_OPAQUE_TOKEN: usize = 32;
+/// A 250-byte base64 key decodes to at most 187 bytes.
+const MAX_DECODED_KEY: usize = KEY_MAX_LENGTH / 4 * 3;
+
+const BAD_FORMAT: &str = "CLIENT_ERROR bad command line format";
+
+/// A meta key: as sent, or decoded from base64 (`b`) into an inline buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct MetaKey<'a> {
+    raw: &'a [u8],
+    decoded: [u8; MAX_DECODED_KEY],
+    decoded_len: u8,
+    binary: bool,
+}
+
+impl<'a> MetaKey<'a> {
+    fn plain(raw: &'a [u8]) -> MetaKey<'a> {
+        MetaKey {
+            raw,
+            decoded: [0; MAX_DECODED_KEY],
+            decoded_len: 0,
+            binary: false,
+        }
+    }
+
+    /// Decodes a base64 key; `None` if it is not valid base64.
+    fn decode(&mut self) -> Option<()> {
+        let n = base64::decode(self.raw, &mut self.decoded)?;
+        self.decoded_len = n as u8;
+        self.binary = true;
+        Some(())
+    }
+
+    /// The key to look up.
+    pub fn bytes(&self) -> &[u8] {
+        if self.binary {
+            &self.decoded[..usize::from(self.decoded_len)]
+        } else {
+            self.raw
+        }
+    }
+
+    /// Whether the client sent it base64-encoded (`b`); echoes re-encode it.
+    pub fn is_binary(&self) -> bool {
+        self.binary
+    }
+}
+
+/// ms's mode (`M` flag).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MetaMode {
+    Set,
+    Add,
+    Append,
+    Prepend,
+    Replace,
+}
+
+/// One flag token as the client sent it, for replies that echo flags in the client's order.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct MetaFlag<'a> {
+    /// The flag letter.
+    pub letter: u8,
+    /// The whole token, letter included (`O123`).
+    pub token: &'a [u8],
+}
+
+/// The pre-parsed flags of one meta command.
+#[derive(Clone, Copy, Debug)]
+pub struct MetaFlags<'a> {
+    tokens: [&'a [u8]; MAX_META_TOKENS],
+    count: usize,
+    /// `N<ttl>`: create the item on a miss, with this exptime.
+    pub vivify: Option<i64>,
+    /// `T<ttl>`: set the exptime.
+    pub ttl: Option<i64>,
+    /// `R<ttl>`: win the recache when the remaining TTL is below this.
+    pub recache: Option<i64>,
+    /// `v`: return the value.
+    pub value: bool,
+    /// `u`: do not bump the LRU.
+    pub no_update: bool,
+    /// `q`: hide the nominal reply.
+    pub quiet: bool,
+    /// `F<flags>` (ms).
+    pub client_flags: u32,
+    /// `C<cas>`: compare.
+    pub cas: Option<u64>,
+    /// `M<mode>`: the mode byte as sent.
+    pub mode: Option<u8>,
+    /// `J<n>` (ma): the initial value when vivifying; 0 by default.
+    pub initial: u64,
+    /// `D<n>` (ma): the delta; 1 by default.
+    pub delta: u64,
+    /// `I`: invalidate (ms: a stale CAS still stores; md: mark stale instead of deleting).
+    pub invalidate: bool,
+}
+
+impl<'a> MetaFlags<'a> {
+    /// The flags in the order the client sent them.
+    pub fn iter(&self) -> impl Iterator<Item = MetaFlag<'a>> + '_ {
+        self.tokens[..self.count].iter().map(|t| MetaFlag {
+            letter: t[0],
+            token: t,
+        })
+    }
+
+    /// Whether flag `letter` was sent.
+    pub fn has(&self, letter: u8) -> bool {
+        self.iter().any(|f| f.letter == letter)
+    }
+}
+
+/// memcached's `_meta_flag_preparse` over `flags`, decoding the key when `b` is present.
+fn preparse<'a>(flags: &[&'a [u8]], key: &mut MetaKey<'a>) -> Result<MetaFlags<'a>, &'static str> {
+    let mut of = MetaFlags {
+        tokens: [&[]; MAX_META_TOKENS],
+        count: 0,
+        vivify: None,
+        ttl: None,
+        recache: None,
+        value: false,
+        no_update: false,
+        quiet: false,
+        client_flags: 0,
+        cas: None,
+        mode: None,
+        initial: 0,
+        delta: 1,
+        invalidate: false,
+    };
+    let mut seen = [false; 128];
+    let mut error: Option<&'static str> = None;
+    for &token in flags {
+        let letter = token[0];
+        if letter >= 127 || seen[usize::from(letter)] {
+            return Err("CLIENT_ERROR duplicate flag");
+        }
+        seen[usize::from(letter)] = true;
+        let arg = &token[1..];
+        let ttl = || {
+            strtol32(arg)
+                .map(i64::from)
+                .ok_or("CLIENT_ERROR bad token in command line format")
+        };
+        match letter {
+            b'b' => {
+                if key.decode().is_none() {
+                    error = Some("CLIENT_ERROR error decoding key");
+                }
+            }
+            b'N' => match ttl() {
+                Ok(t) => of.vivify = Some(t),
+                Err(e) => error = Some(e),
+            },
+            b'T' => match ttl() {
+                Ok(t) => of.ttl = Some(t),
+                Err(e) => error = Some(e),
+            },
+            b'R' => match ttl() {
+                Ok(t) => of.recache = Some(t),
+                Err(e) => error = Some(e),
+            },
+            b'l' | b'O' | b'P' | b'L' | b'k' | b's' | b't' | b'c' | b'f' | b'h' => {}
+            b'v' => of.value = true,
+            b'u' => of.no_update = true,
+            b'q' => of.quiet = true,
+            b'F' => match strtoul32(arg) {
+                Some(f) => of.client_flags = f,
+                // memcached sets no message here: the command's default stands.
+                None => error = Some(BAD_FORMAT),
+            },
+            b'C' => match strtoull(arg) {
+                Some(c) => of.cas = Some(c),
+                None => error = Some("CLIENT_ERROR bad token in command line format"),
+            },
+            b'M' => {
+                if token.len() != 2 {
+                    error = Some("CLIENT_ERROR incorrect length for M token");
+                } else {
+                    of.mode = Some(token[1]);
+                }
+            }
+            b'J' => match strtoull(arg) {
+                Some(v) => of.initial = v,
+                None => error = Some("CLIENT_ERROR invalid numeric initial value"),
+            },
+            b'D' => match strtoull(arg) {
+                Some(v) => of.delta = v,
+                None => error = Some("CLIENT_ERROR invalid numeric delta value"),
+            },
+            b'I' => of.invalidate = true,
+            _ => return Err("CLIENT_ERROR invalid flag"),
+        }
+        of.tokens[of.count] = token;
+        of.count += 1;
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(of),
+    }
+}
+
+fn opaque_too_long(flags: &MetaFlags<'_>) -> bool {
+    flags
+        .iter()
+        .any(|f| f.letter == b'O' && f.token.len() > MAX_OPAQUE_TOKEN)
+}
+
+pub(crate) fn parse<'a>(line: &Line<'a>, limits: &Limits) -> Parsed<'a> {
+    let t = &line.tokens;
+    let command = t.get(0)[1];
+    match command {
+        b'n' => {
+            return Parsed::Request {
+                request: Request::MetaNoop,
+                consumed: line.len,
+            }
+        }
+        b'e' => return parse_debug(line),
+        b'g' | b's' | b'd' | b'a' => {}
+        _ => return line.error("ERROR", false),
+    }
+    if t.ntokens() < 3 {
+        return line.error("ERROR", false);
+    }
+    let raw_key = t.get(1);
+    if raw_key.len() > KEY_MAX_LENGTH {
+        return line.error(BAD_FORMAT, false);
+    }
+    if command == b's' {
+        return parse_set(line, limits);
+    }
+    if t.ntokens() > MAX_META_TOKENS {
+        let msg = if command == b'g' {
+            "CLIENT_ERROR options flags are too long"
+        } else {
+            "CLIENT_ERROR options flags too long"
+        };
+        return line.error(msg, false);
+    }
+    let mut key = MetaKey::plain(raw_key);
+    let flags = match preparse(&t.as_slice()[2..], &mut key) {
+        Ok(f) => f,
+        Err(e) if command == b'g' => return line.error(e, false),
+        Err(_) => return line.error("CLIENT_ERROR invalid or duplicate flag", false),
+    };
+    if opaque_too_long(&flags) {
+        return line.error("CLIENT_ERROR opaque token too long", false);
+    }
+    let request = match command {
+        b'g' => Request::MetaGet(MetaGet { key, flags }),
+        b'd' => Request::MetaDelete(MetaDelete { key, flags }),
+        _ => {
+            let incr = match flags.mode {
+                None | Some(b'I' | b'i' | b'+') => true,
+                Some(b'D' | b'd' | b'-') => false,
+                Some(_) => return line.error("CLIENT_ERROR invalid mode for ma M token", false),
+            };
+            Request::MetaArith(MetaArith { key, flags, incr })
+        }
+    };
+    Parsed::Request {
+        request,
+        consumed: line.len,
+    }
+}
+
+fn parse_set<'a>(line: &Line<'a>, limits: &Limits) -> Parsed<'a> {
+    let t = &line.tokens;
+    if t.ntokens() == 3 {
+        return line.error(BAD_FORMAT, false);
+    }
+    if t.ntokens() > MAX_META_TOKENS {
+        return line.error("CLIENT_ERROR options flags too long", false);
+    }
+    let length = match strtol32(t.get(2)) {
+        Some(n) if (0..=i32::MAX - 2).contains(&n) => n as usize,
+        _ => return line.error(BAD_FORMAT, false),
+    };
+    let swallowing = |msg: &'static str| {
+        Parsed::Error(ErrorReply {
+            line: msg,
+            consumed: line.len,
+            noreply: false,
+            swallow: length + 2,
+        })
+    };
+    let mut key = MetaKey::plain(t.get(1));
+    let flags = match preparse(&t.as_slice()[3..], &mut key) {
+        Ok(f) => f,
+        Err(e) => return swallowing(e),
+    };
+    if opaque_too_long(&flags) {
+        return swallowing("CLIENT_ERROR opaque token too long");
+    }
+    let mode = match flags.mode {
+        None | Some(b'S') => MetaMode::Set,
+        Some(b'E') => MetaMode::Add,
+        Some(b'A') => MetaMode::Append,
+        Some(b'P') => MetaMode::Prepend,
+        Some(b'R') => MetaMode::Replace,
+        Some(_) => return swallowing("CLIENT_ERROR invalid mode for ms M token"),
+    };
+    let mut request = MetaSet {
+        key,
+        flags,
+        mode,
+        data: Data::TooLarge {
+            swallow: length + 2,
+        },
+    };
+    if !limits.item_fits(request.key.bytes().len(), flags.client_flags, length) {
+        return Parsed::Request {
+            request: Request::MetaSet(request),
+            consumed: line.len,
+        };
+    }
+    match data_block(line.buf, line.len, length) {
+        Block::Incomplete(needed) => Parsed::Incomplete {
+            needed: Some(needed),
+        },
+        // ms reports a bad chunk even with q.
+        Block::Bad(consumed) => Parsed::Error(ErrorReply {
+            line: "CLIENT_ERROR bad data chunk",
+            consumed,
+            noreply: false,
+            swallow: 0,
+        }),
+        Block::Value(value, consumed) => {
+            request.data = Data::Value(value);
+            Parsed::Request {
+                request: Request::MetaSet(request),
+                consumed,
+            }
+        }
+    }
+}
+
+/// `me <key> [b]`: a missing or long key is `CLIENT_ERROR bad command line format`, as is a `b` key that
+/// does not decode (1.6.18's measured reply).
+fn parse_debug<'a>(line: &Line<'a>) -> Parsed<'a> {
+    let t = &line.tokens;
+    if t.ntokens() < 3 || t.get(1).len() > KEY_MAX_LENGTH {
+        return line.error(BAD_FORMAT, false);
+    }
+    let mut key = MetaKey::plain(t.get(1));
+    if t.ntokens() >= 4 && t.get(2) == b"b" && key.decode().is_none() {
+        return line.error(BAD_FORMAT, false);
+    }
+    Parsed::Request {
+        request: Request::MetaDebug(MetaDebug { key }),
+        consumed: line.len,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse;
+    use crate::parse::tests::{error_of, request_of};
+
+    fn mg(input: &[u8]) -> MetaGet<'_> {
+        match request_of(input).0 {
+            Request::MetaGet(g) => g,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn mg_flags_in_order() {
+        let g = mg(b"mg foo s t c f l h k O1 P L u v q N30 R5 T-1\r\n");
+        assert_eq!(g.key.bytes(), b"foo");
+        let letters: Vec<u8> = g.flags.iter().map(|f| f.letter).collect();
+        assert_eq!(letters, b"stcflhkOPLuvqNRT");
+        assert!(g.flags.value && g.flags.quiet && g.flags.no_update);
+        assert_eq!(
+            (g.flags.vivify, g.flags.recache, g.flags.ttl),
+            (Some(30), Some(5), Some(-1))
+        );
+        assert!(g.flags.has(b'O') && !g.flags.has(b'E'));
+    }
+
+    #[test]
+    fn mg_accepts_every_preparse_flag() {
+        mg(b"mg foo F5 J1 D1 MS I C1 P L\r\n");
+        mg(b"mg foo\r\n");
+    }
+
+    #[test]
+    fn mg_errors() {
+        assert_eq!(error_of(b"mg\r\n").line, "ERROR");
+        assert_eq!(error_of(b"mg foo x\r\n").line, "CLIENT_ERROR invalid flag");
+        assert_eq!(error_of(b"mg foo E5\r\n").line, "CLIENT_ERROR invalid flag");
+        assert_eq!(
+            error_of(b"mg foo v v\r\n").line,
+            "CLIENT_ERROR duplicate flag"
+        );
+        assert_eq!(
+            error_of(b"mg foo \x80\r\n").line,
+            "CLIENT_ERROR duplicate flag"
+        );
+        assert_eq!(
+            error_of(b"mg foo Tx\r\n").line,
+            "CLIENT_ERROR bad token in command line format"
+        );
+        assert_eq!(
+            error_of(b"mg foo Nx Jx\r\n").line,
+            "CLIENT_ERROR invalid numeric initial value"
+        );
+        assert_eq!(
+            error_of(b"mg foo Fx\r\n").line,
+            "CLIENT_ERROR bad command line format"
+        );
+        assert_eq!(
+            error_of(b"mg foo MSS\r\n").line,
+            "CLIENT_ERROR incorrect length for M token"
+        );
+        assert_eq!(
+            error_of(b"mg Zm9 b k\r\n").line,
+            "CLIENT_ERROR error decoding key"
+        );
+        assert_eq!(
+            error_of(b"mg foo 1 2 3 4 5 6 7 8 9 a b c d e f g h i j k l m n\r\n").line,
+            "CLIENT_ERROR options flags are too long"
+        );
+        assert_eq!(
+            error_of(b"mg foo O12345678901234567890123456789012\r\n").line,
+            "CLIENT_ERROR opaque token too long"
+        );
+        mg(b"mg foo O1234567890123456789012345678901\r\n");
+        let long = format!("mg {} v\r\n", "a".repeat(251));
+        assert_eq!(
+            error_of(long.as_bytes()).line,
+            "CLIENT_ERROR bad command line format"
+        );
+    }
+
+    #[test]
+    fn base64_keys_decode() {
+        let g = mg(b"mg Zm9vYg== b k\r\n");
+        assert_eq!(g.key.bytes(), b"foob");
+        assert!(g.key.is_binary());
+    }
+
+    #[test]
+    fn md_and_ma_errors_are_generic() {
+        for input in [
+            &b"md foo x\r\n"[..],
+            b"md foo Cx\r\n",
+            b"ma foo Jx\r\n",
+            b"ma n1 Dx\r\n",
+            b"ma t t T50 t\r\n",
+        ] {
+            assert_eq!(
+                error_of(input).line,
+                "CLIENT_ERROR invalid or duplicate flag",
+                "{input:?}"
+            );
+        }
+        assert_eq!(
+            error_of(b"ma n1 MX\r\n").line,
+            "CLIENT_ERROR invalid mode for ma M token"
+        );
+        assert_eq!(error_of(b"md\r\n").line, "ERROR");
+        assert_eq!(error_of(b"ma\r\n").line, "ERROR");
+        assert_eq!(
+            error_of(b"md a 1 2 3 4 5 6 7 8 9 a b c d e f g h i j k l m n\r\n").line,
+            "CLIENT_ERROR options flags too long"
+        );
+    }
+
+    #[test]
+    fn ma_modes_and_defaults() {
+        for (input, incr) in [
+            (&b"ma k\r\n"[..], true),
+            (b"ma k MI\r\n", true),
+            (b"ma k M+\r\n", true),
+            (b"ma k MD\r\n", false),
+            (b"ma k Md\r\n", false),
+            (b"ma k M-\r\n", false),
+        ] {
+            let Request::MetaArith(a) = request_of(input).0 else {
+                panic!()
+            };
+            assert_eq!(a.incr, incr);
+            assert_eq!((a.flags.delta, a.flags.initial), (1, 0));
+        }
+        let Request::MetaArith(a) = request_of(b"ma k N0 J10 D5 v t c\r\n").0 else {
+            panic!()
+        };
+        assert_eq!(
+            (a.flags.vivify, a.flags.initial, a.flags.delta),
+            (Some(0), 10, 5)
+        );
+    }
+
+    #[test]
+    fn md_flags() {
+        let Request::MetaDelete(d) = request_of(b"md k I T30 C5 q O1 k\r\n").0 else {
+            panic!()
+        };
+        assert!(d.flags.invalidate && d.flags.quiet);
+        assert_eq!((d.flags.ttl, d.flags.cas), (Some(30), Some(5)));
+    }
+
+    #[test]
+    fn ms_parses_data_and_modes() {
+        let (r, n) = request_of(b"ms k 2 T5 F3 c k O1 q\r\nhi\r\n");
+        assert_eq!(n, 27);
+        let Request::MetaSet(s) = r else { panic!() };
+        assert_eq!(
+            (s.mode, s.data, s.flags.client_flags, s.flags.ttl),
+            (MetaMode::Set, Data::Value(b"hi"), 3, Some(5))
+        );
+        for (m, mode) in [
+            ("E", MetaMode::Add),
+            ("A", MetaMode::Append),
+            ("P", MetaMode::Prepend),
+            ("R", MetaMode::Replace),
+            ("S", MetaMode::Set),
+        ] {
+            let input = format!("ms k 1 M{m}\r\nx\r\n");
+            let Request::MetaSet(s) = request_of(input.as_bytes()).0 else {
+                panic!()
+            };
+            assert_eq!(s.mode, mode);
+        }
+        let Request::MetaSet(s) = request_of(b"ms azE= 2 b k c O3\r\nhi\r\n").0 else {
+            panic!()
+        };
+        assert_eq!(s.key.bytes(), b"k1");
+    }
+
+    #[test]
+    fn ms_errors_before_the_length_are_not_swallowed() {
+        for input in [&b"ms k2\r\n"[..], b"ms k2 xx\r\n", b"ms k2 -1\r\n"] {
+            let e = error_of(input);
+            assert_eq!(
+                (e.line, e.swallow),
+                ("CLIENT_ERROR bad command line format", 0)
+            );
+        }
+        assert_eq!(error_of(b"ms\r\n").line, "ERROR");
+        let e = error_of(b"ms a 2 1 2 3 4 5 6 7 8 9 a b c d e f g h i j k l m n\r\n");
+        assert_eq!(
+            (e.line, e.swallow),
+            ("CLIENT_ERROR options flags too long", 0)
+        );
+    }
+
+    #[test]
+    fn ms_errors_after_the_length_swallow() {
+        for (input, msg) in [
+            (&b"ms k 2 x\r\n"[..], "CLIENT_ERROR invalid flag"),
+            (b"ms k 2 MX\r\n", "CLIENT_ERROR invalid mode for ms M token"),
+            (b"ms k 2 Ms\r\n", "CLIENT_ERROR invalid mode for ms M token"),
+            (b"ms k1 2 b\r\n", "CLIENT_ERROR error decoding key"),
+            (b"ms k 2 Fx\r\n", "CLIENT_ERROR bad command line format"),
+        ] {
+            let e = error_of(input);
+            assert_eq!((e.line, e.swallow, e.noreply), (msg, 4, false), "{input:?}");
+        }
+    }
+
+    #[test]
+    fn ms_bad_chunk_is_reported_even_quiet() {
+        let e = error_of(b"ms k 2 q\r\nhix\r\n");
+        assert_eq!(
+            (e.line, e.consumed, e.noreply),
+            ("CLIENT_ERROR bad data chunk", 14, false)
+        );
+    }
+
+    #[test]
+    fn ms_too_large() {
+        let (r, n) = request_of(b"ms big 2000000 T0\r\n");
+        assert_eq!(n, 19);
+        let Request::MetaSet(s) = r else { panic!() };
+        assert_eq!(s.data, Data::TooLarge { swallow: 2_000_002 });
+        assert!(matches!(
+            parse(b"ms k 10\r\nab", &Limits::default()),
+            Parsed::Incomplete { needed: Some(21) }
+        ));
+    }
+
+    #[test]
+    fn mn_me_and_unknown() {
+        assert!(matches!(request_of(b"mn extra\r\n").0, Request::MetaNoop));
+        let Request::MetaDebug(d) = request_of(b"me Zm9v b\r\n").0 else {
+            panic!()
+        };
+        assert_eq!(d.key.bytes(), b"foo");
+        assert_eq!(
+            error_of(b"me\r\n").line,
+            "CLIENT_ERROR bad command line format"
+        );
+        assert_eq!(
+            error_of(b"me foo b\r\n").line,
+            "CLIENT_ERROR bad command line format"
+        );
+        assert_eq!(error_of(b"mx\r\n").line, "ERROR");
+    }
+}

@@ -1,0 +1,50 @@
+//! Replays the fuzz corpus on stable Rust: every file in `fuzz/seeds/` (committed) and, when present,
+//! `fuzz/corpus/parse/` (grown by `cargo fuzz`, not committed) goes through the parser's contract check
+//! with the default limits and with small ones, exactly as the fuzz target does.
+
+use std::path::Path;
+
+use mrcache_protocol::{check_parse_contract, Limits};
+
+fn replay_dir(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let small = Limits {
+        item_size_max: 1024,
+        item_overhead: 56,
+        max_get_line_bytes: 4096,
+        binary_magic_closes: false,
+    };
+    let mut files = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !path.is_file() {
+            continue;
+        }
+        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let result = std::panic::catch_unwind(|| {
+            check_parse_contract(&data, &Limits::default());
+            check_parse_contract(&data, &small);
+        });
+        assert!(
+            result.is_ok(),
+            "parser contract violated by {}",
+            path.display()
+        );
+        files += 1;
+    }
+    files
+}
+
+#[test]
+fn seeds_and_corpus_keep_the_parser_contract() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let seeds = replay_dir(&root.join("seeds"));
+    assert!(
+        seeds > 0,
+        "the committed seed corpus fuzz/seeds/ is empty or missing"
+    );
+    let corpus = replay_dir(&root.join("corpus/parse"));
+    eprintln!("replayed {seeds} seeds and {corpus} corpus files");
+}
