@@ -679,7 +679,7 @@ impl Engine {
     }
 
     /// `slabs reassign src dst`: moves one page from class `src` to class `dst`, in the shard where `src`
-    /// has the most pages. memcached's rule: the source needs at least two pages.
+    /// has the most pages. memcached's rule: the source needs at least two pages (in that shard).
     pub fn reassign(&self, src: i64, dst: i64) -> ReassignOutcome {
         if !self.geometry.is_valid(src) || !self.geometry.is_valid(dst) {
             return ReassignOutcome::BadClass;
@@ -688,8 +688,10 @@ impl Engine {
             return ReassignOutcome::Same;
         }
         let (src, dst) = (ClassId(src as u8), ClassId(dst as u8));
-        let total: usize = self.shards.iter().map(|s| s.lock().class_pages(src)).sum();
-        if total < 2 {
+        // memcached's rule: a source with fewer than two pages has none to spare. Per shard, so that a move
+        // never empties a class in the shard it is taken from.
+        let spare = self.shards.iter().any(|s| s.lock().class_pages(src) >= 2);
+        if !spare {
             return ReassignOutcome::NoSpare;
         }
         match self.move_page(src, Some(dst)) {

@@ -7,11 +7,15 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Pages of `-m` handed out to shards. `in_use` may exceed `limit` only by first pages
-/// (`take_over_limit`) or after the limit is lowered; `over_limit` tells shards to give pages back.
+/// (`take_over_limit`) or after the limit is lowered; `over_limit` tells shards to give pages back, and
+/// only in the second case.
 #[derive(Debug)]
 pub struct PageBudget {
     limit: AtomicUsize,
     in_use: AtomicUsize,
+    /// Set when the limit was lowered and pages must be given back; first pages over the limit alone
+    /// never ask for that (memcached keeps them too).
+    shrinking: std::sync::atomic::AtomicBool,
 }
 
 impl PageBudget {
@@ -19,6 +23,7 @@ impl PageBudget {
         PageBudget {
             limit: AtomicUsize::new(limit),
             in_use: AtomicUsize::new(0),
+            shrinking: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -39,8 +44,17 @@ impl PageBudget {
         self.in_use.fetch_sub(1, Relaxed);
     }
 
+    /// Whether pages must be given back: the limit was lowered below what is in use. Cleared once back
+    /// within the limit.
     pub fn over_limit(&self) -> bool {
-        self.in_use.load(Relaxed) > self.limit.load(Relaxed)
+        if !self.shrinking.load(Relaxed) {
+            return false;
+        }
+        let over = self.in_use.load(Relaxed) > self.limit.load(Relaxed);
+        if !over {
+            self.shrinking.store(false, Relaxed);
+        }
+        over
     }
 
     pub fn in_use(&self) -> usize {
@@ -53,6 +67,7 @@ impl PageBudget {
 
     pub fn set_limit(&self, pages: usize) {
         self.limit.store(pages, Relaxed);
+        self.shrinking.store(true, Relaxed);
     }
 }
 

@@ -1,1 +1,19 @@
-//! placeholder
+//! mrcached: a memcached 1.6.18-compatible server over the mrcache engine.
+//!
+//! - `settings` — the command line (memcached's flags) and the effective configuration
+//! - `context`  — what every thread shares: engine, settings, clock, counters
+//! - `net`      — listener, workers, connections, maintenance thread, shutdown
+//! - `session`  — one connection's protocol state: bytes in, replies out
+//! - `dispatch` — one function per command family, over the engine
+//! - `stats`    — the `stats` families under memcached's names
+//! - `mrc_report` — the online miss-ratio curves (`stats mrc`, `/mrc`)
+//! - `admin`    — the admin HTTP port (`/mrc`, `/metrics`)
+
+pub mod admin;
+pub mod context;
+pub mod dispatch;
+pub mod mrc_report;
+pub mod net;
+pub mod session;
+pub mod settings;
+pub mod stats;

@@ -1,1 +1,83 @@
-fn main() {}
+//! The `mrcached` binary: parse memcached's flags, build the engine and the shared context, start the
+//! listener, workers and maintenance thread, and run until SIGTERM/SIGINT or `shutdown`.
+//!
+//! Stdout carries nothing at start-up except, with `-p 0`, the one line `listening on ADDR:PORT` once the
+//! sockets accept connections (tests read it as the readiness signal), and with `--admin-port 0` a second
+//! line `admin listening on ADDR:PORT`. Diagnostics go to stderr. A bad
+//! command line exits with status 64 (`EX_USAGE`); a failure to start (address in use) with 1.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use mrcache_engine::Engine;
+use mrcache_server::admin::Admin;
+use mrcache_server::context::ServerContext;
+use mrcache_server::net::{Server, ServerOptions};
+use mrcache_server::session::Session;
+use mrcache_server::settings::{Command, Settings, EXIT_USAGE};
+
+fn main() -> ExitCode {
+    let settings = match Settings::parse_from(std::env::args_os()) {
+        Ok(Command::Run(s)) => s,
+        Ok(Command::PrintConfig(s)) => {
+            let mut out = std::io::stdout().lock();
+            for (name, value) in s.describe() {
+                let _ = writeln!(out, "{name} = {value}");
+            }
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Print(text)) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("mrcached: {e}");
+            eprintln!("Try 'mrcached --help' for more information.");
+            return ExitCode::from(EXIT_USAGE as u8);
+        }
+    };
+    match run(settings) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mrcached: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
+    let engine = Engine::new(settings.engine_config())?;
+    let announce = settings.port == 0;
+    let threads = settings.threads;
+    let verbose = settings.verbose;
+    let ctx = Arc::new(ServerContext::new(engine, settings, threads));
+    let server = Server::start(ctx.clone(), Session::new, ServerOptions::default())?;
+    if verbose > 0 {
+        for a in server.local_addrs() {
+            eprintln!("mrcached: listening on {a}");
+        }
+    }
+    if announce {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {}", server.local_addrs()[0])?;
+        out.flush()?;
+    }
+    let admin = match ctx.settings.admin_port {
+        Some(port) => {
+            let admin = Admin::start(ctx.clone(), &ctx.settings.admin_listen, port)?;
+            if port == 0 {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "admin listening on {}", admin.local_addr)?;
+                out.flush()?;
+            }
+            Some(admin)
+        }
+        None => None,
+    };
+    server.wait()?;
+    if let Some(admin) = admin {
+        admin.join();
+    }
+    Ok(())
+}

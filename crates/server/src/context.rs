@@ -1,0 +1,171 @@
+//! What every connection of the server shares: the engine, the effective settings, the clock, and the
+//! counters that `stats` prints.
+//!
+//! Ownership: the `ServerContext` is created once in `main` and shared as `Arc<ServerContext>` by the
+//! listener, the workers and the maintenance thread. Each worker owns one `ThreadStats` (only it writes,
+//! `stats` reads with relaxed loads); connection-level counters are atomics updated by the listener and
+//! workers on accept/close, never per request.
+//!
+//! Extensions for the network layer (see `docs/threads-and-locks.md`): the connection registry that
+//! `stats conns` reads (a leaf lock per worker, taken on open/close and by `stats conns`, never per
+//! request), the listening sockets, the maintenance thread's counters, and `request_shutdown`, which any
+//! thread (a signal, the `shutdown` command) calls to stop the server.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use mrcache_engine::{Clock, Engine};
+
+use crate::net::registry::{ConnRegistry, ListenerInfo};
+use crate::settings::Settings;
+
+/// memcached starts its relative clock this many seconds in (`ITEM_UPDATE_INTERVAL + 2`), so that relative
+/// time 0 ("never expires") is never "now".
+pub const CLOCK_START_OFFSET_SECS: i64 = 62;
+
+/// Per-worker counters of work that is not about one key (the engine counts those).
+#[derive(Debug, Default)]
+pub struct ThreadStats {
+    pub bytes_read: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub cmd_flush: AtomicU64,
+    pub cmd_meta: AtomicU64,
+    pub cmd_touch: AtomicU64,
+    pub store_too_large: AtomicU64,
+    pub store_no_memory: AtomicU64,
+    pub conn_yields: AtomicU64,
+    pub auth_cmds: AtomicU64,
+    pub auth_errors: AtomicU64,
+}
+
+impl ThreadStats {
+    /// Adds `n` to a counter owned by this worker.
+    #[inline]
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.store(counter.load(Relaxed) + n, Relaxed);
+    }
+}
+
+/// Connection counters (memcached's `curr_connections` and friends).
+#[derive(Debug, Default)]
+pub struct ConnCounters {
+    pub curr_connections: AtomicUsize,
+    pub total_connections: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub connection_structures: AtomicUsize,
+    /// Times the listener stopped accepting because it ran out of file descriptors.
+    pub listen_disabled_num: AtomicU64,
+}
+
+/// The state shared by the whole server.
+pub struct ServerContext {
+    pub engine: Engine,
+    pub settings: Settings,
+    pub conns: ConnCounters,
+    /// One per worker thread, indexed by worker id.
+    pub thread_stats: Vec<Arc<ThreadStats>>,
+    /// `verbosity N` sets it; `-v` counts start it.
+    pub verbosity: AtomicU32,
+    /// memcached's `slab_automove` mode (0, 1 or 2), changed by `slabs automove N`.
+    pub automove_mode: AtomicU32,
+    /// memcached's `slab_automove_ratio`, as f64 bits, changed by `slabs automove ratio F`.
+    pub automove_ratio_bits: AtomicU64,
+    /// Set when the server should stop (SIGTERM, SIGINT, `shutdown` with `-A`).
+    pub shutting_down: AtomicBool,
+    /// Every open client connection, per worker (`stats conns`).
+    pub connections: ConnRegistry,
+    /// The bound listening sockets, set once by the listener before it accepts.
+    pub listeners: OnceLock<Vec<ListenerInfo>>,
+    /// What the maintenance thread has done (`stats`).
+    pub maintenance: MaintenanceStats,
+    /// Wakes the listener so that it notices `shutting_down`; set once by the listener.
+    shutdown_waker: OnceLock<Arc<mio::Waker>>,
+    started: Instant,
+    process_started_unix: i64,
+}
+
+impl ServerContext {
+    pub fn new(engine: Engine, settings: Settings, workers: usize) -> ServerContext {
+        let now_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        ServerContext {
+            verbosity: AtomicU32::new(settings.verbose),
+            automove_mode: AtomicU32::new(settings.slab_automove),
+            automove_ratio_bits: AtomicU64::new(settings.slab_automove_ratio.to_bits()),
+            engine,
+            settings,
+            conns: ConnCounters::default(),
+            thread_stats: (0..workers)
+                .map(|_| Arc::new(ThreadStats::default()))
+                .collect(),
+            shutting_down: AtomicBool::new(false),
+            connections: ConnRegistry::new(workers),
+            listeners: OnceLock::new(),
+            maintenance: MaintenanceStats::default(),
+            shutdown_waker: OnceLock::new(),
+            started: Instant::now(),
+            process_started_unix: now_unix - CLOCK_START_OFFSET_SECS,
+        }
+    }
+
+    /// The engine clock now: memcached's `current_time`, from a monotonic source.
+    pub fn clock(&self) -> Clock {
+        Clock {
+            now: (self.started.elapsed().as_secs() as i64 + CLOCK_START_OFFSET_SECS) as u32,
+            process_started_unix: self.process_started_unix,
+        }
+    }
+
+    /// Seconds since start (`stats uptime`).
+    pub fn uptime_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
+    /// The Unix time now as the server sees it (`stats time`): start time plus monotonic elapsed time.
+    pub fn unix_now(&self) -> i64 {
+        self.process_started_unix + self.clock().now as i64
+    }
+
+    pub fn automove_ratio(&self) -> f64 {
+        f64::from_bits(self.automove_ratio_bits.load(Relaxed))
+    }
+
+    /// Asks the whole server to stop: the listener stops accepting, workers close their connections, and
+    /// every thread exits. Safe to call from any thread, any number of times.
+    pub fn request_shutdown(&self) {
+        self.shutting_down
+            .store(true, std::sync::atomic::Ordering::Release);
+        if let Some(waker) = self.shutdown_waker.get() {
+            // A failed wake leaves the listener to notice on its next event; nothing else to do here.
+            let _ = waker.wake();
+        }
+    }
+
+    /// Whether `request_shutdown` has been called.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Installs the listener's waker (first call wins).
+    pub(crate) fn set_shutdown_waker(&self, waker: Arc<mio::Waker>) {
+        let _ = self.shutdown_waker.set(waker);
+    }
+}
+
+/// Counters of the maintenance thread (memcached's crawler and maintainer figures).
+#[derive(Debug, Default)]
+pub struct MaintenanceStats {
+    /// Ticks run (memcached's `lru_maintainer_juggles`).
+    pub runs: AtomicU64,
+    /// Reaper passes started (memcached's `lru_crawler_starts`).
+    pub reaper_starts: AtomicU64,
+    /// Expired or flushed items unlinked by the reaper (memcached's `crawler_reclaimed`).
+    pub reaped_items: AtomicU64,
+    /// Pages given back after the limit was lowered.
+    pub pages_released: AtomicU64,
+    /// Pages moved by automove.
+    pub automove_moves: AtomicU64,
+}

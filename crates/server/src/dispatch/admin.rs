@@ -1,0 +1,252 @@
+//! Administrative commands: flush_all, version, verbosity, shutdown, cache_memlimit, stats, slabs, lru,
+//! lru_crawler, watch. Replies are memcached 1.6.18's; where our design has no counterpart (segmented LRU
+//! tuning, stats detail, the crawler's thread) the command is validated and acknowledged as memcached
+//! would acknowledge it.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use mrcache_engine::ReassignOutcome;
+use mrcache_protocol::{
+    response, LruCrawlerRequest, LruRequest, ShutdownMode, SlabsRequest, StatsRequest,
+};
+
+use super::{reply, Ctx, Flow};
+use crate::settings::MEMCACHED_COMPAT_VERSION;
+use crate::stats;
+
+/// memcached's `MAX_VERBOSITY_LEVEL`.
+const MAX_VERBOSITY_LEVEL: u32 = 2;
+/// memcached refuses a `cache_memlimit` below 8 MB.
+const MIN_MEMLIMIT_MB: u32 = 8;
+/// memcached's guard against a limit given in bytes instead of megabytes.
+const MAX_MEMLIMIT_MB: u32 = 1_000_000_000;
+/// Page moves one `cache_memlimit` may make inline; the maintenance thread gives back the rest.
+const MEMLIMIT_PAGES_PER_CALL: usize = 16;
+/// memcached's `MAX_NUMBER_OF_SLAB_CLASSES`: `stats cachedump` refuses class ids at or above it.
+const MAX_NUMBER_OF_SLAB_CLASSES: u32 = 64;
+/// memcached's default `lru_crawler tocrawl` (0: no limit); a crawl inspects at most this many items per
+/// class here.
+const CRAWL_ITEMS_PER_CLASS: usize = 1_000_000;
+
+pub(crate) fn flush_all(
+    ctx: &Ctx<'_>,
+    delay: Option<i64>,
+    noreply: bool,
+    out: &mut Vec<u8>,
+) -> Flow {
+    ctx.count(|s| &s.cmd_flush);
+    if !ctx.server.settings.flush_enabled {
+        reply(out, noreply, "CLIENT_ERROR flush_all not allowed");
+        return Flow::Continue;
+    }
+    let Some(delay) = delay else {
+        reply(out, noreply, "CLIENT_ERROR invalid exptime argument");
+        return Flow::Continue;
+    };
+    ctx.server.engine.flush_all(delay, ctx.clock);
+    reply(out, noreply, "OK");
+    Flow::Continue
+}
+
+pub(crate) fn version(out: &mut Vec<u8>) -> Flow {
+    out.extend_from_slice(b"VERSION ");
+    response::line(out, MEMCACHED_COMPAT_VERSION);
+    Flow::Continue
+}
+
+pub(crate) fn verbosity(ctx: &Ctx<'_>, level: u32, noreply: bool, out: &mut Vec<u8>) -> Flow {
+    ctx.server
+        .verbosity
+        .store(level.min(MAX_VERBOSITY_LEVEL), Relaxed);
+    reply(out, noreply, "OK");
+    Flow::Continue
+}
+
+pub(crate) fn shutdown(ctx: &Ctx<'_>, mode: ShutdownMode, out: &mut Vec<u8>) -> Flow {
+    if !ctx.server.settings.shutdown_enabled {
+        response::line(out, "ERROR: shutdown not enabled");
+        return Flow::Continue;
+    }
+    match mode {
+        // Both stop the server; we have no warm-restart state for `graceful` to save.
+        ShutdownMode::Now | ShutdownMode::Graceful => {
+            ctx.server.request_shutdown();
+            Flow::Close
+        }
+        ShutdownMode::Invalid => {
+            response::line(out, "CLIENT_ERROR invalid shutdown mode");
+            Flow::Continue
+        }
+    }
+}
+
+pub(crate) fn memlimit(ctx: &Ctx<'_>, megabytes: u32, noreply: bool, out: &mut Vec<u8>) -> Flow {
+    let text = if megabytes < MIN_MEMLIMIT_MB {
+        "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"
+    } else if megabytes > MAX_MEMLIMIT_MB {
+        "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes"
+    } else {
+        let bytes = u64::from(megabytes) * 1024 * 1024;
+        ctx.server
+            .engine
+            .set_memory_limit(bytes, MEMLIMIT_PAGES_PER_CALL);
+        "OK"
+    };
+    reply(out, noreply, text);
+    Flow::Continue
+}
+
+pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    let server = ctx.server;
+    match r {
+        StatsRequest::General => stats::general(server, out),
+        StatsRequest::Settings => stats::settings(server, out),
+        StatsRequest::Items => stats::items(server, out),
+        StatsRequest::Slabs => stats::slabs(server, out),
+        StatsRequest::Sizes => stats::sizes(server, out),
+        // We keep no size histogram, so it stays disabled whatever is asked.
+        StatsRequest::SizesEnable | StatsRequest::SizesDisable => {
+            response::line(out, "STAT sizes_status disabled");
+            response::end(out);
+        }
+        StatsRequest::Conns => stats::conns(server, out),
+        StatsRequest::Extstore => response::end(out),
+        StatsRequest::Reset => {
+            stats::reset(server);
+            response::line(out, "RESET");
+        }
+        StatsRequest::DetailOn | StatsRequest::DetailOff => response::line(out, "OK"),
+        StatsRequest::DetailDump => response::end(out),
+        StatsRequest::Cachedump { class, .. } => {
+            if !server.settings.dump_enabled {
+                response::line(out, "CLIENT_ERROR stats cachedump not allowed");
+            } else if class >= MAX_NUMBER_OF_SLAB_CLASSES {
+                response::line(out, "CLIENT_ERROR Illegal slab id");
+            } else {
+                // The engine offers no per-class item walk yet: an empty dump.
+                response::end(out);
+            }
+        }
+        StatsRequest::Other { sub: b"mrc", args } => stats_mrc(ctx, args, out),
+        StatsRequest::Other { .. } => response::line(out, "ERROR"),
+    }
+    Flow::Continue
+}
+
+/// `stats mrc [class]` (ours): every profiled class's miss-ratio curve, or one class's. A class that is
+/// not a number or not a class gets memcached's `stats` argument error.
+fn stats_mrc(ctx: &Ctx<'_>, args: &[u8], out: &mut Vec<u8>) {
+    let arg = std::str::from_utf8(args).unwrap_or("").trim();
+    let class = if arg.is_empty() {
+        None
+    } else {
+        match arg.parse::<i64>() {
+            Ok(n) if ctx.server.engine.geometry().is_valid(n) => {
+                Some(mrcache_engine::ClassId(n as u8))
+            }
+            _ => return response::line(out, "CLIENT_ERROR bad command line format"),
+        }
+    };
+    crate::mrc_report::write_stats(ctx.server, class, out);
+}
+
+pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
+    match r {
+        SlabsRequest::Reassign { classes } => {
+            let text = if !ctx.server.settings.slab_reassign {
+                "CLIENT_ERROR slab reassignment disabled"
+            } else if let Some((src, dst)) = classes {
+                match ctx.server.engine.reassign(i64::from(src), i64::from(dst)) {
+                    ReassignOutcome::Moved { .. } => "OK",
+                    ReassignOutcome::NoSpare => "NOSPARE source class has no spare pages",
+                    ReassignOutcome::Same => "SAME src and dst class are identical",
+                    ReassignOutcome::BadClass => "BADCLASS invalid src or dst class id",
+                }
+            } else {
+                "CLIENT_ERROR bad command line format"
+            };
+            response::line(out, text);
+        }
+        SlabsRequest::Automove { mode, noreply } => {
+            ctx.server.automove_mode.store(mode, Relaxed);
+            reply(out, noreply, "OK");
+        }
+        SlabsRequest::AutomoveRatio { ratio, noreply } => {
+            ctx.server
+                .automove_ratio_bits
+                .store(ratio.to_bits(), Relaxed);
+            reply(out, noreply, "OK");
+        }
+    }
+    Flow::Continue
+}
+
+/// `lru …`: accepted and acknowledged; the engine keeps one exact LRU per class, so segment sizes, the
+/// flat/segmented switch and the temporary LRU have nothing to change.
+pub(crate) fn lru(r: LruRequest, out: &mut Vec<u8>) -> Flow {
+    let noreply = match r {
+        LruRequest::Tune { noreply, .. }
+        | LruRequest::Mode { noreply, .. }
+        | LruRequest::TempTtl { noreply, .. } => noreply,
+    };
+    reply(out, noreply, "OK");
+    Flow::Continue
+}
+
+pub(crate) fn lru_crawler(ctx: &Ctx<'_>, r: LruCrawlerRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    match r {
+        LruCrawlerRequest::Crawl { classes, noreply } => {
+            let text = if !ctx.server.settings.lru_crawler {
+                "CLIENT_ERROR lru crawler disabled"
+            } else if !valid_class_list(ctx, classes) {
+                "BADCLASS invalid class id"
+            } else {
+                // Our crawl is synchronous: it has finished by the time we answer.
+                ctx.server
+                    .engine
+                    .reap_expired(ctx.clock, CRAWL_ITEMS_PER_CLASS);
+                "OK"
+            };
+            reply(out, noreply, text);
+        }
+        LruCrawlerRequest::Metadump { classes } => {
+            if !ctx.server.settings.dump_enabled {
+                response::line(out, "ERROR metadump not allowed");
+            } else if classes != b"hash" && !valid_class_list(ctx, classes) {
+                response::line(out, "BADCLASS invalid class id");
+            } else {
+                // The engine offers no item walk yet: an empty dump.
+                response::end(out);
+            }
+        }
+        LruCrawlerRequest::Enable { noreply }
+        | LruCrawlerRequest::Disable { noreply }
+        | LruCrawlerRequest::Sleep { noreply, .. }
+        | LruCrawlerRequest::ToCrawl { noreply, .. } => reply(out, noreply, "OK"),
+    }
+    Flow::Continue
+}
+
+/// `all`, or comma-separated class ids that all exist.
+fn valid_class_list(ctx: &Ctx<'_>, classes: &[u8]) -> bool {
+    if classes == b"all" {
+        return true;
+    }
+    let geometry = ctx.server.engine.geometry();
+    classes.split(|&b| b == b',').all(|id| {
+        std::str::from_utf8(id)
+            .ok()
+            .and_then(|s| s.parse::<i64>().ok())
+            .is_some_and(|id| geometry.is_valid(id))
+    })
+}
+
+/// `watch`: acknowledged; the connection then only receives (we have no log stream, so it stays quiet).
+pub(crate) fn watch(ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
+    if !ctx.server.settings.watch_enabled {
+        response::line(out, "CLIENT_ERROR watch commands not allowed");
+        return Flow::Continue;
+    }
+    response::line(out, "OK");
+    Flow::Watch
+}

@@ -1,0 +1,25 @@
+//! delete (`DELETED`/`NOT_FOUND`) and touch (`TOUCHED`/`NOT_FOUND`); both obey `noreply`.
+
+use mrcache_protocol::{DeleteRequest, TouchRequest};
+
+use super::{reply, Ctx, Flow};
+
+pub(crate) fn delete(ctx: &Ctx<'_>, r: &DeleteRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    let deleted = ctx.server.engine.delete(r.key, ctx.clock);
+    reply(
+        out,
+        r.noreply,
+        if deleted { "DELETED" } else { "NOT_FOUND" },
+    );
+    Flow::Continue
+}
+
+pub(crate) fn touch(ctx: &Ctx<'_>, r: &TouchRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    let touched = ctx.server.engine.touch(r.key, r.exptime, ctx.clock);
+    reply(
+        out,
+        r.noreply,
+        if touched { "TOUCHED" } else { "NOT_FOUND" },
+    );
+    Flow::Continue
+}

@@ -1,0 +1,264 @@
+//! The listener (acceptor) thread: memcached's dispatcher. It owns the listening sockets, accepts, enforces
+//! `-c`, and hands each connection to a worker round-robin over that worker's channel plus its `Waker`.
+//!
+//! It also owns shutdown: its poll watches a waker (`ServerContext::request_shutdown`) and, when signals are
+//! handled, a self-pipe that signal-hook writes on SIGTERM/SIGINT/SIGUSR1. On either it stops accepting,
+//! sets `shutting_down`, wakes every worker, and returns, closing the listening sockets.
+//!
+//! At `-c` it accepts the extra connection, writes `ERROR Too many open connections`, and closes it
+//! (memcached's `maxconns_fast`), counting `rejected_connections`. If accept fails for lack of file
+//! descriptors it stops accepting for [`ACCEPT_BACKOFF`] (memcached's `listen_disabled_num`).
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, UnixStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use crate::context::ServerContext;
+use crate::net::registry::ListenerInfo;
+use crate::net::worker::NewConn;
+use crate::settings::Settings;
+
+/// memcached's reply to a connection over `-c`.
+pub const TOO_MANY_CONNECTIONS: &[u8] = b"ERROR Too many open connections\r\n";
+/// How long accepting pauses after running out of file descriptors.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+const WAKER_TOKEN: Token = Token(usize::MAX);
+const SIGNAL_TOKEN: Token = Token(usize::MAX - 1);
+
+/// A worker as the listener sees it.
+pub struct WorkerPort {
+    pub sender: Sender<NewConn>,
+    pub waker: Arc<Waker>,
+}
+
+/// Binds every `-l` address (all IPv4 interfaces without `-l`) with `SO_REUSEADDR` and the `-b` backlog.
+/// With `-p 0` the first socket gets an ephemeral port and the others without their own port reuse it.
+pub fn bind_all(settings: &Settings) -> io::Result<Vec<std::net::TcpListener>> {
+    let mut addrs: Vec<(SocketAddr, bool)> = Vec::new();
+    if settings.listen.is_empty() {
+        addrs.push((SocketAddr::from(([0, 0, 0, 0], settings.port)), false));
+    }
+    for spec in &settings.listen {
+        for a in spec.resolve(settings.port)? {
+            addrs.push((a, spec.port.is_some()));
+        }
+    }
+    let mut bound = Vec::with_capacity(addrs.len());
+    let mut ephemeral: Option<u16> = None;
+    for (mut addr, explicit_port) in addrs {
+        if addr.port() == 0 && !explicit_port {
+            if let Some(p) = ephemeral {
+                addr.set_port(p);
+            }
+        }
+        let l = bind_one(addr, settings.listen_backlog)
+            .map_err(|e| io::Error::new(e.kind(), format!("failed to listen on {addr}: {e}")))?;
+        if ephemeral.is_none() && settings.port == 0 {
+            ephemeral = Some(l.local_addr()?.port());
+        }
+        bound.push(l);
+    }
+    Ok(bound)
+}
+
+fn bind_one(addr: SocketAddr, backlog: i32) -> io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(backlog)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// The listener thread's state; [`Listener::run`] is the thread body.
+pub struct Listener {
+    ctx: Arc<ServerContext>,
+    poll: Poll,
+    listeners: Vec<TcpListener>,
+    signals: Option<UnixStream>,
+    workers: Vec<WorkerPort>,
+    next_worker: usize,
+}
+
+impl Listener {
+    /// Takes the bound sockets, registers them, and installs the shutdown waker in the context.
+    pub fn new(
+        ctx: Arc<ServerContext>,
+        bound: Vec<std::net::TcpListener>,
+        signals: Option<UnixStream>,
+        workers: Vec<WorkerPort>,
+    ) -> io::Result<Listener> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
+        ctx.set_shutdown_waker(waker);
+        let mut listeners = Vec::with_capacity(bound.len());
+        let mut infos = Vec::with_capacity(bound.len());
+        for (i, l) in bound.into_iter().enumerate() {
+            infos.push(ListenerInfo {
+                fd: l.as_raw_fd(),
+                addr: l.local_addr()?,
+            });
+            let mut l = TcpListener::from_std(l);
+            poll.registry()
+                .register(&mut l, Token(i), Interest::READABLE)?;
+            listeners.push(l);
+        }
+        let _ = ctx.listeners.set(infos);
+        let mut signals = signals;
+        if let Some(s) = signals.as_mut() {
+            poll.registry()
+                .register(s, SIGNAL_TOKEN, Interest::READABLE)?;
+        }
+        Ok(Listener {
+            ctx,
+            poll,
+            listeners,
+            signals,
+            workers,
+            next_worker: 0,
+        })
+    }
+
+    /// Accepts until shutdown, then wakes the workers so that they close their connections and exit.
+    pub fn run(mut self) -> io::Result<()> {
+        let result = self.accept_loop();
+        self.ctx.request_shutdown();
+        for w in &self.workers {
+            let _ = w.waker.wake();
+        }
+        result
+    }
+
+    fn accept_loop(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(64);
+        let mut paused_until: Option<Instant> = None;
+        loop {
+            if self.ctx.is_shutting_down() {
+                return Ok(());
+            }
+            let timeout = paused_until.map(|t| t.saturating_duration_since(Instant::now()));
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if let Some(t) = paused_until {
+                if Instant::now() < t {
+                    // Still paused: only shutdown matters.
+                    if self.shutdown_requested(&events) {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                paused_until = None;
+                // Resume: connections may be waiting on any listener without a new edge.
+                for i in 0..self.listeners.len() {
+                    if !self.accept_all(i) {
+                        paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+                    }
+                }
+            }
+            if self.shutdown_requested(&events) {
+                return Ok(());
+            }
+            for event in events.iter() {
+                let i = event.token().0;
+                if i < self.listeners.len() && paused_until.is_none() && !self.accept_all(i) {
+                    paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+                }
+            }
+        }
+    }
+
+    fn shutdown_requested(&mut self, events: &Events) -> bool {
+        for event in events.iter() {
+            if event.token() == SIGNAL_TOKEN {
+                if let Some(s) = self.signals.as_mut() {
+                    let mut buf = [0u8; 64];
+                    while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+                }
+                if self.ctx.settings.verbose > 0 {
+                    eprintln!("mrcached: signal received, shutting down");
+                }
+                self.ctx.request_shutdown();
+            }
+        }
+        self.ctx.is_shutting_down()
+    }
+
+    /// Accepts until `WouldBlock`. Returns false when out of descriptors (pause accepting).
+    fn accept_all(&mut self, i: usize) -> bool {
+        loop {
+            match self.listeners[i].accept() {
+                Ok((stream, peer)) => self.dispatch(stream, peer),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if is_resource_exhaustion(&e) => {
+                    self.ctx.conns.listen_disabled_num.fetch_add(1, Relaxed);
+                    if self.ctx.settings.verbose > 0 {
+                        eprintln!("mrcached: too many open files, not accepting for a while: {e}");
+                    }
+                    return false;
+                }
+                // The peer gave up before accept (ECONNABORTED) and similar: try the next one.
+                Err(e) => {
+                    if self.ctx.settings.verbose > 0 {
+                        eprintln!("mrcached: accept failed: {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    fn dispatch(&mut self, mut stream: mio::net::TcpStream, peer: SocketAddr) {
+        let conns = &self.ctx.conns;
+        if conns.curr_connections.load(Relaxed) >= self.ctx.settings.max_connections {
+            // Best effort: a fresh socket's send buffer takes 33 bytes without blocking.
+            let _ = stream.write(TOO_MANY_CONNECTIONS);
+            conns.rejected_connections.fetch_add(1, Relaxed);
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        let local = match stream.local_addr() {
+            Ok(a) => a,
+            Err(_) => return,
+        };
+        let curr = conns.curr_connections.fetch_add(1, Relaxed) + 1;
+        conns.total_connections.fetch_add(1, Relaxed);
+        conns.connection_structures.fetch_max(curr, Relaxed);
+        let w = &self.workers[self.next_worker];
+        self.next_worker = (self.next_worker + 1) % self.workers.len();
+        if w.sender
+            .send(NewConn {
+                stream,
+                peer,
+                local,
+            })
+            .is_err()
+        {
+            conns.curr_connections.fetch_sub(1, Relaxed);
+            return;
+        }
+        let _ = w.waker.wake();
+    }
+}
+
+fn is_resource_exhaustion(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) | Some(libc::ENOMEM)
+    )
+}

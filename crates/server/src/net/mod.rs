@@ -1,0 +1,207 @@
+//! The network layer: memcached's threading model on mio.
+//!
+//! Threads and ownership (details in `docs/threads-and-locks.md`):
+//! - **listener** (`listener.rs`, one thread): owns the listening sockets; accepts, enforces `-c`, hands each
+//!   connection to a worker round-robin (mpsc channel + `mio::Waker`); owns shutdown (signals, the
+//!   context's waker) and wakes the workers when it stops.
+//! - **workers** (`worker.rs`, `-t` threads): each owns its `mio::Poll`, its connections (`conn.rs`: socket,
+//!   session, buffers) and its `ThreadStats`. A connection never moves between workers.
+//! - **maintenance** (`maintenance.rs`, one thread): reaper, page release and automove, once a second.
+//!
+//! Locks: on the request path only the engine's shard locks (inside the session). The connection
+//! registry's per-worker mutex (`registry.rs`) is a leaf taken on connection open/close and by
+//! `stats conns`. Everything else shared is atomics in `ServerContext`.
+
+pub mod conn;
+pub mod listener;
+pub mod maintenance;
+pub mod registry;
+pub mod worker;
+
+#[cfg(test)]
+mod tests;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use mio::{Poll, Waker};
+
+use crate::context::{ServerContext, ThreadStats};
+use crate::session::{Progress, Session};
+use listener::{Listener, WorkerPort};
+use maintenance::Maintenance;
+use worker::{Worker, WAKER_TOKEN};
+
+/// What a connection needs from the protocol: bytes in, replies out. The server runs
+/// [`crate::session::Session`]; tests of this layer run small stand-ins.
+///
+/// Contract: `process` consumes a prefix of `input` (`Progress::consumed`), appends replies to `out`
+/// (never removes from it), runs at most `max_requests` requests, and sets `yielded` when it stopped
+/// because of that bound. When it stops on an incomplete request it may say how many unconsumed bytes it
+/// needs (`want_bytes`, counted from the start of the unconsumed input); it is called again once more bytes
+/// have arrived.
+pub trait ProtocolSession: Send + 'static {
+    fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress;
+}
+
+impl ProtocolSession for Session {
+    #[inline]
+    fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress {
+        Session::process(self, input, out, max_requests)
+    }
+}
+
+/// How [`Server::start`] behaves beyond the settings.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerOptions {
+    /// Install SIGTERM/SIGINT/SIGUSR1 handlers that shut the server down (the binary does; in-process
+    /// tests do not, since handlers are process-wide).
+    pub handle_signals: bool,
+    /// Run the maintenance thread.
+    pub maintenance: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            handle_signals: true,
+            maintenance: true,
+        }
+    }
+}
+
+/// A running server: its threads and bound addresses.
+pub struct Server {
+    ctx: Arc<ServerContext>,
+    local_addrs: Vec<SocketAddr>,
+    listener: JoinHandle<io::Result<()>>,
+    workers: Vec<JoinHandle<io::Result<()>>>,
+    maintenance: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
+    signal_ids: Vec<signal_hook::SigId>,
+}
+
+impl Server {
+    /// Binds the listening sockets and starts every thread. When this returns the sockets accept
+    /// connections (the kernel queues them until the listener thread runs).
+    pub fn start<S, F>(
+        ctx: Arc<ServerContext>,
+        new_session: F,
+        options: ServerOptions,
+    ) -> io::Result<Server>
+    where
+        S: ProtocolSession,
+        F: Fn(Arc<ServerContext>, Arc<ThreadStats>) -> S + Clone + Send + 'static,
+    {
+        let bound = listener::bind_all(&ctx.settings)?;
+        let local_addrs = bound
+            .iter()
+            .map(|l| l.local_addr())
+            .collect::<io::Result<Vec<_>>>()?;
+
+        let mut ports = Vec::new();
+        let mut workers = Vec::new();
+        for id in 0..ctx.thread_stats.len() {
+            let poll = Poll::new()?;
+            let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
+            let (sender, inbox) = mpsc::channel();
+            let worker = Worker::new(
+                id,
+                ctx.clone(),
+                poll,
+                waker.clone(),
+                inbox,
+                new_session.clone(),
+            );
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("mrcached-worker-{id}"))
+                    .spawn(move || worker.run())?,
+            );
+            ports.push(WorkerPort { sender, waker });
+        }
+
+        let mut signal_ids = Vec::new();
+        let signals = if options.handle_signals {
+            let (read_end, write_end) = std::os::unix::net::UnixStream::pair()?;
+            read_end.set_nonblocking(true)?;
+            write_end.set_nonblocking(true)?;
+            for sig in [
+                signal_hook::consts::SIGTERM,
+                signal_hook::consts::SIGINT,
+                signal_hook::consts::SIGUSR1,
+            ] {
+                signal_ids.push(signal_hook::low_level::pipe::register(
+                    sig,
+                    write_end.try_clone()?,
+                )?);
+            }
+            Some(mio::net::UnixStream::from_std(read_end))
+        } else {
+            None
+        };
+
+        let listener = Listener::new(ctx.clone(), bound, signals, ports)?;
+        let listener = std::thread::Builder::new()
+            .name("mrcached-listener".into())
+            .spawn(move || listener.run())?;
+
+        let maintenance = if options.maintenance {
+            let (stop, stop_rx) = mpsc::channel();
+            let m = Maintenance::new(ctx.clone());
+            let handle = std::thread::Builder::new()
+                .name("mrcached-maintenance".into())
+                .spawn(move || m.run(stop_rx))?;
+            Some((stop, handle))
+        } else {
+            None
+        };
+
+        Ok(Server {
+            ctx,
+            local_addrs,
+            listener,
+            workers,
+            maintenance,
+            signal_ids,
+        })
+    }
+
+    /// The bound addresses (with the real port when `-p 0`).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
+    }
+
+    pub fn context(&self) -> &Arc<ServerContext> {
+        &self.ctx
+    }
+
+    /// Asks the server to stop; [`Server::wait`] then returns.
+    pub fn shutdown(&self) {
+        self.ctx.request_shutdown();
+    }
+
+    /// Blocks until the server has shut down and every thread has exited.
+    pub fn wait(self) -> io::Result<()> {
+        let mut result = join(self.listener);
+        for w in self.workers {
+            result = result.and(join(w));
+        }
+        if let Some((stop, handle)) = self.maintenance {
+            drop(stop);
+            let _ = handle.join();
+        }
+        for id in self.signal_ids {
+            signal_hook::low_level::unregister(id);
+        }
+        result
+    }
+}
+
+fn join(handle: JoinHandle<io::Result<()>>) -> io::Result<()> {
+    handle
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("a server thread panicked")))
+}

@@ -1,0 +1,183 @@
+//! The connection registry: what `stats conns` can see of every open connection without asking the
+//! worker that owns it.
+//!
+//! Ownership: each worker owns its connections; for each one it publishes an `Arc<ConnInfo>` in its own
+//! slot list here, indexed by the connection's slot in the worker. The worker's registry mutex is taken
+//! only when a connection opens or closes and when `stats conns` reads it — never per request, and no
+//! other lock is taken while it is held (it is a leaf). Per request the worker only stores a state byte
+//! and a timestamp with relaxed atomics.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+/// What a connection is doing, in memcached's `conn_*` state names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ConnState {
+    /// Waiting for the next command.
+    Waiting = 0,
+    /// Running commands.
+    ParseCmd = 1,
+    /// A command's data is still arriving.
+    Nread = 2,
+    /// Replies are queued for the socket.
+    Mwrite = 3,
+    /// Closing.
+    Closing = 4,
+}
+
+impl ConnState {
+    /// memcached's name for the state (`stats conns`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ConnState::Waiting => "conn_waiting",
+            ConnState::ParseCmd => "conn_parse_cmd",
+            ConnState::Nread => "conn_nread",
+            ConnState::Mwrite => "conn_mwrite",
+            ConnState::Closing => "conn_closing",
+        }
+    }
+
+    fn from_u8(v: u8) -> ConnState {
+        match v {
+            1 => ConnState::ParseCmd,
+            2 => ConnState::Nread,
+            3 => ConnState::Mwrite,
+            4 => ConnState::Closing,
+            _ => ConnState::Waiting,
+        }
+    }
+}
+
+/// One connection as `stats conns` sees it. Immutable fields are set at accept; the atomics are written
+/// only by the owning worker.
+#[derive(Debug)]
+pub struct ConnInfo {
+    /// The socket's file descriptor (memcached keys `stats conns` lines by it).
+    pub fd: i32,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    state: AtomicU8,
+    /// Engine clock seconds (`ServerContext::clock().now`) of the last command.
+    last_cmd_secs: AtomicU32,
+    read_buf_bytes: AtomicUsize,
+    write_buf_bytes: AtomicUsize,
+}
+
+impl ConnInfo {
+    pub fn new(fd: i32, peer: SocketAddr, local: SocketAddr, now_secs: u32) -> ConnInfo {
+        ConnInfo {
+            fd,
+            peer,
+            local,
+            state: AtomicU8::new(ConnState::Waiting as u8),
+            last_cmd_secs: AtomicU32::new(now_secs),
+            read_buf_bytes: AtomicUsize::new(0),
+            write_buf_bytes: AtomicUsize::new(0),
+        }
+    }
+
+    #[inline]
+    pub fn set_state(&self, state: ConnState) {
+        self.state.store(state as u8, Relaxed);
+    }
+
+    pub fn state(&self) -> ConnState {
+        ConnState::from_u8(self.state.load(Relaxed))
+    }
+
+    #[inline]
+    pub fn touch(&self, now_secs: u32) {
+        self.last_cmd_secs.store(now_secs, Relaxed);
+    }
+
+    pub fn last_cmd_secs(&self) -> u32 {
+        self.last_cmd_secs.load(Relaxed)
+    }
+
+    /// Records the connection's buffer capacities (called when they change, which is rare).
+    pub fn set_buffers(&self, read_bytes: usize, write_bytes: usize) {
+        self.read_buf_bytes.store(read_bytes, Relaxed);
+        self.write_buf_bytes.store(write_bytes, Relaxed);
+    }
+
+    pub fn read_buf_bytes(&self) -> usize {
+        self.read_buf_bytes.load(Relaxed)
+    }
+
+    pub fn write_buf_bytes(&self) -> usize {
+        self.write_buf_bytes.load(Relaxed)
+    }
+}
+
+/// A listening socket (`stats conns` lists them first).
+#[derive(Clone, Debug)]
+pub struct ListenerInfo {
+    pub fd: i32,
+    pub addr: SocketAddr,
+}
+
+/// Per-worker slot lists of open connections.
+#[derive(Debug)]
+pub struct ConnRegistry {
+    workers: Vec<Mutex<Vec<Option<Arc<ConnInfo>>>>>,
+}
+
+impl ConnRegistry {
+    pub fn new(workers: usize) -> ConnRegistry {
+        ConnRegistry {
+            workers: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
+        }
+    }
+
+    /// Publishes `info` as worker `worker`'s connection in slot `slot`.
+    pub fn insert(&self, worker: usize, slot: usize, info: Arc<ConnInfo>) {
+        let mut slots = self.workers[worker].lock();
+        if slots.len() <= slot {
+            slots.resize(slot + 1, None);
+        }
+        slots[slot] = Some(info);
+    }
+
+    /// Forgets worker `worker`'s connection in slot `slot`.
+    pub fn remove(&self, worker: usize, slot: usize) {
+        if let Some(s) = self.workers[worker].lock().get_mut(slot) {
+            *s = None;
+        }
+    }
+
+    /// Every open connection, in file descriptor order.
+    pub fn snapshot(&self) -> Vec<Arc<ConnInfo>> {
+        let mut all: Vec<Arc<ConnInfo>> = self
+            .workers
+            .iter()
+            .flat_map(|w| w.lock().iter().flatten().cloned().collect::<Vec<_>>())
+            .collect();
+        all.sort_by_key(|c| c.fd);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_remove_snapshot_in_fd_order() {
+        let r = ConnRegistry::new(2);
+        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        r.insert(1, 3, Arc::new(ConnInfo::new(9, a, a, 100)));
+        r.insert(0, 0, Arc::new(ConnInfo::new(7, a, a, 100)));
+        let fds: Vec<i32> = r.snapshot().iter().map(|c| c.fd).collect();
+        assert_eq!(fds, vec![7, 9]);
+        r.remove(1, 3);
+        r.remove(1, 42);
+        assert_eq!(r.snapshot().len(), 1);
+        let c = &r.snapshot()[0];
+        c.set_state(ConnState::Nread);
+        assert_eq!(c.state().name(), "conn_nread");
+    }
+}

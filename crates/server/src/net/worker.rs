@@ -1,0 +1,215 @@
+//! A worker thread: memcached's `worker_libevent` loop on mio. It owns its connections, its `mio::Poll`
+//! and its `ThreadStats`; nothing else touches them.
+//!
+//! New connections arrive from the listener over an mpsc channel, followed by a `Waker` wake-up. Each
+//! connection lives in a slot of `conns` (its mio token is the slot index). Connections that stopped
+//! before `WouldBlock` — they yielded after `-R` requests, or used their turn — go on the `ready` queue and
+//! run again before the worker blocks in `poll` (it polls with a zero timeout while the queue is not
+//! empty, so their neighbours' events are served in between).
+//!
+//! Locks: none of its own on the request path. The connection registry's per-worker mutex (a leaf) is
+//! taken on open and close only; the engine's shard locks are taken inside the session.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use crate::context::{ServerContext, ThreadStats};
+use crate::net::conn::{Conn, Next, Turn, MAX_COMMAND_LINE_BYTES};
+use crate::net::registry::ConnInfo;
+use crate::net::ProtocolSession;
+
+/// The token of the worker's waker; connection tokens are slot indexes below it.
+pub const WAKER_TOKEN: Token = Token(usize::MAX);
+/// Events taken per `poll`.
+const EVENTS_CAPACITY: usize = 1024;
+
+/// A connection handed over by the listener.
+pub struct NewConn {
+    pub stream: TcpStream,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+}
+
+struct Slot<S> {
+    conn: Conn<S>,
+    queued: bool,
+}
+
+/// One worker's state; [`Worker::run`] is the thread body.
+pub struct Worker<S, F> {
+    id: usize,
+    ctx: Arc<ServerContext>,
+    stats: Arc<ThreadStats>,
+    poll: Poll,
+    /// Kept alive here: if only the listener held it, the listener's exit would close the eventfd and
+    /// drop a wake-up the worker has not yet collected.
+    _waker: Arc<Waker>,
+    inbox: Receiver<NewConn>,
+    new_session: F,
+    conns: Vec<Option<Slot<S>>>,
+    free_slots: Vec<usize>,
+    ready: VecDeque<usize>,
+    max_read_buffer_bytes: usize,
+}
+
+impl<S, F> Worker<S, F>
+where
+    S: ProtocolSession,
+    F: Fn(Arc<ServerContext>, Arc<ThreadStats>) -> S,
+{
+    pub fn new(
+        id: usize,
+        ctx: Arc<ServerContext>,
+        poll: Poll,
+        waker: Arc<Waker>,
+        inbox: Receiver<NewConn>,
+        new_session: F,
+    ) -> Self {
+        let stats = ctx.thread_stats[id].clone();
+        // A value of the largest item, its CRLF and its command line must fit in the read buffer.
+        let max_read_buffer_bytes = ctx.settings.item_size_max_bytes + 2 + MAX_COMMAND_LINE_BYTES;
+        Worker {
+            id,
+            ctx,
+            stats,
+            poll,
+            _waker: waker,
+            inbox,
+            new_session,
+            conns: Vec::new(),
+            free_slots: Vec::new(),
+            ready: VecDeque::new(),
+            max_read_buffer_bytes,
+        }
+    }
+
+    /// The event loop; returns when the server shuts down (all its connections closed).
+    pub fn run(mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(EVENTS_CAPACITY);
+        loop {
+            let timeout = (!self.ready.is_empty()).then_some(std::time::Duration::ZERO);
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if self.ctx.is_shutting_down() {
+                break;
+            }
+            let now_secs = self.ctx.clock().now;
+            for event in events.iter() {
+                if event.token() == WAKER_TOKEN {
+                    self.accept_new(now_secs);
+                    continue;
+                }
+                let slot = event.token().0;
+                let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+                let writable = event.is_writable() || event.is_write_closed();
+                if let Some(Some(s)) = self.conns.get_mut(slot) {
+                    s.conn.on_event(readable, writable);
+                    if !s.queued {
+                        s.queued = true;
+                        self.ready.push_back(slot);
+                    }
+                }
+            }
+            // One turn for each connection that was ready when this round started.
+            for _ in 0..self.ready.len() {
+                let Some(slot) = self.ready.pop_front() else {
+                    break;
+                };
+                self.run_turn(slot, now_secs);
+            }
+        }
+        self.close_all();
+        Ok(())
+    }
+
+    fn run_turn(&mut self, slot: usize, now_secs: u32) {
+        let Some(Some(s)) = self.conns.get_mut(slot) else {
+            return;
+        };
+        s.queued = false;
+        let turn = Turn {
+            max_requests: self.ctx.settings.reqs_per_event,
+            stats: &self.stats,
+            now_secs,
+        };
+        match s.conn.drive(&turn) {
+            Next::Wait => {}
+            Next::Again => {
+                s.queued = true;
+                self.ready.push_back(slot);
+            }
+            Next::Close => self.close(slot),
+        }
+    }
+
+    /// Registers every connection the listener has handed over.
+    fn accept_new(&mut self, now_secs: u32) {
+        loop {
+            match self.inbox.try_recv() {
+                Ok(new) => self.open(new, now_secs),
+                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => return,
+            }
+        }
+    }
+
+    fn open(&mut self, mut new: NewConn, now_secs: u32) {
+        let slot = self.free_slots.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        let registered = self.poll.registry().register(
+            &mut new.stream,
+            Token(slot),
+            Interest::READABLE | Interest::WRITABLE,
+        );
+        if registered.is_err() {
+            self.free_slots.push(slot);
+            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+            return;
+        }
+        let info = Arc::new(ConnInfo::new(
+            new.stream.as_raw_fd(),
+            new.peer,
+            new.local,
+            now_secs,
+        ));
+        self.ctx.connections.insert(self.id, slot, info.clone());
+        let session = (self.new_session)(self.ctx.clone(), self.stats.clone());
+        let conn = Conn::new(new.stream, session, info, self.max_read_buffer_bytes);
+        self.conns[slot] = Some(Slot { conn, queued: true });
+        // Data may have arrived before registration; run it once now.
+        self.ready.push_back(slot);
+    }
+
+    fn close(&mut self, slot: usize) {
+        if let Some(mut s) = self.conns[slot].take() {
+            let _ = self.poll.registry().deregister(s.conn.stream_mut());
+            self.ctx.connections.remove(self.id, slot);
+            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+            self.free_slots.push(slot);
+        }
+    }
+
+    fn close_all(&mut self) {
+        for slot in 0..self.conns.len() {
+            self.close(slot);
+        }
+        // Connections handed over but never opened still count as current.
+        while let Ok(new) = self.inbox.try_recv() {
+            drop(new);
+            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+        }
+    }
+}

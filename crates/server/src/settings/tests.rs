@@ -1,0 +1,239 @@
+//! Unit tests of flag parsing, defaults and the default shard rule.
+
+use super::*;
+
+fn run(args: &[&str]) -> Result<Settings, SettingsError> {
+    let argv = std::iter::once("mrcached").chain(args.iter().copied());
+    match Settings::parse_from(argv)? {
+        Command::Run(s) | Command::PrintConfig(s) => Ok(s),
+        Command::Print(t) => panic!("unexpected print: {t}"),
+    }
+}
+
+fn err(args: &[&str]) -> String {
+    run(args).expect_err("should fail").0
+}
+
+#[test]
+fn defaults_match_memcached() {
+    let s = run(&[]).unwrap();
+    assert_eq!(s, Settings::default());
+    assert_eq!(s.port, 11211);
+    assert_eq!(s.memory_limit_bytes, 64 << 20);
+    assert_eq!(s.threads, 4);
+    assert_eq!(s.max_connections, 1024);
+    assert_eq!(s.reqs_per_event, 20);
+    assert_eq!(s.listen_backlog, 1024);
+    assert_eq!(s.item_size_max_bytes, 1 << 20);
+    assert_eq!((s.growth_factor, s.min_chunk_data_bytes), (1.25, 48));
+    assert!(s.use_cas && s.evict_when_full && s.slab_reassign && s.flush_enabled);
+    assert!(!s.shutdown_enabled);
+    assert_eq!(
+        (
+            s.slab_automove,
+            s.slab_automove_ratio,
+            s.slab_automove_window
+        ),
+        (1, 0.8, 30)
+    );
+    assert_eq!(s.shards, 2, "64 pages at 32 pages per shard");
+    assert!(s.listen.is_empty());
+}
+
+#[test]
+fn memcached_flags_map_onto_fields() {
+    let s = run(&[
+        "-p",
+        "0",
+        "-l",
+        "127.0.0.1,::1",
+        "-l",
+        "[::1]:99",
+        "-m",
+        "1024",
+        "-t",
+        "8",
+        "-c",
+        "10",
+        "-I",
+        "2m",
+        "-f",
+        "1.5",
+        "-n",
+        "64",
+        "-vv",
+        "-M",
+        "-C",
+        "-R",
+        "5",
+        "-B",
+        "ascii",
+        "-b",
+        "16",
+        "-A",
+        "-F",
+    ])
+    .unwrap();
+    assert_eq!(s.port, 0);
+    assert_eq!(
+        s.listen,
+        vec![
+            ListenSpec {
+                host: "127.0.0.1".into(),
+                port: None
+            },
+            ListenSpec {
+                host: "::1".into(),
+                port: None
+            },
+            ListenSpec {
+                host: "::1".into(),
+                port: Some(99)
+            },
+        ]
+    );
+    assert_eq!(s.memory_limit_bytes, 1024 << 20);
+    assert_eq!(
+        (s.threads, s.max_connections, s.item_size_max_bytes),
+        (8, 10, 2 << 20)
+    );
+    assert_eq!(
+        (s.growth_factor, s.min_chunk_data_bytes, s.verbose),
+        (1.5, 64, 2)
+    );
+    assert!(!s.evict_when_full && !s.use_cas && s.shutdown_enabled && !s.flush_enabled);
+    assert_eq!(
+        (s.reqs_per_event, s.listen_backlog, s.protocol),
+        (5, 16, Protocol::Ascii)
+    );
+    assert_eq!(s.page_size_bytes(), 2 << 20);
+    assert_eq!(s.shards, 8, "8 threads, 512 pages allow 16");
+    let e = s.engine_config();
+    assert_eq!(
+        (e.memory_limit_bytes, e.item_size_max_bytes, e.shards),
+        (1024 << 20, 2 << 20, 8)
+    );
+    assert!(!e.use_cas && !e.evict_when_full);
+}
+
+#[test]
+fn long_flags_and_suffixes() {
+    let s = run(&[
+        "--port=1",
+        "--listen=localhost:5",
+        "--memory-limit=512k",
+        "--max-item-size=1024",
+    ]);
+    assert_eq!(s.unwrap().listen[0].port, Some(5));
+    let e = err(&["--memory-limit=512k", "--max-item-size=512k"]);
+    assert!(e.contains("-I") && e.contains("half"), "{e}");
+    let s = run(&["--memory-limit=2g", "--max-item-size=512k", "--threads=3"]).unwrap();
+    assert_eq!(s.memory_limit_bytes, 2 << 30);
+    assert_eq!(s.item_size_max_bytes, 512 << 10);
+    assert_eq!(s.shards, 4);
+}
+
+#[test]
+fn extended_options() {
+    let s = run(&[
+        "-o",
+        "slab_automove=2,slab_automove_ratio=0.5,slab_automove_window=10",
+        "-o",
+        "hashpower=20,no_lru_crawler,shards=16,slab_chunk_max=512",
+    ])
+    .unwrap();
+    assert_eq!(
+        (
+            s.slab_automove,
+            s.slab_automove_ratio,
+            s.slab_automove_window
+        ),
+        (2, 0.5, 10)
+    );
+    assert_eq!((s.hashpower_init, s.lru_crawler, s.shards), (20, false, 16));
+    let s = run(&["-o", "no_modern"]).unwrap();
+    assert!(!s.slab_reassign);
+    assert_eq!(s.slab_automove, 0);
+    assert!(err(&["-o", "bogus_opt=1"]).contains("bogus_opt"));
+    assert!(err(&["-o", "slab_automove=3"]).contains("slab_automove"));
+    assert!(err(&["-o", "slab_automove_ratio=0"]).contains("slab_automove_ratio"));
+    assert!(err(&["-o", "slab_chunk_max=256"]).contains("slab_chunk_max"));
+    assert!(err(&["-o", "shards=3"]).contains("shards"));
+    assert!(err(&["-o", "hashpower=2"]).contains("hashpower"));
+    assert!(err(&["-o", "slab_automove"]).contains("needs a value"));
+}
+
+#[test]
+fn refusals_name_the_flag() {
+    assert!(err(&["-U", "11211"]).contains("-U"));
+    assert!(err(&["-B", "binary"]).contains("binary"));
+    assert!(err(&["-d"]).contains("service manager"));
+    assert!(err(&["-t", "0"]).contains("-t"));
+    assert!(err(&["-c", "0"]).contains("-c"));
+    assert!(err(&["-R", "0"]).contains("-R"));
+    assert!(err(&["-f", "1.0"]).contains("-f"));
+    assert!(err(&["-n", "0"]).contains("-n"));
+    assert!(err(&["-I", "1g"]).contains("-I"));
+    assert!(err(&["-I", "512"]).contains("-I"));
+    assert!(err(&["-m", "abc"]).contains("-m"));
+    assert!(err(&["-l", "[::1"]).contains("-l"));
+    assert!(err(&["-p", "70000"]).contains("port"));
+    assert!(err(&["--no-such-flag"]).contains("no-such-flag"));
+}
+
+#[test]
+fn ignored_flags_are_accepted() {
+    let s = run(&[
+        "-u",
+        "memcache",
+        "-r",
+        "-k",
+        "-L",
+        "-P",
+        "/tmp/x.pid",
+        "-U",
+        "0",
+    ])
+    .unwrap();
+    assert_eq!(s.port, DEFAULT_PORT);
+}
+
+#[test]
+fn help_version_and_print_config() {
+    let help = |a: &str| match Settings::parse_from(["mrcached", a]).unwrap() {
+        Command::Print(t) => t,
+        other => panic!("{other:?}"),
+    };
+    assert!(help("-h").contains("--memory-limit"));
+    assert!(help("-h").contains("hashpower"));
+    assert!(help("-V").contains("1.6.18"));
+    assert!(matches!(
+        Settings::parse_from(["mrcached", "--print-config"]).unwrap(),
+        Command::PrintConfig(_)
+    ));
+    let d = Settings::default().describe();
+    assert!(d.iter().any(|(k, v)| *k == "shards" && v == "2"));
+}
+
+#[test]
+fn default_shard_rule() {
+    assert_eq!(default_shards(4, 64), 2);
+    assert_eq!(default_shards(4, 16), 1);
+    assert_eq!(default_shards(3, 4096), 4);
+    assert_eq!(default_shards(16, 4096), 16);
+    assert_eq!(default_shards(1, 4096), 1);
+    assert_eq!(default_shards(6, 96), 2, "96/32 = 3, rounded down to 2");
+}
+
+#[test]
+fn listen_spec_forms() {
+    let p = |s| ListenSpec::parse(s).unwrap();
+    assert_eq!(p("10.0.0.1:80").port, Some(80));
+    assert_eq!(p("::1").host, "::1");
+    assert_eq!(p("[::1]").port, None);
+    assert_eq!(p("[::1]:7").to_string(), "[::1]:7");
+    assert_eq!(
+        p("127.0.0.1").resolve(5).unwrap(),
+        vec!["127.0.0.1:5".parse::<SocketAddr>().unwrap()]
+    );
+}

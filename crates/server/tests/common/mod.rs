@@ -1,0 +1,365 @@
+//! Shared helpers for the end-to-end tests: start a server process on a free
+//! 127.0.0.1 port, wait until it accepts connections, and stop it on drop.
+//!
+//! Two kinds of server are supported:
+//! - `mrcached` (the binary of this package) is started with `-p 0` and
+//!   announces its port with one stdout line `listening on 127.0.0.1:PORT`;
+//!   reading that line is the readiness signal.
+//! - Debian's `memcached` is started on a port we pick by binding
+//!   `127.0.0.1:0` and dropping the listener; readiness is a connect-retry loop
+//!   with a deadline. If the port was taken in between, memcached exits and we
+//!   retry with another port, a bounded number of times.
+//!
+//! Every wait is bounded by a deadline, and every child is killed and reaped
+//! when its [`Server`] is dropped, so a failing test leaves no process behind.
+
+#![allow(dead_code)] // each test binary uses a different subset of the helpers
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long a server may take to start accepting connections.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How many bytes of a server's stderr we keep for diagnostics.
+const STDERR_TAIL_BYTES: usize = 8 * 1024;
+
+/// Set to `1` by `scripts/test.sh` (after installing memcached and
+/// libmemcached-tools): a missing reference tool is then a failure, not a skip.
+pub const REQUIRE_MEMCACHED_ENV: &str = "MRCACHE_REQUIRE_MEMCACHED";
+
+/// Which server program a [`Server`] runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerKind {
+    /// Our binary, which prints `listening on ADDR` once it accepts.
+    Mrcached(PathBuf),
+    /// The reference memcached 1.6.18, readiness by connect-retry.
+    Memcached(PathBuf),
+}
+
+impl ServerKind {
+    /// The `mrcached` binary cargo built for this package's integration tests.
+    pub fn mrcached() -> Self {
+        ServerKind::Mrcached(PathBuf::from(env!("CARGO_BIN_EXE_mrcached")))
+    }
+
+    /// Debian's memcached (`MEMCACHED_BIN` overrides the path), if installed.
+    pub fn memcached() -> Option<Self> {
+        let path = std::env::var_os("MEMCACHED_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/usr/bin/memcached"));
+        path.is_file().then_some(ServerKind::Memcached(path))
+    }
+
+    /// A short name for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ServerKind::Mrcached(_) => "mrcached",
+            ServerKind::Memcached(_) => "memcached",
+        }
+    }
+}
+
+/// True when `MRCACHE_REQUIRE_MEMCACHED=1`: reference tools must be present.
+pub fn memcached_required() -> bool {
+    std::env::var(REQUIRE_MEMCACHED_ENV).is_ok_and(|v| v == "1")
+}
+
+/// Finds an external tool, or reports why the calling test is skipped.
+/// Panics instead of skipping when [`memcached_required`] is set.
+pub fn require_tool(path: &str, what: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(path);
+    if path.is_file() {
+        return Some(path);
+    }
+    if memcached_required() {
+        panic!("{what} not found at {path:?} but {REQUIRE_MEMCACHED_ENV}=1");
+    }
+    eprintln!(
+        "SKIPPED: {what} not found at {path:?}; install it (apt-get install memcached \
+         libmemcached-tools) or set {REQUIRE_MEMCACHED_ENV}=1 to make this a failure"
+    );
+    None
+}
+
+/// A running server process, killed and reaped on drop.
+pub struct Server {
+    kind: ServerKind,
+    child: Child,
+    addr: SocketAddr,
+    stderr_tail: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Server {
+    /// Starts `kind` bound to 127.0.0.1 on a free port with the extra memcached
+    /// flags `args` (for example `["-B", "ascii"]`). `-U 0 -l 127.0.0.1` and the
+    /// port flag are always added, identically for both kinds.
+    pub fn start(kind: &ServerKind, args: &[&str]) -> Server {
+        match kind {
+            ServerKind::Mrcached(path) => Self::start_mrcached(kind, path, args),
+            ServerKind::Memcached(path) => Self::start_memcached(kind, path, args),
+        }
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Which program this is.
+    pub fn kind(&self) -> &ServerKind {
+        &self.kind
+    }
+
+    /// Opens a client connection with the given read/write timeout.
+    pub fn connect(&self, timeout: Duration) -> std::io::Result<TcpStream> {
+        let stream = TcpStream::connect_timeout(&self.addr, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+
+    /// `Some(status)` if the process has exited.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// The last few KiB the server wrote to stderr, for failure messages.
+    pub fn stderr_tail(&self) -> String {
+        let tail = self.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&tail).into_owned()
+    }
+
+    fn start_mrcached(kind: &ServerKind, path: &PathBuf, args: &[&str]) -> Server {
+        let mut child = Command::new(path)
+            .args(["-U", "0", "-l", "127.0.0.1", "-p", "0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {path:?}: {e}"));
+        let stderr_tail = collect_stderr(&mut child);
+
+        // A reader thread forwards the announcement line and then keeps draining
+        // stdout, so the server can never block on a full pipe.
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (line_tx, line_rx) = mpsc::channel::<String>();
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            while matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+                let _ = line_tx.send(std::mem::take(&mut line));
+            }
+        });
+
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        let mut server = Server {
+            kind: kind.clone(),
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            stderr_tail,
+        };
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match line_rx.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(addr) = line.trim_end().strip_prefix("listening on ") {
+                        server.addr = addr
+                            .parse()
+                            .unwrap_or_else(|e| panic!("bad address in {line:?}: {e}"));
+                        return server;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+                    "{path:?} did not print `listening on ADDR` within {STARTUP_TIMEOUT:?}; \
+                     stderr:\n{}",
+                    server.stderr_tail()
+                ),
+                Err(mpsc::RecvTimeoutError::Disconnected) => panic!(
+                    "{path:?} closed stdout before printing `listening on ADDR` (exit: {:?}); \
+                     stderr:\n{}",
+                    server.exit_status(),
+                    server.stderr_tail()
+                ),
+            }
+        }
+    }
+
+    fn start_memcached(kind: &ServerKind, path: &PathBuf, args: &[&str]) -> Server {
+        const ATTEMPTS: usize = 5;
+        let mut last_error = String::new();
+        for _ in 0..ATTEMPTS {
+            let port = free_port();
+            let mut command = Command::new(path);
+            command
+                .args(["-U", "0", "-l", "127.0.0.1", "-p", &port.to_string()])
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            // memcached refuses to run as root unless told which user to be.
+            if running_as_root() {
+                command.args(["-u", "root"]);
+            }
+            let mut child = command
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {path:?}: {e}"));
+            let stderr_tail = collect_stderr(&mut child);
+            let mut server = Server {
+                kind: kind.clone(),
+                child,
+                addr: SocketAddr::from(([127, 0, 0, 1], port)),
+                stderr_tail,
+            };
+            match server.wait_until_accepting() {
+                Ok(()) => return server,
+                Err(e) => last_error = e,
+            }
+        }
+        panic!("memcached did not start after {ATTEMPTS} attempts: {last_error}");
+    }
+
+    /// Connect-retry loop with a deadline; fails early if the process exits.
+    fn wait_until_accepting(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        let mut backoff = Duration::from_millis(2);
+        loop {
+            if TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)).is_ok() {
+                return Ok(());
+            }
+            if let Some(status) = self.exit_status() {
+                return Err(format!(
+                    "exited with {status}; stderr:\n{}",
+                    self.stderr_tail()
+                ));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "not accepting on {} after {STARTUP_TIMEOUT:?}",
+                    self.addr
+                ));
+            }
+            thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port that was free a moment ago (bind 127.0.0.1:0, read it, release it).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local_addr").port()
+}
+
+fn running_as_root() -> bool {
+    // The effective uid is the second field of `Uid:` in /proc/self/status.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().nth(1).map(|id| id == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Drains the child's stderr in a thread, keeping only the last few KiB.
+fn collect_stderr(child: &mut Child) -> Arc<Mutex<Vec<u8>>> {
+    let tail = Arc::new(Mutex::new(Vec::new()));
+    if let Some(mut stderr) = child.stderr.take() {
+        let tail = Arc::clone(&tail);
+        thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+                tail.extend_from_slice(&buf[..n]);
+                let excess = tail.len().saturating_sub(STDERR_TAIL_BYTES);
+                tail.drain(..excess);
+            }
+        });
+    }
+    tail
+}
+
+/// Runs a command to completion with a deadline, returning its exit code and
+/// combined stdout+stderr; the child is killed if the deadline passes.
+pub fn run_with_deadline(command: &mut Command, timeout: Duration) -> (Option<i32>, String) {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    let output = Arc::new(Mutex::new(Vec::new()));
+    let readers: Vec<_> = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|mut pipe| {
+        let output = Arc::clone(&output);
+        thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                output
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend_from_slice(&buf[..n]);
+            }
+        })
+    })
+    .collect();
+
+    let deadline = Instant::now() + timeout;
+    let code = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status.code(),
+            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    for reader in readers {
+        let _ = reader.join();
+    }
+    let text =
+        String::from_utf8_lossy(&output.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+    (code, text)
+}
