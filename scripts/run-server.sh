@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds and runs mrcached with its built-in defaults. With no arguments it
+# listens on 127.0.0.1:11211 (memcached's port, loopback only); any arguments
+# are memcached-style flags passed through, e.g. `scripts/run-server.sh -p 22122 -m 1024`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ $# -eq 0 ]; then
+    set -- -l 127.0.0.1 -p 11211
+fi
+exec cargo run --release --quiet --bin mrcached -- "$@"

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The whole mrcache test suite, in the order a reviewer would check it:
+#   1. reference tools (apt-get, only what is missing): memcached,
+#      libmemcached-tools, python3-pymemcache, python3-pytest
+#   2. cargo fmt --check
+#   3. cargo clippy --workspace --all-targets -- -D warnings
+#   4. cargo build --release --workspace
+#   5. cargo test --release --workspace   (MRCACHE_REQUIRE_MEMCACHED=1: the
+#      conformance and memcapable tests fail, not skip, without memcached)
+#   6. pytest tests/python against target/release/mrcached
+#   7. fuzz-corpus replay, if fuzz/ exists (hook below)
+# Every step runs even if an earlier one failed. The last line is the summary
+# `N passed, N failed`: the sum of cargo's `test result:` lines and pytest's
+# counts, plus one per gate step (fmt, clippy, build, fuzz replay). The exit
+# status is non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TERM_COLOR=never
+export PYTHONDONTWRITEBYTECODE=1
+# Debian's python (with python3-pymemcache), not a pyenv/virtualenv python3.
+PYTHON=/usr/bin/python3
+TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+LOG_DIR="$(mktemp -d)"
+trap 'rm -rf "$LOG_DIR"' EXIT
+
+passed=0
+failed=0
+failed_steps=()
+
+note() { printf '\n==> %s\n' "$*"; }
+
+# Runs a gate step (counted as one test) with its output shown.
+gate() {
+    local name="$1"
+    shift
+    note "$name"
+    if "$@"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        failed_steps+=("$name")
+    fi
+}
+
+# Sums "N passed" and "N failed|error|errors" counts from cargo's
+# `test result:` lines, or from pytest's last line; prints "PASSED FAILED".
+count_results() {
+    awk -v pattern="$2" '$0 ~ pattern {
+        for (i = 2; i <= NF; i++) {
+            word = $i; gsub(/[;,]/, "", word)
+            if (word == "passed") p += $(i - 1)
+            if (word == "failed" || word == "error" || word == "errors") f += $(i - 1)
+        }
+    } END { print p + 0, f + 0 }' "$1"
+}
+
+ensure_reference_tools() {
+    local missing=()
+    [ -x /usr/bin/memcached ] || missing+=(memcached)
+    [ -x /usr/bin/memccapable ] || missing+=(libmemcached-tools)
+    "$PYTHON" -c 'import pymemcache' 2>/dev/null || missing+=(python3-pymemcache)
+    "$PYTHON" -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
+    # Figures (mrcache mrc/sim --plot) measure and draw text with this font.
+    [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+    [ ${#missing[@]} -eq 0 ] && { echo "all present"; return 0; }
+    echo "installing: ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo -n)
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq &&
+        "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+gate "reference tools (memcached, memccapable, pymemcache, pytest)" ensure_reference_tools
+# From here on a missing memcached is a failure, not a skip.
+export MRCACHE_REQUIRE_MEMCACHED="${MRCACHE_REQUIRE_MEMCACHED:-1}"
+
+gate "cargo fmt --check" cargo fmt --all --check
+gate "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
+gate "cargo build --release" cargo build --release --workspace
+
+note "cargo test --release --workspace"
+cargo test --release --workspace 2>&1 | tee "$LOG_DIR/cargo-test.log"
+cargo_status=${PIPESTATUS[0]}
+read -r p f < <(count_results "$LOG_DIR/cargo-test.log" '^test result:')
+passed=$((passed + p))
+failed=$((failed + f))
+if [ "$cargo_status" -ne 0 ] && [ "$f" -eq 0 ]; then
+    # A test binary that did not compile or crashed reports no failed count.
+    failed=$((failed + 1))
+fi
+[ "$cargo_status" -eq 0 ] || failed_steps+=("cargo test")
+
+note "pytest tests/python"
+MRCACHED_BIN="${MRCACHED_BIN:-$TARGET_DIR/release/mrcached}" \
+    timeout 900 "$PYTHON" -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$LOG_DIR/pytest.log"
+pytest_status=${PIPESTATUS[0]}
+tail -n 1 "$LOG_DIR/pytest.log" >"$LOG_DIR/pytest-summary.log"
+read -r p f < <(count_results "$LOG_DIR/pytest-summary.log" ' in [0-9.]+s')
+passed=$((passed + p))
+failed=$((failed + f))
+if [ "$pytest_status" -ne 0 ] && [ "$f" -eq 0 ]; then
+    failed=$((failed + 1))
+fi
+[ "$pytest_status" -eq 0 ] || failed_steps+=("pytest")
+
+# ---- FUZZ HOOK --------------------------------------------------------------
+# The protocol crate's fuzz targets live in fuzz/ (a separate cargo project,
+# excluded from the workspace). Its owner provides fuzz/replay.sh, which replays
+# the stored corpus through the parsers without fuzzing and exits non-zero on
+# a crash. Override with FUZZ_REPLAY=path.
+FUZZ_REPLAY="${FUZZ_REPLAY:-fuzz/replay.sh}"
+if [ -d fuzz ]; then
+    if [ -f "$FUZZ_REPLAY" ]; then
+        gate "fuzz corpus replay ($FUZZ_REPLAY)" timeout 900 bash "$FUZZ_REPLAY"
+    else
+        note "fuzz/ exists but $FUZZ_REPLAY does not: corpus replay skipped"
+    fi
+fi
+# -----------------------------------------------------------------------------
+
+echo
+if [ ${#failed_steps[@]} -gt 0 ]; then
+    echo "failed steps: ${failed_steps[*]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ ${#failed_steps[@]} -eq 0 ]
