@@ -226,3 +226,39 @@ fn binary_reports_help_and_errors() {
         .unwrap();
     assert!(String::from_utf8_lossy(&version.stdout).contains(env!("CARGO_PKG_VERSION")));
 }
+
+#[test]
+fn accuracy_study_reports_spread_bias_and_floor() {
+    let Some(dir) = traces_dir() else { return };
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mrcache"))
+        .args([
+            "mrc",
+            "--method",
+            "footprint,shards",
+            "--rate",
+            "0.1",
+            "--seeds",
+            "3",
+        ])
+        .args(["--adjust", "regression,shards-adj", "--trace"])
+        .arg(dir.join("kv/cache2k-web12.trace.xz"))
+        .arg("--reference")
+        .arg(dir.join("reference/cache2k-web12.lru-mrc.csv"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("mae ")).collect();
+    // 2 methods x 2 adjustments x 4 grids (ref, log, log >= 1/rate, linear).
+    assert_eq!(rows.len(), 16, "{text}");
+    for row in rows {
+        let mean: f64 = row
+            .split(' ')
+            .find_map(|f| f.strip_prefix("mean="))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(mean > 0.0 && mean < 0.1, "{row}");
+    }
+    assert!(text.contains("floor rate=0.1 grid=linear"), "{text}");
+}

@@ -50,26 +50,41 @@ impl ExactLru {
     }
 }
 
-impl AccessObserver for ExactLru {
-    fn record(&mut self, key_hash: u64, size_bytes: u32) {
+impl ExactLru {
+    /// Records one access like [`AccessObserver::record`] and returns its LRU depth in objects
+    /// (the smallest cache that hits it), or `None` for a first access. Accuracy studies use it
+    /// to attribute misses to keys.
+    pub fn record_depth(&mut self, key_hash: u64, size_bytes: u32) -> Option<u64> {
         self.requests += 1;
         self.histogram.count_request();
         let bytes_before = self.stack.total_bytes();
         match self.stack.access(key_hash, size_bytes) {
-            StackAccess::Cold => self.histogram.record_cold(1.0, size_bytes),
+            StackAccess::Cold => {
+                self.histogram.record_cold(1.0, size_bytes);
+                None
+            }
             StackAccess::Reuse {
                 keys_above,
                 bytes_above,
+                accesses,
             } => {
                 let object_depth = (keys_above + 1) as f64;
                 let byte_depth = (bytes_above + u64::from(size_bytes)) as f64;
-                self.histogram.record_reuse(1.0, object_depth, byte_depth);
+                self.histogram
+                    .record_reuse(1.0, accesses, object_depth, byte_depth);
                 let resized = self.stack.total_bytes() as f64 - bytes_before as f64;
                 if resized != 0.0 {
                     self.histogram.adjust_distinct_bytes(resized);
                 }
+                Some(keys_above + 1)
             }
         }
+    }
+}
+
+impl AccessObserver for ExactLru {
+    fn record(&mut self, key_hash: u64, size_bytes: u32) {
+        self.record_depth(key_hash, size_bytes);
     }
 }
 

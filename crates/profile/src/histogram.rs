@@ -100,7 +100,6 @@ impl LogHistogram {
         self.value_sums.get(index).copied().unwrap_or(0.0)
     }
 
-    #[cfg(test)]
     pub(crate) fn total_weight(&self) -> f64 {
         self.weights.iter().sum()
     }

@@ -29,7 +29,7 @@ pub use mrc::{mean_absolute_error, Mrc, MrcPoint, MrcQuery, SizeUnit};
 pub use reuse_time::{ReuseTimeHistogram, ReuseTimeMethod, ReuseTimeProfiler};
 pub use sampler::{SamplingConfig, SpatialSampler};
 pub use shards::ShardsProfiler;
-pub use stack_histogram::StackDistanceHistogram;
+pub use stack_histogram::{Adjustment, StackDistanceHistogram};
 
 /// The per-access input of every profiler: the engine calls it once per request of the partition
 /// the profiler watches.

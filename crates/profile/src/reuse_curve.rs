@@ -3,8 +3,8 @@
 //!
 //! Both work on the log-linear buckets of [`ReuseTimeHistogram`]: quantities are exact at bucket
 //! boundaries and interpolated linearly inside a bucket (times below 128 have their own bucket,
-//! so short reuses are exact). Sampled reuse weights are rescaled so that estimated cold
-//! accesses plus reuses equal the requests (see `stack_histogram::reuse_scale`).
+//! so short reuses are exact). Sampled weights are reconciled with the request count by the
+//! histogram's [`crate::Adjustment`] (the regression estimator by default).
 //! A reuse of time `t` has `t - 1` accesses strictly between its two accesses, so with footprint
 //! it hits a cache of `x` objects iff `fp(t - 1) < x`; with AET it hits iff `t <= AET(x)`, where
 //! the sum of `P(reuse time >= j)` over `j = 1..=AET(x)` equals `x`.
@@ -12,7 +12,7 @@
 use crate::histogram::LogHistogram;
 use crate::mrc::{Mrc, MrcPoint, MrcQuery, SizeUnit};
 use crate::reuse_time::ReuseTimeHistogram;
-use crate::stack_histogram::reuse_scale;
+use crate::stack_histogram::Tally;
 
 /// Per-bucket suffix sums of weights and of `value * weight`: index `k` covers buckets `>= k`.
 struct Suffix {
@@ -63,11 +63,6 @@ pub(crate) fn footprint_mrc(histogram: &ReuseTimeHistogram, query: &MrcQuery) ->
     if histogram.access_weight <= 0.0 {
         return Mrc::from_points(query.unit, Vec::new());
     }
-    let scale = reuse_scale(
-        histogram.requests,
-        histogram.distinct_weight,
-        histogram.access_weight,
-    );
     let n = histogram.clock_ticks as f64;
     let buckets = histogram
         .reuse_times
@@ -98,35 +93,49 @@ pub(crate) fn footprint_mrc(histogram: &ReuseTimeHistogram, query: &MrcQuery) ->
     }
     footprints[buckets + 1] = distinct;
 
+    let key_weighted_total = histogram.key_weighted_reuse_times.total_weight();
     let points = query_sizes(histogram, query)
         .into_iter()
         .map(|size| {
             let x = size_in_objects(histogram, query.unit, size);
             // Last boundary k with fp(low_k - 1) < x: reuses up to bucket k - 1 all hit.
-            let hits = match footprints[1..=buckets].partition_point(|&fp| fp < x) {
-                0 => 0.0,
-                count => {
-                    let k = count; // footprints index of the last boundary below x
-                    let below = histogram
-                        .reuse_times
-                        .weight_at_most((times.bucket_low(k) - 1) as f64);
-                    let (low_fp, high_fp) = (footprints[k], footprints[k + 1]);
-                    let width = times.bucket_width(k) as f64;
-                    let fraction = if high_fp > low_fp {
-                        ((x - low_fp) / (high_fp - low_fp) * width)
-                            .ceil()
-                            .min(width)
-                            / width
-                    } else {
-                        1.0
-                    };
-                    below + times.weight(k) * fraction
-                }
+            // Weighted hits, and the same with reuses weighted by their key's accesses.
+            let (hits, key_weighted_hits) =
+                match footprints[1..=buckets].partition_point(|&fp| fp < x) {
+                    0 => (0.0, 0.0),
+                    count => {
+                        let k = count; // footprints index of the last boundary below x
+                        let boundary = (times.bucket_low(k) - 1) as f64;
+                        let below = times.weight_at_most(boundary);
+                        let key_weighted = &histogram.key_weighted_reuse_times;
+                        let key_weighted_below = key_weighted.weight_at_most(boundary);
+                        let (low_fp, high_fp) = (footprints[k], footprints[k + 1]);
+                        let width = times.bucket_width(k) as f64;
+                        let fraction = if high_fp > low_fp {
+                            ((x - low_fp) / (high_fp - low_fp) * width)
+                                .ceil()
+                                .min(width)
+                                / width
+                        } else {
+                            1.0
+                        };
+                        (
+                            below + times.weight(k) * fraction,
+                            key_weighted_below + key_weighted.weight(k) * fraction,
+                        )
+                    }
+                };
+            let tally = Tally {
+                misses: histogram.access_weight - hits,
+                key_weighted_misses: histogram.access_weight + key_weighted_total
+                    - key_weighted_hits,
+                cold: histogram.distinct_weight,
+                access_weight: histogram.access_weight,
+                access_sq_weight: histogram.access_sq_weight,
+                requests: histogram.requests,
             };
-            MrcPoint {
-                size,
-                miss_ratio: 1.0 - scale * hits / histogram.requests as f64,
-            }
+            let miss_ratio = histogram.adjustment.miss_ratio(&tally);
+            MrcPoint { size, miss_ratio }
         })
         .collect();
     Mrc::from_points(query.unit, points)
@@ -137,12 +146,6 @@ pub(crate) fn aet_mrc(histogram: &ReuseTimeHistogram, query: &MrcQuery) -> Mrc {
     if histogram.access_weight <= 0.0 || histogram.clock_ticks == 0 {
         return Mrc::from_points(query.unit, Vec::new());
     }
-    let total = histogram.requests as f64;
-    let scale = reuse_scale(
-        histogram.requests,
-        histogram.distinct_weight,
-        histogram.access_weight,
-    );
     let times = &histogram.reuse_times;
     let buckets = times.bucket_count();
     let reuse = Suffix::new(times, buckets);
@@ -150,7 +153,24 @@ pub(crate) fn aet_mrc(histogram: &ReuseTimeHistogram, query: &MrcQuery) -> Mrc {
     // Requests per clock tick: 1 for one profiler, about the shard count after a merge.
     let accesses_per_tick = histogram.requests as f64 / histogram.clock_ticks as f64;
     // ge[k] = P(reuse time >= low_k); objects[k] = sum over j = 1..low_k - 1 of P(time >= j).
-    let ge = |k: usize| (cold + scale * reuse.weights[k.min(buckets)]) / total;
+    // Reuse times are at least 1, so P(time >= 1) = 1; beyond, the adjustment decides the
+    // denominator (SHARDS-adj: the discrepancy is reuses of time 1, so it counts only here).
+    let adjustment = histogram.adjustment;
+    let key_weighted = Suffix::new(&histogram.key_weighted_reuse_times, buckets);
+    // P(time >= low_k) from the weight of reuses at least that long (`k = buckets`: none).
+    let tail = |k: usize| {
+        let k = k.min(buckets);
+        adjustment.miss_ratio(&Tally {
+            misses: cold + reuse.weights[k],
+            // A key's cold access counts as its one infinitely long reuse, weighted `a_i`.
+            key_weighted_misses: histogram.access_weight + key_weighted.weights[k],
+            cold,
+            access_weight: histogram.access_weight,
+            access_sq_weight: histogram.access_sq_weight,
+            requests: histogram.requests,
+        })
+    };
+    let ge = |k: usize| if k <= 1 { 1.0 } else { tail(k) };
     let mut objects = vec![0.0; buckets + 1];
     for k in 1..buckets {
         let width = times.bucket_width(k) as f64;
@@ -158,7 +178,7 @@ pub(crate) fn aet_mrc(histogram: &ReuseTimeHistogram, query: &MrcQuery) -> Mrc {
         let area = width * low + (next - low) * (width - 1.0) / 2.0;
         objects[k + 1] = objects[k] + area * accesses_per_tick;
     }
-    let cold_ratio = cold / total;
+    let cold_ratio = tail(buckets);
     let points = query_sizes(histogram, query)
         .into_iter()
         .map(|size| {

@@ -14,6 +14,7 @@ use crate::keymap::{key_map_memory_bytes, KeyMap};
 use crate::mrc::{Mrc, MrcQuery};
 use crate::reuse_curve;
 use crate::sampler::{SamplingConfig, SpatialSampler};
+use crate::stack_histogram::Adjustment;
 use crate::{AccessObserver, MrcProfiler};
 
 /// Reuse times in buckets at most 2^-7 (0.8%) of their value wide; times below 128 are exact.
@@ -36,13 +37,20 @@ pub struct ReuseTimeHistogram {
     /// Requests behind this histogram, sampled or not (sums over merged shards).
     pub(crate) requests: u64,
     pub(crate) reuse_times: LogHistogram,
+    /// Reuse times again, the `n`-th access of a key weighted `2 (n - 1)` times (for
+    /// [`Adjustment::Regression`]).
+    pub(crate) key_weighted_reuse_times: LogHistogram,
     pub(crate) first_access_times: LogHistogram,
     pub(crate) reverse_last_access_times: LogHistogram,
     /// Weight of sampled accesses, cold ones included.
     pub(crate) access_weight: f64,
+    /// `sum a_i^2` over sampled keys, weighted.
+    pub(crate) access_sq_weight: f64,
     /// Weight of sampled distinct keys (first accesses), and of their sizes in bytes.
     pub(crate) distinct_weight: f64,
     pub(crate) distinct_bytes_weight: f64,
+    /// How the curve reconciles sampled weight with requests.
+    pub(crate) adjustment: Adjustment,
 }
 
 impl ReuseTimeHistogram {
@@ -51,12 +59,21 @@ impl ReuseTimeHistogram {
             clock_ticks: 0,
             requests: 0,
             reuse_times: LogHistogram::new(TIME_SUB_BUCKET_BITS),
+            key_weighted_reuse_times: LogHistogram::new(TIME_SUB_BUCKET_BITS),
             first_access_times: LogHistogram::new(TIME_SUB_BUCKET_BITS),
             reverse_last_access_times: LogHistogram::new(TIME_SUB_BUCKET_BITS),
             access_weight: 0.0,
+            access_sq_weight: 0.0,
             distinct_weight: 0.0,
             distinct_bytes_weight: 0.0,
+            adjustment: Adjustment::default(),
         }
+    }
+
+    /// The same histogram, read with another [`Adjustment`].
+    pub fn with_adjustment(mut self, adjustment: Adjustment) -> Self {
+        self.adjustment = adjustment;
+        self
     }
 
     /// Adds the histogram of another shard of the same partition. Shards must see comparable
@@ -66,6 +83,9 @@ impl ReuseTimeHistogram {
         self.clock_ticks = self.clock_ticks.max(other.clock_ticks);
         self.requests += other.requests;
         self.reuse_times.merge(&other.reuse_times);
+        self.key_weighted_reuse_times
+            .merge(&other.key_weighted_reuse_times);
+        self.access_sq_weight += other.access_sq_weight;
         self.first_access_times.merge(&other.first_access_times);
         self.reverse_last_access_times
             .merge(&other.reverse_last_access_times);
@@ -107,6 +127,8 @@ impl ReuseTimeHistogram {
 #[derive(Debug, Clone, Copy)]
 struct KeyState {
     last_access_tick: u64,
+    /// Accesses to the key since it was first sampled.
+    accesses: u32,
 }
 
 /// Sampled reuse-time profiler with a bounded key table.
@@ -131,6 +153,12 @@ impl ReuseTimeProfiler {
             recorded: ReuseTimeHistogram::empty(),
             retired_last_access_ticks: LogHistogram::new(TIME_SUB_BUCKET_BITS),
         }
+    }
+
+    /// Reads curves with `adjustment` instead of the default ([`Adjustment::Regression`]).
+    pub fn with_adjustment(mut self, adjustment: Adjustment) -> Self {
+        self.recorded.adjustment = adjustment;
+        self
     }
 
     /// A snapshot of the statistics so far, with every datum's reverse last access time.
@@ -174,12 +202,18 @@ impl AccessObserver for ReuseTimeProfiler {
         let recorded = &mut self.recorded;
         recorded.access_weight += weight;
         if let Some(state) = self.keys.get_mut(&mixed) {
+            let reuse_time = now - state.last_access_tick;
+            state.accesses = state.accesses.saturating_add(1);
+            let n = f64::from(state.accesses);
+            recorded.reuse_times.add(reuse_time, weight);
             recorded
-                .reuse_times
-                .add(now - state.last_access_tick, weight);
+                .key_weighted_reuse_times
+                .add(reuse_time, weight * 2.0 * (n - 1.0));
+            recorded.access_sq_weight += weight * (2.0 * n - 1.0);
             state.last_access_tick = now;
             return;
         }
+        recorded.access_sq_weight += weight;
         recorded.first_access_times.add(now, weight);
         recorded.distinct_weight += weight;
         recorded.distinct_bytes_weight += weight * f64::from(size_bytes);
@@ -187,6 +221,7 @@ impl AccessObserver for ReuseTimeProfiler {
             mixed,
             KeyState {
                 last_access_tick: now,
+                accesses: 1,
             },
         );
         if let Some(evicted) = self.sampler.admit(mixed) {
@@ -344,6 +379,52 @@ mod tests {
                 0.04
             };
             assert!(error < bound, "{method:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn adjustments_of_reuse_times_follow_the_shards_ones() {
+        // Immediate reuse only: 0.5 at every size. The regression cancels the noise in the
+        // number of sampled keys; SHARDS-adj keeps it; both give 0.5 unsampled.
+        let trace: Vec<u64> = (0..20_000u64).flat_map(|k| [k, k]).collect();
+        let config = SamplingConfig::FixedRate { rate: 0.01 };
+        for seed in 0..5 {
+            let mut profiler = ReuseTimeProfiler::new(ReuseTimeMethod::Aet, config, seed);
+            trace.iter().for_each(|&key| profiler.record(key, 1));
+            let histogram = profiler.histogram();
+            let sampled_keys = histogram.distinct_weight * 0.01;
+            for method in METHODS {
+                let at = |adjustment| {
+                    let query = MrcQuery {
+                        unit: SizeUnit::Objects,
+                        points_per_decade: 0,
+                        exact_sizes: vec![1, 1000],
+                    };
+                    let curve = histogram
+                        .clone()
+                        .with_adjustment(adjustment)
+                        .mrc(method, &query);
+                    curve
+                        .points()
+                        .iter()
+                        .map(|p| p.miss_ratio)
+                        .collect::<Vec<_>>()
+                };
+                for ratio in at(Adjustment::Regression) {
+                    assert!(
+                        (ratio - 0.5).abs() < 1e-9,
+                        "{method:?} seed {seed}: {ratio}"
+                    );
+                }
+                // SHARDS-adj: sampled keys over requests, k / (R N), k the sampled keys.
+                let expected = sampled_keys / 0.01 / 40_000.0;
+                for ratio in at(Adjustment::ShardsAdj) {
+                    assert!(
+                        (ratio - expected).abs() < 1e-9,
+                        "{method:?}: {ratio} {expected}"
+                    );
+                }
+            }
         }
     }
 }

@@ -11,7 +11,7 @@
 use crate::mrc::{Mrc, MrcQuery};
 use crate::sampler::{SamplingConfig, SpatialSampler};
 use crate::stack::{LruStack, StackAccess};
-use crate::stack_histogram::StackDistanceHistogram;
+use crate::stack_histogram::{Adjustment, StackDistanceHistogram};
 use crate::{AccessObserver, MrcProfiler};
 
 /// Sampled depths are already estimates; 2^-7 (0.8%) relative bucket width is well below
@@ -32,12 +32,18 @@ impl ShardsProfiler {
         Self {
             sampler: SpatialSampler::new(config, seed),
             stack: LruStack::default(),
-            histogram: StackDistanceHistogram::new(
+            histogram: StackDistanceHistogram::sampled(
                 SAMPLED_SUB_BUCKET_BITS,
                 SAMPLED_SUB_BUCKET_BITS,
             ),
             requests: 0,
         }
+    }
+
+    /// Reads the curve with `adjustment` instead of the default ([`Adjustment::Regression`]).
+    pub fn with_adjustment(mut self, adjustment: Adjustment) -> Self {
+        self.histogram.set_adjustment(adjustment);
+        self
     }
 
     /// The weighted depth histogram so far (mergeable with other shards' histograms).
@@ -71,11 +77,12 @@ impl AccessObserver for ShardsProfiler {
             StackAccess::Reuse {
                 keys_above,
                 bytes_above,
+                accesses,
             } => {
                 let object_depth = keys_above as f64 / rate + 1.0;
                 let byte_depth = bytes_above as f64 / rate + f64::from(size_bytes);
                 self.histogram
-                    .record_reuse(weight, object_depth, byte_depth);
+                    .record_reuse(weight, accesses, object_depth, byte_depth);
             }
         }
     }
@@ -105,6 +112,7 @@ mod tests {
     use crate::exact::ExactLru;
     use crate::keymap::mix64;
     use crate::mrc::{mean_absolute_error, SizeUnit};
+    use crate::sampler::SpatialSampler;
 
     /// A skewed synthetic trace: key = floor(u^3 * 50_000) for pseudo-random u.
     fn skewed_trace(requests: usize) -> Vec<u64> {
@@ -174,5 +182,83 @@ mod tests {
         merged.merge(shards[1].histogram());
         let total = shards[0].histogram().access_weight() + shards[1].histogram().access_weight();
         assert_eq!(merged.access_weight(), total);
+    }
+
+    /// Miss ratio of `profiler` read with `adjustment` at `size` objects.
+    fn ratio_at(profiler: &ShardsProfiler, adjustment: Adjustment, size: u64) -> f64 {
+        let query = MrcQuery {
+            unit: SizeUnit::Objects,
+            points_per_decade: 0,
+            exact_sizes: vec![size],
+        };
+        profiler
+            .histogram()
+            .clone()
+            .with_adjustment(adjustment)
+            .mrc(&query)
+            .miss_ratio_at(size as f64)
+    }
+
+    /// One hot key (every other request, depth 2) interleaved with a cyclic scan of 10,000
+    /// keys (depth 10,001): the exact miss ratio at 1,000 objects is 0.5 (every scan access
+    /// misses, the hot key misses once).
+    fn hot_key_and_scan() -> (u64, Vec<u64>) {
+        const HOT: u64 = 1 << 40;
+        let trace = (0..50_000u64).flat_map(|i| [HOT, i % 10_000]).collect();
+        (HOT, trace)
+    }
+
+    #[test]
+    fn shards_adj_does_not_depend_on_whether_the_hot_key_was_sampled() {
+        let (hot, trace) = hot_key_and_scan();
+        let config = SamplingConfig::FixedRate { rate: 0.01 };
+        let mut seen = [false; 2];
+        for seed in 0..500u64 {
+            let hot_sampled = SpatialSampler::new(config, seed).sample(hot).is_some();
+            if seen[usize::from(hot_sampled)] {
+                continue;
+            }
+            seen[usize::from(hot_sampled)] = true;
+            let mut profiler = ShardsProfiler::new(config, seed);
+            trace.iter().for_each(|&key| profiler.record(key, 1));
+            // SHARDS-adj: sampled misses over requests, the scan's half whatever the hot key.
+            let adjusted = ratio_at(&profiler, Adjustment::ShardsAdj, 1000);
+            assert!((adjusted - 0.5).abs() < 0.1, "seed {seed}: {adjusted}");
+            // Plain SHARDS divides by the sampled accesses, which the hot key decides: 1.0
+            // without it (every sampled access is a scan miss), about 0.01 with it.
+            let plain = ratio_at(&profiler, Adjustment::None, 1000);
+            let expected = if hot_sampled { 0.01 } else { 1.0 };
+            assert!((plain - expected).abs() < 0.02, "seed {seed}: {plain}");
+            if hot_sampled {
+                // The hot key's accesses dwarf its misses: the regression is SHARDS-adj.
+                let regression = ratio_at(&profiler, Adjustment::Regression, 1000);
+                assert!(
+                    (regression - adjusted).abs() < 0.01,
+                    "{regression} {adjusted}"
+                );
+            }
+        }
+        assert_eq!(seen, [true, true], "no seed sampled the hot key");
+    }
+
+    #[test]
+    fn regression_is_exact_when_misses_follow_accesses() {
+        // Every key twice in a row (the corda trace's shape): miss ratio 0.5 at every size.
+        // SHARDS-adj counts sampled keys, so it errs by their binomial noise; the regression
+        // sees misses proportional to accesses and cancels that noise exactly.
+        let trace: Vec<u64> = (0..20_000u64).flat_map(|k| [k, k]).collect();
+        let config = SamplingConfig::FixedRate { rate: 0.01 };
+        let mut worst_adjusted = 0.0f64;
+        for seed in 0..10 {
+            let mut profiler = ShardsProfiler::new(config, seed);
+            trace.iter().for_each(|&key| profiler.record(key, 1));
+            for size in [1, 100, 10_000] {
+                let regression = ratio_at(&profiler, Adjustment::Regression, size);
+                assert!((regression - 0.5).abs() < 1e-9, "seed {seed}: {regression}");
+                let adjusted = ratio_at(&profiler, Adjustment::ShardsAdj, size);
+                worst_adjusted = worst_adjusted.max((adjusted - 0.5).abs());
+            }
+        }
+        assert!(worst_adjusted > 1e-4, "{worst_adjusted}");
     }
 }

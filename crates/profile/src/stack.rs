@@ -20,6 +20,8 @@ const TIMELINE_GROWTH_FACTOR: usize = 4;
 struct Slot {
     position: usize,
     size_bytes: u32,
+    /// Accesses to the key since it entered the stack, this one included.
+    accesses: u32,
 }
 
 /// What one access found in the stack.
@@ -27,8 +29,13 @@ struct Slot {
 pub(crate) enum StackAccess {
     /// First access to the key (or first since it was removed).
     Cold,
-    /// The key was in the stack below `keys_above` distinct keys holding `bytes_above` bytes.
-    Reuse { keys_above: u64, bytes_above: u64 },
+    /// The key was in the stack below `keys_above` distinct keys holding `bytes_above` bytes;
+    /// this is its `accesses`-th access since it entered the stack.
+    Reuse {
+        keys_above: u64,
+        bytes_above: u64,
+        accesses: u32,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -68,13 +75,16 @@ impl LruStack {
         }
         let position = self.next_position;
         self.next_position += 1;
-        let previous = self.slots.insert(
-            key,
-            Slot {
-                position,
-                size_bytes,
-            },
-        );
+        let slot = self.slots.entry(key).or_insert(Slot {
+            position,
+            size_bytes,
+            accesses: 0,
+        });
+        let previous = (slot.accesses > 0).then_some(*slot);
+        slot.accesses = slot.accesses.saturating_add(1);
+        slot.position = position;
+        slot.size_bytes = size_bytes;
+        let accesses = slot.accesses;
         let access = match previous {
             None => StackAccess::Cold,
             Some(old) => {
@@ -89,6 +99,7 @@ impl LruStack {
                 StackAccess::Reuse {
                     keys_above,
                     bytes_above,
+                    accesses,
                 }
             }
         };
@@ -163,6 +174,7 @@ mod tests {
                 StackAccess::Reuse {
                     keys_above,
                     bytes_above,
+                    ..
                 } => {
                     assert_eq!(Some(keys_above), expected);
                     assert_eq!(bytes_above, keys_above * 10);
@@ -185,7 +197,8 @@ mod tests {
             stack.access(1, 1),
             StackAccess::Reuse {
                 keys_above: 2,
-                bytes_above: 57
+                bytes_above: 57,
+                accesses: 2
             }
         );
         stack.remove(3);
@@ -193,7 +206,8 @@ mod tests {
             stack.access(2, 1),
             StackAccess::Reuse {
                 keys_above: 1,
-                bytes_above: 1
+                bytes_above: 1,
+                accesses: 3
             }
         );
         assert_eq!(stack.access(3, 1), StackAccess::Cold);
