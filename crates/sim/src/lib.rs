@@ -13,6 +13,6 @@ pub mod sweep;
 mod trace;
 
 pub use policy::SlabPolicy;
-pub use replay::{SimConfig, Simulator};
+pub use replay::{key_text, SimConfig, Simulator};
 pub use report::{ClassAllocation, SimReport, Window};
 pub use trace::TraceSizing;

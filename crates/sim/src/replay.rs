@@ -89,11 +89,9 @@ impl Simulator {
         Clock::logical(self.now)
     }
 
-    /// The key bytes of an access: tenant and id, padded to the key size (at least the 10 id bytes).
+    /// The key bytes of an access: `key_text`, padded with `.` to the access's key size.
     fn build_key(&mut self, a: &Access) {
-        self.key.clear();
-        self.key.extend_from_slice(&a.tenant.to_le_bytes());
-        self.key.extend_from_slice(&a.key.to_le_bytes());
+        key_text(a.tenant, a.key, &mut self.key);
         let len = (a.key_size as usize).max(self.key.len());
         self.key.resize(len, b'.');
     }
@@ -110,6 +108,7 @@ impl Simulator {
                 value: &self.value[..len],
                 cas: 0,
                 invalidate: false,
+                key_binary: false,
             },
             Clock::logical(self.now),
         );
@@ -214,5 +213,39 @@ impl Simulator {
             sim.replay(&a);
         }
         Ok(sim.finish())
+    }
+}
+
+/// The text of a key id, valid in the memcached text protocol (so a trace replays identically against a live
+/// server): the id in lowercase hex, prefixed by `t<tenant>:` for tenants other than 0.
+pub fn key_text(tenant: u16, id: u64, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.clear();
+    if tenant != 0 {
+        out.push(b't');
+        out.extend_from_slice(tenant.to_string().as_bytes());
+        out.push(b':');
+    }
+    let digits = (16 - id.leading_zeros() as usize / 4).max(1);
+    for i in (0..digits).rev() {
+        out.push(HEX[((id >> (4 * i)) & 0xf) as usize]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_text;
+
+    #[test]
+    fn key_text_is_hex_and_distinct() {
+        let mut k = Vec::new();
+        key_text(0, 0, &mut k);
+        assert_eq!(k, b"0");
+        key_text(0, 0xdead_beef, &mut k);
+        assert_eq!(k, b"deadbeef");
+        key_text(3, 255, &mut k);
+        assert_eq!(k, b"t3:ff");
+        key_text(0, u64::MAX, &mut k);
+        assert_eq!(k, b"ffffffffffffffff");
     }
 }
