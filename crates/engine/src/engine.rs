@@ -48,6 +48,8 @@ pub struct StoreArgs<'a> {
     pub cas: u64,
     /// Meta `ms I`: a CAS older than the item's still stores, marking the item stale.
     pub invalidate: bool,
+    /// Meta `b`: the key arrived base64-encoded; remembered on the item so replies echo it that way.
+    pub key_binary: bool,
 }
 
 /// The result of a store, as memcached replies it.
@@ -142,6 +144,10 @@ impl<'a> ItemView<'a> {
     }
     pub fn token_sent(&self) -> bool {
         self.item.has(bits::TOKEN_SENT)
+    }
+    /// Whether the key was stored base64-encoded (meta `b`).
+    pub fn key_binary(&self) -> bool {
+        self.item.has(bits::KEY_BINARY)
     }
 }
 
@@ -306,6 +312,8 @@ pub enum ItemFlag {
     Fetched,
     Stale,
     TokenSent,
+    /// The key arrived base64-encoded (meta `b`).
+    KeyBinary,
 }
 
 impl ItemFlag {
@@ -314,6 +322,7 @@ impl ItemFlag {
             ItemFlag::Fetched => bits::FETCHED,
             ItemFlag::Stale => bits::STALE,
             ItemFlag::TokenSent => bits::TOKEN_SENT,
+            ItemFlag::KeyBinary => bits::KEY_BINARY,
         }
     }
 }
@@ -581,7 +590,12 @@ impl Engine {
             }
         };
         match result {
-            Ok((_, cas)) => StoreOutcome::Stored { cas },
+            Ok((h, cas)) => {
+                if args.key_binary {
+                    shard.item_mut(h).insert_bits(bits::KEY_BINARY);
+                }
+                StoreOutcome::Stored { cas }
+            }
             Err(AllocError::TooLarge) => StoreOutcome::TooLarge,
             Err(AllocError::OutOfMemory) => StoreOutcome::OutOfMemory,
         }

@@ -36,6 +36,8 @@ pub mod bits {
     pub const STALE: u8 = 8;
     /// Meta protocol: a client already won the right to recache this item.
     pub const TOKEN_SENT: u8 = 16;
+    /// Meta protocol: the key arrived base64-encoded; replies echo it that way.
+    pub const KEY_BINARY: u8 = 32;
 }
 
 #[inline]

@@ -124,6 +124,7 @@ fn run(ops: &[Op], config: EngineConfig, exact: bool) -> Result<(), TestCaseErro
                         value: &v,
                         cas: 0,
                         invalidate: false,
+                        key_binary: false,
                     },
                     clock,
                 );

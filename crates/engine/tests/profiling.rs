@@ -30,6 +30,7 @@ fn replay(shards: usize, rate: f64) -> (Engine, ExactLru) {
                 value: &[b'v'; 200],
                 cas: 0,
                 invalidate: false,
+                key_binary: false,
             };
             engine.store(&args, clock);
         }
@@ -91,6 +92,7 @@ fn profiling_off_records_nothing_and_costs_nothing() {
         value: b"v",
         cas: 0,
         invalidate: false,
+        key_binary: false,
     };
     engine.store(&args, clock);
     assert!(engine

@@ -35,6 +35,7 @@ fn store(
             value,
             cas,
             invalidate: false,
+            key_binary: false,
         },
         clock,
     )
@@ -125,6 +126,7 @@ fn expiry_is_lazy_and_negative_exptime_is_already_expired() {
         value: b"v",
         cas: 0,
         invalidate: false,
+        key_binary: false,
     };
     e.store(&args(5), c);
     assert!(get(&e, b"t", Clock::logical(104)).is_some());
@@ -278,6 +280,7 @@ fn append_prepend_keep_flags_and_exptime() {
             value: b"mid",
             cas: 0,
             invalidate: false,
+            key_binary: false,
         },
         c,
     );

@@ -550,6 +550,7 @@ mod tests {
                 value: b"x",
                 cas: 0,
                 invalidate: false,
+                key_binary: false,
             },
             clock,
         );

@@ -9,12 +9,8 @@
 //!   sent. `l` and `h` show the state before this request's bump.
 //! - md `I` marks the item stale, clears the sent token, renews its CAS and applies `T`, instead of deleting.
 //! - ms `I` with a CAS older than the item's stores it as stale (the engine's `invalidate`).
-//!
-//! Known difference: memcached remembers per item whether its key arrived base64-encoded (`ms … b`) and
-//! echoes mg's `k` on a hit (and `me`'s key) in that form, whatever the request used. The engine keeps no
-//! such bit, so [`stored_as_binary`] guesses: a key that is printable ASCII without spaces could have been
-//! stored as text and is echoed raw; any other is echoed in base64 (a raw echo would break the reply
-//! line). The guess is wrong only for printable keys stored by `ms … b`.
+//! - As memcached, an item remembers whether its key arrived base64-encoded (`ms … b`); mg's `k` on a hit
+//!   and `me` echo the key in that form, whatever the request used.
 
 use mrcache_engine::{ArithOutcome, Delta, Entry, ItemFlag, StoreArgs, StoreMode, StoreOutcome};
 use mrcache_protocol::{
@@ -25,11 +21,6 @@ use mrcache_protocol::{
 use super::arith::NON_NUMERIC;
 use super::storage::{drop_item, NO_MEMORY, TOO_LARGE};
 use super::{Ctx, Flow};
-
-/// Whether a hit's key is echoed in base64 (see the module doc): only when it could not be a text key.
-fn stored_as_binary(key: &[u8]) -> bool {
-    key.iter().any(|&b| !(0x21..0x7f).contains(&b))
-}
 
 /// ` O…` and ` k…` for replies that carry no item.
 fn echo_opaque_and_key(out: &mut Vec<u8>, flags: &MetaFlags<'_>, key: &MetaKey<'_>) {
@@ -63,6 +54,9 @@ pub(crate) fn get(ctx: &Ctx<'_>, r: &MetaGet<'_>, out: &mut Vec<u8>) -> Flow {
         if !e.is_occupied() && f.vivify.is_some() {
             // memcached links an empty, immortal item first; `N` sets its TTL in the flag loop below.
             created = e.insert(0, 0, b"").is_ok();
+            if created && r.key.is_binary() {
+                e.set_flag(ItemFlag::KeyBinary, true);
+            }
         }
         if f.ttl.is_some() {
             e.count_touch();
@@ -121,8 +115,8 @@ pub(crate) fn get(ctx: &Ctx<'_>, r: &MetaGet<'_>, out: &mut Vec<u8>) -> Flow {
                 ),
                 b'O' => response::meta_token(out, flag.token),
                 b'k' => {
-                    let key = r.key.bytes();
-                    response::meta_key(out, key, r.key.is_binary() && stored_as_binary(key));
+                    let binary = e.item().is_some_and(|it| it.key_binary());
+                    response::meta_key(out, r.key.bytes(), binary);
                 }
                 _ => {}
             }
@@ -187,6 +181,7 @@ pub(crate) fn set(ctx: &Ctx<'_>, r: &MetaSet<'_>, out: &mut Vec<u8>) -> Flow {
         value,
         cas,
         invalidate: f.invalidate,
+        key_binary: r.key.is_binary(),
     };
     let (code, stored_cas) = match ctx.server.engine.store(&args, ctx.clock) {
         StoreOutcome::Stored { cas } => ("HD", cas),
@@ -342,7 +337,7 @@ pub(crate) fn debug(ctx: &Ctx<'_>, r: &MetaDebug<'_>, out: &mut Vec<u8>) -> Flow
             return;
         };
         out.extend_from_slice(b"ME ");
-        if stored_as_binary(it.key()) {
+        if it.key_binary() {
             mrcache_protocol::base64::encode(it.key(), out);
         } else {
             out.extend_from_slice(it.key());

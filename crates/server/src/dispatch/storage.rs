@@ -40,6 +40,7 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
         value,
         cas: r.cas,
         invalidate: false,
+        key_binary: false,
     };
     let text = match ctx.server.engine.store(&args, ctx.clock) {
         StoreOutcome::Stored { .. } => "STORED",
