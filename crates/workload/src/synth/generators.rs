@@ -38,7 +38,7 @@ impl SingleApp {
         }
     }
 
-    fn access<R: Rng>(&self, rng: &mut R) -> Access {
+    pub(super) fn access<R: Rng>(&self, rng: &mut R) -> Access {
         let key = self.popularity.sample(rng);
         self.access_to(key, rng)
     }
@@ -174,6 +174,27 @@ pub const MPART_APPS: [(&str, u64, f64); 6] = [
     ("ycsb.small", 5_000_000, 1.0),
 ];
 
+/// mPart's Table 4.1 applications with objects divided by `scale` (at least 1), tenants 0..6 in table
+/// order, 16-byte keys and 200-byte values.
+pub(super) fn mpart_apps(scale: u64, get_ratio: f64, seed: u64) -> Result<Vec<SingleApp>, String> {
+    let scale = scale.max(1);
+    MPART_APPS
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, objects, alpha))| {
+            let mut app = SingleApp::new(
+                Popularity::zipf(objects / scale, alpha)?,
+                KeySizeModel::Fixed(16),
+                ValueSizeModel::Fixed(200),
+                get_ratio,
+                seed,
+            );
+            app.tenant = i as u16;
+            Ok(app)
+        })
+        .collect()
+}
+
 impl MpartSix {
     pub fn new(
         scale: u64,
@@ -181,24 +202,8 @@ impl MpartSix {
         get_ratio: f64,
         seed: u64,
     ) -> Result<MpartSix, String> {
-        let scale = scale.max(1);
-        let apps = MPART_APPS
-            .iter()
-            .enumerate()
-            .map(|(i, &(_, objects, alpha))| {
-                let mut app = SingleApp::new(
-                    Popularity::zipf(objects / scale, alpha)?,
-                    KeySizeModel::Fixed(16),
-                    ValueSizeModel::Fixed(200),
-                    get_ratio,
-                    seed,
-                );
-                app.tenant = i as u16;
-                Ok(app)
-            })
-            .collect::<Result<Vec<_>, String>>()?;
         Ok(MpartSix {
-            apps,
+            apps: mpart_apps(scale, get_ratio, seed)?,
             rng: SmallRng::seed_from_u64(seed),
             remaining: requests_per_app * MPART_APPS.len() as u64,
         })

@@ -1,5 +1,5 @@
 //! Synthetic workloads of the papers, seeded and reproducible: Facebook ETC, LAMA's three-phase workload,
-//! Zipf, and mPart's six applications.
+//! Zipf, mPart's six applications, and mPart's time-varying (diurnal) and noisy-neighbour workloads.
 //!
 //! A generator is an iterator of [`Access`]: a key id with the key's and the value's size in bytes, the
 //! operation, and a tenant index. Sizes are a fixed function of (seed, key id), so an object keeps its
@@ -9,10 +9,15 @@
 mod dist;
 mod generators;
 mod spec;
+mod timevarying;
 
 pub use dist::{KeySizeModel, Popularity, ValueSizeModel};
-pub use generators::{Etc, MpartSix, ThreePhase, Zipfian};
+pub use generators::{Etc, MpartSix, ThreePhase, Zipfian, MPART_APPS};
 pub use spec::{WorkloadSpec, WORKLOAD_HELP};
+pub use timevarying::{
+    DayCurve, Diurnal, NoisyNeighbour, Timeline, DIURNAL_PEAK_HOUR, DIURNAL_PEAK_RATIO,
+    DIURNAL_STAGGER_HOURS, NOISY_ALPHA, NOISY_OBJECTS, NOISY_TENANT,
+};
 
 /// One synthetic request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,10 +7,15 @@ use std::collections::BTreeMap;
 
 use super::dist::{KeySizeModel, Popularity, ValueSizeModel};
 use super::generators::{Etc, MpartSix, SingleApp, ThreePhase};
+use super::timevarying::{Diurnal, NoisyNeighbour, Timeline, DIURNAL_PEAK_RATIO};
 use super::Access;
 
 /// GET:SET of Facebook ETC, about 30:1.
 const ETC_GET_RATIO: f64 = 30.0 / 31.0;
+
+/// mPart's six applications at 100M requests each: the default total of `diurnal` and
+/// `noisy-neighbour`, divided by `scale`.
+const MPART_TOTAL_REQUESTS: u64 = 600_000_000;
 
 /// What `--help` prints about workloads.
 pub const WORKLOAD_HELP: &str = "\
@@ -23,6 +28,12 @@ Workloads (NAME[:key=value,...]):
                objects=7000000 requests=200000000 get_ratio=1
   mpart-six    mPart's six Zipf applications (Table 4.1), one tenant each, 200-byte values.
                scale=1 requests=100000000 (per application) get_ratio=1
+  diurnal      mPart 4.2: the six applications with request rates on a day curve (cosine, peak at hour
+               12+4t for application t, peak/trough = peak_ratio), requests spread evenly over `hours`.
+               scale=1 requests=600000000/scale (total) hours=24 peak_ratio=2 get_ratio=1
+  noisy-neighbour  mPart 4.3: the six applications plus tenant 6, Zipf 0.9 over 100M/scale objects,
+               silent before enter_hour, then a share noisy_share of all requests.
+               scale=1 requests=600000000/scale (total) hours=10 enter_hour=5 noisy_share=0.5 get_ratio=1
 popularity is uniform, zipf:ALPHA or pareto:SIGMA:K. Every workload takes seed=N (default: --seed).
 GETs that miss are followed by a SET of the object (the lookaside pattern) in the simulator.";
 
@@ -52,11 +63,22 @@ impl WorkloadSpec {
 
     /// The request stream, seeded by `seed` unless the spec sets `seed=`.
     pub fn build(&self, seed: u64) -> Result<Box<dyn Iterator<Item = Access> + Send>, String> {
+        Ok(self.build_timed(seed)?.0)
+    }
+
+    /// The request stream and, for workloads on a simulated clock (`diurnal`, `noisy-neighbour`), its
+    /// [`Timeline`]: `timeline.hour_of(i)` is the simulated hour of request `i`.
+    #[allow(clippy::type_complexity)]
+    pub fn build_timed(
+        &self,
+        seed: u64,
+    ) -> Result<(Box<dyn Iterator<Item = Access> + Send>, Option<Timeline>), String> {
         let mut p = Params {
             spec: self,
             used: Vec::new(),
         };
         let seed = p.num("seed", seed)?;
+        let mut timeline = None;
         let stream: Box<dyn Iterator<Item = Access> + Send> = match self.name.as_str() {
             "etc" => {
                 let objects = p.num("objects", 1_000_000)?;
@@ -100,14 +122,43 @@ impl WorkloadSpec {
                 let get_ratio = p.float("get_ratio", 1.0)?;
                 Box::new(MpartSix::new(scale, requests, get_ratio, seed)?)
             }
+            "diurnal" => {
+                let scale = p.num("scale", 1)?;
+                let requests = p.num("requests", MPART_TOTAL_REQUESTS / scale.max(1))?;
+                let hours = p.float("hours", 24.0)?;
+                let peak_ratio = p.float("peak_ratio", DIURNAL_PEAK_RATIO)?;
+                let get_ratio = p.float("get_ratio", 1.0)?;
+                let w = Diurnal::new(scale, requests, hours, peak_ratio, get_ratio, seed)?;
+                timeline = Some(w.timeline());
+                Box::new(w)
+            }
+            "noisy-neighbour" | "noisy-neighbor" => {
+                let scale = p.num("scale", 1)?;
+                let requests = p.num("requests", MPART_TOTAL_REQUESTS / scale.max(1))?;
+                let hours = p.float("hours", 10.0)?;
+                let enter_hour = p.float("enter_hour", 5.0)?;
+                let noisy_share = p.float("noisy_share", 0.5)?;
+                let get_ratio = p.float("get_ratio", 1.0)?;
+                let w = NoisyNeighbour::new(
+                    scale,
+                    requests,
+                    hours,
+                    enter_hour,
+                    noisy_share,
+                    get_ratio,
+                    seed,
+                )?;
+                timeline = Some(w.timeline());
+                Box::new(w)
+            }
             other => {
                 return Err(format!(
-                    "unknown workload `{other}` (etc, zipf, three-phase, mpart-six)"
+                    "unknown workload `{other}` (etc, zipf, three-phase, mpart-six, diurnal, noisy-neighbour)"
                 ))
             }
         };
         p.reject_unused()?;
-        Ok(stream)
+        Ok((stream, timeline))
     }
 }
 
@@ -220,6 +271,8 @@ mod tests {
             "zipf:alpha=1.0,requests=10,value_size=10-20",
             "three-phase:objects=100,requests=9",
             "mpart-six:scale=1000,requests=2",
+            "diurnal:scale=1000,requests=100",
+            "noisy-neighbour:scale=1000,requests=100,enter_hour=2",
         ] {
             let s = WorkloadSpec::parse(spec).unwrap();
             assert!(s.build(1).unwrap().count() > 0, "{spec}");
@@ -238,5 +291,33 @@ mod tests {
         assert!(err("etc:objcts=5").contains("objcts"));
         assert!(err("etc:popularity=zipf").contains("popularity"));
         assert!(err("zipf:requests=x").contains("requests=x"));
+        assert!(err("diurnal:enter_hour=3").contains("enter_hour"));
+        assert!(err("diurnal:hours=0").contains("hours"));
+        assert!(err("diurnal:hours=x").contains("hours=x"));
+        assert!(err("diurnal:peak_ratio=0.5").contains("peak_ratio"));
+        assert!(err("noisy-neighbour:noisy_share=2").contains("noisy_share"));
+        assert!(err("noisy-neighbour:enter_hour=-1").contains("enter_hour"));
+        assert!(err("noisy-neighbour:noisyshare=0.3").contains("noisyshare"));
+    }
+
+    #[test]
+    fn time_varying_workloads_report_their_timeline() {
+        let spec = WorkloadSpec::parse("noisy-neighbour:scale=1000,requests=1000").unwrap();
+        let (stream, timeline) = spec.build_timed(1).unwrap();
+        let timeline = timeline.unwrap();
+        assert_eq!(timeline.hours, 10.0);
+        assert_eq!(timeline.hour_of(500), 5.0);
+        let tenants: Vec<u16> = stream.map(|a| a.tenant).collect();
+        assert!(tenants[..500].iter().all(|&t| t < 6));
+        assert!(tenants[500..].contains(&6));
+        let spec = WorkloadSpec::parse("diurnal:scale=1000").unwrap();
+        let timeline = spec.build_timed(1).unwrap().1.unwrap();
+        assert_eq!(timeline.requests, 600_000);
+        assert_eq!(timeline.hours, 24.0);
+        let (_, none) = WorkloadSpec::parse("mpart-six:scale=1000")
+            .unwrap()
+            .build_timed(1)
+            .unwrap();
+        assert!(none.is_none());
     }
 }
