@@ -367,6 +367,7 @@ impl Engine {
                 rate,
             )
         });
+        let profilers_created = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let shards: Box<[Mutex<Shard>]> = (0..config.shards)
             .map(|_| {
                 Mutex::new(Shard::new(
@@ -374,6 +375,7 @@ impl Engine {
                     globals.clone(),
                     config.evict_when_full,
                     profiling,
+                    profilers_created.clone(),
                 ))
             })
             .collect();

@@ -8,11 +8,17 @@
 //!
 //! Cost: a profiler exists only for classes that were used; an access whose key is not sampled costs one
 //! hash mix and one compare (SHARDS-style spatial sampling on the key hash the engine already computed).
-//! Memory: each profiler is fixed-size (`max_keys`), and `ProfilingConfig::for_memory` sizes them so that
-//! all of them together stay within 1% of `-m`; `memory_bytes` reports what they hold.
+//! Memory: a profiler costs its tracked keys (fixed-size sampling bounds them) plus its time histograms
+//! (bounded by the bucket resolution, `TIME_SUB_BUCKET_BITS`). `ProfilingConfig::for_memory` sizes both
+//! and caps the number of profilers so that all of them together stay within 1% of `-m` in the worst
+//! case: with a large `-m` every class of every shard is profiled; with a small one the first classes
+//! used are, and the others report no curve. `memory_bytes` reports what they hold.
 //!
 //! Shards: keys are hash-partitioned, so each shard sees an independent 1/S share of the class's keys on
 //! its own clock; `ReuseTimeHistogram::merge` combines them into the whole class's curve.
+
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 
 use mrcache_profile::{
     AccessObserver, MrcProfiler, ReuseTimeHistogram, ReuseTimeMethod, ReuseTimeProfiler,
@@ -20,9 +26,14 @@ use mrcache_profile::{
 };
 
 /// Bytes a profiler spends per tracked key (key map entry plus its share of the table), for sizing.
-const BYTES_PER_TRACKED_KEY: usize = 32;
+const BYTES_PER_TRACKED_KEY: usize = 48;
 /// Profilers track at least this many keys, whatever the memory.
 const MIN_KEYS_PER_PROFILER: usize = 256;
+/// Reuse times in buckets 2^-4 (6%) of their value wide: far finer than a page of any class, and the
+/// five time histograms of a profiler then stay under 40 KB for any 32-bit time.
+const TIME_SUB_BUCKET_BITS: u32 = 4;
+/// Worst-case bytes of one profiler besides its keys (time histograms and sampler).
+const FIXED_BYTES_PER_PROFILER: usize = 40 * 1024;
 /// Share of `-m` all profilers may use together.
 pub const PROFILE_MEMORY_SHARE: f64 = 0.01;
 /// Sampling rate before the key bound forces it lower: 1%, where the SHARDS family is accurate on large
@@ -36,11 +47,14 @@ pub struct ProfilingConfig {
     pub sample_rate: f64,
     /// Keys one profiler (one class in one shard) may track.
     pub max_keys_per_profiler: usize,
+    /// Profilers the whole engine may hold (classes x shards when memory allows).
+    pub max_profilers: usize,
     pub seed: u64,
 }
 
 impl ProfilingConfig {
-    /// Profilers sized so that `classes * shards` of them fit in 1% of `memory_limit_bytes`.
+    /// Profilers sized, and counted, so that together they fit in 1% of `memory_limit_bytes`: every one
+    /// of `classes * shards` if it can hold at least `MIN_KEYS_PER_PROFILER` keys, else as many as fit.
     pub fn for_memory(
         memory_limit_bytes: u64,
         classes: usize,
@@ -48,12 +62,28 @@ impl ProfilingConfig {
         sample_rate: f64,
     ) -> Self {
         let budget = (memory_limit_bytes as f64 * PROFILE_MEMORY_SHARE) as usize;
-        let per_profiler = budget / (BYTES_PER_TRACKED_KEY * classes.max(1) * shards.max(1));
+        let all = classes.max(1) * shards.max(1);
+        let min_profiler = FIXED_BYTES_PER_PROFILER + MIN_KEYS_PER_PROFILER * BYTES_PER_TRACKED_KEY;
+        let (max_profilers, max_keys) = if budget / all >= min_profiler {
+            (
+                all,
+                (budget / all - FIXED_BYTES_PER_PROFILER) / BYTES_PER_TRACKED_KEY,
+            )
+        } else {
+            (budget / min_profiler, MIN_KEYS_PER_PROFILER)
+        };
         ProfilingConfig {
             sample_rate,
-            max_keys_per_profiler: per_profiler.max(MIN_KEYS_PER_PROFILER),
+            max_keys_per_profiler: max_keys,
+            max_profilers,
             seed: 0x6d72_6361_6368_6521,
         }
+    }
+
+    /// Bytes all profilers may hold in the worst case.
+    pub fn worst_case_bytes(&self) -> usize {
+        self.max_profilers
+            * (FIXED_BYTES_PER_PROFILER + self.max_keys_per_profiler * BYTES_PER_TRACKED_KEY)
     }
 }
 
@@ -61,13 +91,20 @@ impl ProfilingConfig {
 pub(crate) struct ClassProfilers {
     config: Option<ProfilingConfig>,
     profilers: Vec<Option<ReuseTimeProfiler>>,
+    /// Profilers created by all shards, against `max_profilers`.
+    created: Arc<AtomicUsize>,
 }
 
 impl ClassProfilers {
-    pub(crate) fn new(config: Option<ProfilingConfig>, classes: usize) -> Self {
+    pub(crate) fn new(
+        config: Option<ProfilingConfig>,
+        classes: usize,
+        created: Arc<AtomicUsize>,
+    ) -> Self {
         ClassProfilers {
             config,
             profilers: (0..classes).map(|_| None).collect(),
+            created,
         }
     }
 
@@ -75,17 +112,32 @@ impl ClassProfilers {
     #[inline]
     pub(crate) fn record(&mut self, index: usize, hash: u64, size_bytes: usize) {
         let Some(config) = self.config else { return };
-        let profiler = self.profilers[index].get_or_insert_with(|| {
-            ReuseTimeProfiler::new(
-                ReuseTimeMethod::Aet,
-                SamplingConfig::FixedSize {
-                    max_keys: config.max_keys_per_profiler,
-                    initial_rate: config.sample_rate,
-                },
-                config.seed,
-            )
-        });
-        profiler.record(hash, size_bytes as u32);
+        let slot = &mut self.profilers[index];
+        if slot.is_none() {
+            let granted = self
+                .created
+                .fetch_update(Relaxed, Relaxed, |n| {
+                    (n < config.max_profilers).then_some(n + 1)
+                })
+                .is_ok();
+            if !granted {
+                return;
+            }
+            *slot = Some(
+                ReuseTimeProfiler::new(
+                    ReuseTimeMethod::Aet,
+                    SamplingConfig::FixedSize {
+                        max_keys: config.max_keys_per_profiler,
+                        initial_rate: config.sample_rate,
+                    },
+                    config.seed,
+                )
+                .with_time_resolution(TIME_SUB_BUCKET_BITS),
+            );
+        }
+        if let Some(profiler) = slot {
+            profiler.record(hash, size_bytes as u32);
+        }
     }
 
     pub(crate) fn histogram(&self, index: usize) -> Option<ReuseTimeHistogram> {

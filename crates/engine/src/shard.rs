@@ -146,6 +146,7 @@ impl Shard {
         globals: Arc<Globals>,
         evict_when_full: bool,
         profiling: Option<ProfilingConfig>,
+        profilers_created: Arc<std::sync::atomic::AtomicUsize>,
     ) -> Shard {
         let max_chunks = geometry
             .classes()
@@ -164,7 +165,7 @@ impl Shard {
             index: HashTable::new(),
             pages: Vec::new(),
             free_slots: Vec::new(),
-            profilers: ClassProfilers::new(profiling, classes.len()),
+            profilers: ClassProfilers::new(profiling, classes.len(), profilers_created),
             classes,
             counters: GlobalCounters::default(),
         }

@@ -101,13 +101,44 @@ fn profiling_off_records_nothing_and_costs_nothing() {
     assert_eq!(engine.profile_memory_bytes(), 0);
 }
 
+/// The worst case for profiler memory: a small `-m`, two shards, values spread over many classes, long
+/// reuse times (large histograms) and every key sampled (full key tables).
 #[test]
 fn profiler_memory_stays_within_one_percent_of_memory() {
-    let (engine, _) = replay(2, 1.0);
-    let limit = engine.config().memory_limit_bytes as usize / 100;
-    assert!(
-        engine.profile_memory_bytes() <= limit,
-        "{} > {limit}",
-        engine.profile_memory_bytes()
-    );
+    for memory_mib in [64u64, 1024] {
+        let engine = Engine::new(EngineConfig {
+            memory_limit_bytes: memory_mib << 20,
+            shards: 2,
+            profile_sample_rate: Some(1.0),
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        let clock = Clock::logical(100);
+        let stream =
+            WorkloadSpec::parse("zipf:objects=50000,requests=400000,alpha=0.6,value_size=10-30000")
+                .unwrap();
+        let value = vec![b'v'; 30_000];
+        for a in stream.build(3).unwrap() {
+            let key = format!("key:{:012}", a.key).into_bytes();
+            if engine.get(&key, clock, |_| ()).is_none() {
+                let args = StoreArgs {
+                    mode: StoreMode::Set,
+                    key: &key,
+                    client_flags: 0,
+                    exptime: 0,
+                    value: &value[..a.value_size as usize],
+                    cas: 0,
+                    invalidate: false,
+                    key_binary: false,
+                };
+                engine.store(&args, clock);
+            }
+        }
+        let limit = (memory_mib << 20) as usize / 100;
+        let used = engine.profile_memory_bytes();
+        let profiled = engine.mrc(None, &MrcQuery::new(SizeUnit::Objects)).len();
+        eprintln!("-m {memory_mib}: profilers hold {used} B of {limit} allowed, {profiled} classes profiled");
+        assert!(used <= limit, "-m {memory_mib}: {used} > {limit}");
+        assert!(profiled > 0);
+    }
 }

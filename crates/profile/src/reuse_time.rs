@@ -55,13 +55,17 @@ pub struct ReuseTimeHistogram {
 
 impl ReuseTimeHistogram {
     fn empty() -> Self {
+        Self::empty_with(TIME_SUB_BUCKET_BITS)
+    }
+
+    fn empty_with(time_sub_bucket_bits: u32) -> Self {
         Self {
             clock_ticks: 0,
             requests: 0,
-            reuse_times: LogHistogram::new(TIME_SUB_BUCKET_BITS),
-            key_weighted_reuse_times: LogHistogram::new(TIME_SUB_BUCKET_BITS),
-            first_access_times: LogHistogram::new(TIME_SUB_BUCKET_BITS),
-            reverse_last_access_times: LogHistogram::new(TIME_SUB_BUCKET_BITS),
+            reuse_times: LogHistogram::new(time_sub_bucket_bits),
+            key_weighted_reuse_times: LogHistogram::new(time_sub_bucket_bits),
+            first_access_times: LogHistogram::new(time_sub_bucket_bits),
+            reverse_last_access_times: LogHistogram::new(time_sub_bucket_bits),
             access_weight: 0.0,
             access_sq_weight: 0.0,
             distinct_weight: 0.0,
@@ -153,6 +157,22 @@ impl ReuseTimeProfiler {
             recorded: ReuseTimeHistogram::empty(),
             retired_last_access_ticks: LogHistogram::new(TIME_SUB_BUCKET_BITS),
         }
+    }
+
+    /// Buckets times `2^-bits` of their value wide instead of the default 2^-7 (0.8%). Coarser buckets
+    /// hold less memory: each of the profiler's five time histograms has about
+    /// `(log2(longest time) - bits + 1) * 2^bits` buckets of 16 bytes, so 4 bits (6% wide) stays under
+    /// 8 KB per histogram for 32-bit times where 7 bits needs about 52 KB. Call before recording.
+    pub fn with_time_resolution(mut self, sub_bucket_bits: u32) -> Self {
+        assert_eq!(
+            self.recorded.requests, 0,
+            "set the resolution before recording"
+        );
+        let adjustment = self.recorded.adjustment;
+        self.recorded = ReuseTimeHistogram::empty_with(sub_bucket_bits);
+        self.recorded.adjustment = adjustment;
+        self.retired_last_access_ticks = LogHistogram::new(sub_bucket_bits);
+        self
     }
 
     /// Reads curves with `adjustment` instead of the default ([`Adjustment::Regression`]).

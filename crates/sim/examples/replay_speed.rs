@@ -1,5 +1,6 @@
 //! Measures replay speed: ETC through the slab engine with LRU, one core.
-//! `cargo run --release -p mrcache-sim --example replay_speed -- [requests] [memory_mib]`
+//! `cargo run --release -p mrcache-sim --example replay_speed -- [requests] [memory_mib] [objects] [mrc_rate]`
+//! (`mrc_rate` > 0 turns the engine's online MRC profiling on at that sampling rate).
 
 use std::time::Instant;
 
@@ -15,6 +16,9 @@ fn main() {
     let objects: u64 = args
         .next()
         .map_or(1_000_000, |a| a.parse().expect("objects"));
+    let mrc_rate: f64 = args
+        .next()
+        .map_or(0.0, |a| a.parse().expect("mrc sampling rate"));
     let spec = format!("etc:objects={objects},requests={requests}");
     // Generate first so that the figure is the engine's speed, then the two together.
     let t = Instant::now();
@@ -24,16 +28,13 @@ fn main() {
         .unwrap()
         .collect();
     let gen_secs = t.elapsed().as_secs_f64();
+    let mut config = SimConfig::with_memory(memory_mib << 20);
+    config.engine.profile_sample_rate = (mrc_rate > 0.0).then_some(mrc_rate);
     let t = Instant::now();
-    let report = Simulator::run(
-        SimConfig::with_memory(memory_mib << 20),
-        SlabPolicy::Memcached,
-        stream,
-    )
-    .unwrap();
+    let report = Simulator::run(config, SlabPolicy::Memcached, stream).unwrap();
     let replay_secs = t.elapsed().as_secs_f64();
     println!(
-        "{requests} ETC requests, {memory_mib} MiB: generate {:.2} M req/s, replay {:.2} M req/s, miss ratio {:.4}",
+        "{requests} ETC requests, {objects} objects, {memory_mib} MiB, mrc rate {mrc_rate}: generate {:.2} M req/s, replay {:.2} M req/s, miss ratio {:.4}",
         requests as f64 / gen_secs / 1e6,
         requests as f64 / replay_secs / 1e6,
         report.miss_ratio
