@@ -17,10 +17,13 @@ use hashbrown::HashTable;
 
 use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
-use crate::item::{bits, stored_bytes, Item, ItemMut, NIL};
+use crate::item::{bits, Item, ItemMut, NIL};
 use crate::profiling::{ClassProfilers, ProfilingConfig};
 use crate::stats::{ClassCounters, ClassSnapshot, GlobalCounters};
 use crate::Clock;
+
+mod invariants;
+mod page_move;
 
 /// How many LRU tail items an allocation inspects for an expired one before evicting (memcached's 5 tries).
 const RECLAIM_SEARCH_DEPTH: usize = 5;
@@ -90,15 +93,6 @@ pub enum Miss {
     Absent,
     Expired,
     Flushed,
-}
-
-/// How `relocate` placed one item of a moving page.
-enum Relocation {
-    IntoFreeChunk,
-    /// Into the chunk of the class's coldest item, which was evicted.
-    OverColdestItem,
-    /// Not moved: the item is among the coldest and is evicted by the caller.
-    Coldest,
 }
 
 /// The outcome of moving one page between classes: items relocated, and items evicted (from the page or,
@@ -602,134 +596,6 @@ impl Shard {
         }
     }
 
-    // ----- page moves -----
-
-    /// Pages `class` holds in this shard.
-    pub(crate) fn class_pages(&self, class: ClassId) -> usize {
-        self.classes[class.index()].pages.len()
-    }
-
-    /// Moves one page from `src` to `dst`: the page's live items are relocated into free chunks of `src`
-    /// elsewhere, making room by evicting `src`'s least recently used items, so the class loses exactly its
-    /// coldest page-worth of items. `dst` may be `None` to give the page back to the budget.
-    /// Work is bounded by one page: at most `chunks_per_page` relocations.
-    pub(crate) fn move_page(
-        &mut self,
-        src: ClassId,
-        dst: impl Into<Option<ClassId>>,
-    ) -> Option<PageMove> {
-        let dst = dst.into();
-        let slot = *self.classes[src.index()].pages.first()?;
-        let chunks_per_page = self.geometry.class(src).chunks_per_page as u32;
-        let carved = match self.classes[src.index()].carve {
-            Some((s, next)) if s == slot => {
-                self.class_state(src).carve = None;
-                next
-            }
-            _ => chunks_per_page,
-        };
-        let mut moved = PageMove {
-            rescued: 0,
-            evicted: 0,
-        };
-        // Free chunks of the page leave the free list first, so rescues never land in the page itself.
-        for i in 0..carved {
-            let h = slot << self.chunk_bits | i;
-            if self.item(h).has(bits::FREE) {
-                self.free_unlink(src, h);
-            }
-        }
-        for i in 0..carved {
-            let h = slot << self.chunk_bits | i;
-            if !self.item(h).has(bits::LINKED) {
-                continue;
-            }
-            match self.relocate(src, slot, h) {
-                Relocation::IntoFreeChunk => moved.rescued += 1,
-                Relocation::OverColdestItem => {
-                    moved.rescued += 1;
-                    moved.evicted += 1;
-                }
-                Relocation::Coldest => {
-                    self.unlink(h);
-                    self.free_unlink(src, h);
-                    moved.evicted += 1;
-                }
-            }
-        }
-        let c = self.class_state(src);
-        c.pages.retain(|&s| s != slot);
-        c.counters.moves_rescued += moved.rescued as u64;
-        c.counters.moves_evicted += moved.evicted as u64;
-        self.counters.slabs_moved += 1;
-        match dst {
-            Some(dst) => {
-                self.pages[slot as usize]
-                    .as_mut()
-                    .expect("held page")
-                    .mem
-                    .fill(0);
-                self.assign_page(slot, dst);
-            }
-            None => {
-                self.pages[slot as usize] = None;
-                self.free_slots.push(slot);
-                self.globals.budget.give_back();
-            }
-        }
-        Some(moved)
-    }
-
-    /// Copies linked item `h` (in page `moving`) into another chunk of `class`, evicting the class's LRU tail
-    /// if no chunk is free, unless the tail is in the moving page (then `h` itself is evicted by the caller).
-    fn relocate(&mut self, class: ClassId, moving: u32, h: u32) -> Relocation {
-        let (target, how) = match self.take_free_chunk(class) {
-            Some(t) => (t, Relocation::IntoFreeChunk),
-            None => {
-                let tail = self.classes[class.index()].lru_tail;
-                if tail == h || tail == NIL || tail >> self.chunk_bits == moving {
-                    // The tail lives in the moving page: evicting `h` costs the class no warmer item.
-                    return Relocation::Coldest;
-                }
-                (
-                    self.unlink_and_take(class, tail),
-                    Relocation::OverColdestItem,
-                )
-            }
-        };
-        let size = self.geometry.class(class).chunk_size_bytes;
-        let bytes = stored_bytes(self.item(h).key_len(), self.item(h).value_len()).min(size);
-        let (src_page, dst_page) = (h >> self.chunk_bits, target >> self.chunk_bits);
-        let mask = (1u32 << self.chunk_bits) - 1;
-        let (src_at, dst_at) = ((h & mask) as usize * size, (target & mask) as usize * size);
-        if src_page == dst_page {
-            let mem = &mut self.pages[src_page as usize]
-                .as_mut()
-                .expect("held page")
-                .mem;
-            mem.copy_within(src_at..src_at + bytes, dst_at);
-        } else {
-            let (a, b) = two_pages(&mut self.pages, src_page as usize, dst_page as usize);
-            b.mem[dst_at..dst_at + bytes].copy_from_slice(&a.mem[src_at..src_at + bytes]);
-        }
-        // The copy takes the original's place in the index and the LRU.
-        let [prev, next] = self.links(h);
-        *self.links_mut(target) = [prev, next];
-        if prev != NIL {
-            self.set_next(prev, target);
-        } else {
-            self.class_state(class).lru_head = target;
-        }
-        if next != NIL {
-            self.set_prev(next, target);
-        } else {
-            self.class_state(class).lru_tail = target;
-        }
-        self.index_repoint(h, target);
-        self.item_mut(h).set_bits(0);
-        how
-    }
-
     // ----- maintenance -----
 
     /// Unlinks up to `max_items` expired or flushed items, walking each class LRU from its tail.
@@ -859,103 +725,5 @@ impl Shard {
 
     pub(crate) fn globals(&self) -> &Globals {
         &self.globals
-    }
-
-    /// Walks every structure and checks the module invariants; O(items + chunks). For tests and debugging.
-    pub(crate) fn check_invariants(&self) -> Result<usize, String> {
-        let mut linked = 0;
-        let mut pages_held = 0;
-        for (i, c) in self.classes.iter().enumerate() {
-            let class = ClassId::from_index(i);
-            let g = self.geometry.class(class);
-            // LRU: consistent in both directions, every item linked, indexed and of this class.
-            let (mut n, mut prev, mut h) = (0, NIL, c.lru_head);
-            while h != NIL {
-                let it = self.item(h);
-                if self.prev(h) != prev || !it.has(bits::LINKED) || it.has(bits::FREE) {
-                    return Err(format!("class {}: bad LRU node {h:#x}", class.0));
-                }
-                if self.class_of(h) != class
-                    || self.index_find(it.key(), hash_key(it.key())) != Some(h)
-                {
-                    return Err(format!(
-                        "class {}: LRU item {h:#x} not indexed here",
-                        class.0
-                    ));
-                }
-                n += 1;
-                prev = h;
-                h = self.next(h);
-            }
-            if prev != c.lru_tail || n != c.items {
-                return Err(format!(
-                    "class {}: LRU count {n} vs {} or bad tail",
-                    class.0, c.items
-                ));
-            }
-            let (mut free, mut fprev, mut f) = (0, NIL, c.free_head);
-            while f != NIL {
-                let it = self.item(f);
-                if self.prev(f) != fprev || !it.has(bits::FREE) || self.class_of(f) != class {
-                    return Err(format!("class {}: bad free node {f:#x}", class.0));
-                }
-                free += 1;
-                fprev = f;
-                f = self.next(f);
-            }
-            if free != c.free_chunks {
-                return Err(format!(
-                    "class {}: free list {free} vs {}",
-                    class.0, c.free_chunks
-                ));
-            }
-            let uncarved = c
-                .carve
-                .map_or(0, |(_, next)| g.chunks_per_page - next as usize);
-            if c.items + c.free_chunks + uncarved != c.pages.len() * g.chunks_per_page {
-                return Err(format!(
-                    "class {}: {} items + {} free + {uncarved} uncarved != {} pages",
-                    class.0,
-                    c.items,
-                    c.free_chunks,
-                    c.pages.len()
-                ));
-            }
-            for &slot in &c.pages {
-                if self.pages[slot as usize].as_ref().map(|p| p.class) != Some(class) {
-                    return Err(format!("class {}: page {slot} not of this class", class.0));
-                }
-            }
-            linked += c.items;
-            pages_held += c.pages.len();
-        }
-        if linked != self.index.len() {
-            return Err(format!(
-                "{linked} linked items but {} indexed",
-                self.index.len()
-            ));
-        }
-        if pages_held != self.pages.len() - self.free_slots.len() {
-            return Err("page table and class page lists disagree".into());
-        }
-        Ok(pages_held)
-    }
-}
-
-/// Mutable references to two distinct pages.
-fn two_pages(pages: &mut [Option<Page>], a: usize, b: usize) -> (&mut Page, &mut Page) {
-    assert_ne!(a, b);
-    if a < b {
-        let (lo, hi) = pages.split_at_mut(b);
-        (
-            lo[a].as_mut().expect("held page"),
-            hi[0].as_mut().expect("held page"),
-        )
-    } else {
-        let (lo, hi) = pages.split_at_mut(a);
-        (
-            hi[0].as_mut().expect("held page"),
-            lo[b].as_mut().expect("held page"),
-        )
     }
 }

@@ -1,0 +1,166 @@
+//! Moving one page from a slab class to another (or back to the page budget): the mechanism every
+//! allocation policy drives.
+//!
+//! The page's live items are relocated into other chunks of the same class; when the class has no free
+//! chunk, its least recently used item (outside the moving page) is evicted to make room. So a class that
+//! gives up a page loses exactly its coldest page-worth of items, which is what its miss-ratio curve
+//! predicts. Work is bounded by one page: at most `chunks_per_page` relocations, under the shard's lock.
+
+use super::{Page, PageMove, Shard};
+use crate::geometry::ClassId;
+use crate::item::{bits, stored_bytes, NIL};
+
+/// How `relocate` placed one item of a moving page.
+enum Relocation {
+    IntoFreeChunk,
+    /// Into the chunk of the class's coldest item, which was evicted.
+    OverColdestItem,
+    /// Not moved: the item is among the coldest and is evicted by the caller.
+    Coldest,
+}
+
+impl Shard {
+    /// Pages `class` holds in this shard.
+    pub(crate) fn class_pages(&self, class: ClassId) -> usize {
+        self.classes[class.index()].pages.len()
+    }
+
+    /// Moves one page from `src` to `dst`: the page's live items are relocated into free chunks of `src`
+    /// elsewhere, making room by evicting `src`'s least recently used items, so the class loses exactly its
+    /// coldest page-worth of items. `dst` may be `None` to give the page back to the budget.
+    /// Work is bounded by one page: at most `chunks_per_page` relocations.
+    pub(crate) fn move_page(
+        &mut self,
+        src: ClassId,
+        dst: impl Into<Option<ClassId>>,
+    ) -> Option<PageMove> {
+        let dst = dst.into();
+        let slot = *self.classes[src.index()].pages.first()?;
+        let chunks_per_page = self.geometry.class(src).chunks_per_page as u32;
+        let carved = match self.classes[src.index()].carve {
+            Some((s, next)) if s == slot => {
+                self.class_state(src).carve = None;
+                next
+            }
+            _ => chunks_per_page,
+        };
+        let mut moved = PageMove {
+            rescued: 0,
+            evicted: 0,
+        };
+        // Free chunks of the page leave the free list first, so rescues never land in the page itself.
+        for i in 0..carved {
+            let h = slot << self.chunk_bits | i;
+            if self.item(h).has(bits::FREE) {
+                self.free_unlink(src, h);
+            }
+        }
+        for i in 0..carved {
+            let h = slot << self.chunk_bits | i;
+            if !self.item(h).has(bits::LINKED) {
+                continue;
+            }
+            match self.relocate(src, slot, h) {
+                Relocation::IntoFreeChunk => moved.rescued += 1,
+                Relocation::OverColdestItem => {
+                    moved.rescued += 1;
+                    moved.evicted += 1;
+                }
+                Relocation::Coldest => {
+                    self.unlink(h);
+                    self.free_unlink(src, h);
+                    moved.evicted += 1;
+                }
+            }
+        }
+        let c = self.class_state(src);
+        c.pages.retain(|&s| s != slot);
+        c.counters.moves_rescued += moved.rescued as u64;
+        c.counters.moves_evicted += moved.evicted as u64;
+        self.counters.slabs_moved += 1;
+        match dst {
+            Some(dst) => {
+                self.pages[slot as usize]
+                    .as_mut()
+                    .expect("held page")
+                    .mem
+                    .fill(0);
+                self.assign_page(slot, dst);
+            }
+            None => {
+                self.pages[slot as usize] = None;
+                self.free_slots.push(slot);
+                self.globals.budget.give_back();
+            }
+        }
+        Some(moved)
+    }
+
+    /// Copies linked item `h` (in page `moving`) into another chunk of `class`, evicting the class's LRU tail
+    /// if no chunk is free, unless the tail is in the moving page (then `h` itself is evicted by the caller).
+    fn relocate(&mut self, class: ClassId, moving: u32, h: u32) -> Relocation {
+        let (target, how) = match self.take_free_chunk(class) {
+            Some(t) => (t, Relocation::IntoFreeChunk),
+            None => {
+                let tail = self.classes[class.index()].lru_tail;
+                if tail == h || tail == NIL || tail >> self.chunk_bits == moving {
+                    // The tail lives in the moving page: evicting `h` costs the class no warmer item.
+                    return Relocation::Coldest;
+                }
+                (
+                    self.unlink_and_take(class, tail),
+                    Relocation::OverColdestItem,
+                )
+            }
+        };
+        let size = self.geometry.class(class).chunk_size_bytes;
+        let bytes = stored_bytes(self.item(h).key_len(), self.item(h).value_len()).min(size);
+        let (src_page, dst_page) = (h >> self.chunk_bits, target >> self.chunk_bits);
+        let mask = (1u32 << self.chunk_bits) - 1;
+        let (src_at, dst_at) = ((h & mask) as usize * size, (target & mask) as usize * size);
+        if src_page == dst_page {
+            let mem = &mut self.pages[src_page as usize]
+                .as_mut()
+                .expect("held page")
+                .mem;
+            mem.copy_within(src_at..src_at + bytes, dst_at);
+        } else {
+            let (a, b) = two_pages(&mut self.pages, src_page as usize, dst_page as usize);
+            b.mem[dst_at..dst_at + bytes].copy_from_slice(&a.mem[src_at..src_at + bytes]);
+        }
+        // The copy takes the original's place in the index and the LRU.
+        let [prev, next] = self.links(h);
+        *self.links_mut(target) = [prev, next];
+        if prev != NIL {
+            self.set_next(prev, target);
+        } else {
+            self.class_state(class).lru_head = target;
+        }
+        if next != NIL {
+            self.set_prev(next, target);
+        } else {
+            self.class_state(class).lru_tail = target;
+        }
+        self.index_repoint(h, target);
+        self.item_mut(h).set_bits(0);
+        how
+    }
+}
+
+/// Mutable references to two distinct pages.
+fn two_pages(pages: &mut [Option<Page>], a: usize, b: usize) -> (&mut Page, &mut Page) {
+    assert_ne!(a, b);
+    if a < b {
+        let (lo, hi) = pages.split_at_mut(b);
+        (
+            lo[a].as_mut().expect("held page"),
+            hi[0].as_mut().expect("held page"),
+        )
+    } else {
+        let (lo, hi) = pages.split_at_mut(a);
+        (
+            hi[0].as_mut().expect("held page"),
+            lo[b].as_mut().expect("held page"),
+        )
+    }
+}
