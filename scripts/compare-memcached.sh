@@ -47,6 +47,7 @@ wait_port() {
 
 bench() {
     local port=$1
+    shift
     "${client_cpu[@]}" "$mrcache" bench --server "127.0.0.1:$port" --threads 1 --connections 50 \
         --duration "$duration" --warmup 2s --keys 100000 --key-size 32 --value-size 200 --get-ratio 0.9 \
         --preload --json "$@" 2>/dev/null |
