@@ -433,13 +433,13 @@ impl Engine {
                 current.saturating_sub(d)
             }
         };
-        let mut digits = itoa_buf(value);
-        let text = digits.as_str();
+        let mut digits = itoa::Buffer::new();
+        let text = digits.format(value).as_bytes();
         if text.len() <= value_len {
             let new_cas = shard.globals().next_cas();
             let mut it = shard.item_mut(h);
             let v = it.value_mut();
-            v[..text.len()].copy_from_slice(text.as_bytes());
+            v[..text.len()].copy_from_slice(text);
             v[text.len()..].fill(b' ');
             it.set_cas(new_cas);
             return ArithOutcome::Value {
@@ -451,9 +451,7 @@ impl Engine {
             let it = shard.item(h);
             (it.client_flags(), it.expiry())
         };
-        let text = digits.as_str().as_bytes().to_vec();
-        digits.clear();
-        match shard.write_and_link(key, hash, flags, expiry, &[&text], clock) {
+        match shard.write_and_link(key, hash, flags, expiry, &[text], clock) {
             Ok((_, cas)) => ArithOutcome::Value { value, cas },
             Err(_) => ArithOutcome::OutOfMemory,
         }
@@ -662,33 +660,4 @@ pub fn parse_decimal(value: &[u8]) -> Option<u64> {
         }
     }
     std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
-}
-
-/// A u64 in decimal without allocating.
-struct DecimalBuf {
-    buf: [u8; 20],
-    start: usize,
-}
-
-impl DecimalBuf {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.buf[self.start..]).expect("ascii digits")
-    }
-    fn clear(&mut self) {
-        self.start = self.buf.len();
-    }
-}
-
-fn itoa_buf(mut v: u64) -> DecimalBuf {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    DecimalBuf { buf, start: i }
 }
