@@ -14,8 +14,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mrcache_engine::automove::Automove;
-use mrcache_engine::{ClassSnapshot, ReassignOutcome};
+use mrcache_engine::automove::{Automove, Move};
+use mrcache_engine::{ClassId, ClassSnapshot, ReassignOutcome};
 
 use crate::context::ServerContext;
 
@@ -87,12 +87,13 @@ impl Maintenance {
         match mode {
             AUTOMOVE_AGE_BALANCE => {
                 self.automove.set_ratio(ctx.automove_ratio());
-                if let Some(mv) = self.automove.tick(&classes) {
-                    // TODO(engine): `dst: None` asks to give the page back to the pool; the engine has no such
-                    // call yet, so a reclaim decision is skipped and the page stays with its class.
-                    if let Some(dst) = mv.dst {
-                        self.reassign(mv.src.0 as i64, dst.0 as i64);
-                    }
+                match self.automove.tick(&classes) {
+                    Some(Move {
+                        src,
+                        dst: Some(dst),
+                    }) => self.reassign(src.0 as i64, dst.0 as i64),
+                    Some(Move { src, dst: None }) => self.give_back(src),
+                    None => {}
                 }
             }
             AUTOMOVE_ON_EVICTION => self.move_toward_evictions(&classes),
@@ -112,6 +113,13 @@ impl Maintenance {
             if let Some(src) = pick_any_source(classes, i, &mut self.source_cursor) {
                 self.reassign(classes[src].class.0 as i64, c.class.0 as i64);
             }
+        }
+    }
+
+    /// A class with idle free chunks gives a page back to the pool (memcached's reassign to class 0).
+    fn give_back(&self, src: ClassId) {
+        if self.ctx.engine.move_page(src, None).is_some() {
+            self.ctx.maintenance.automove_moves.fetch_add(1, Relaxed);
         }
     }
 
