@@ -6,24 +6,17 @@
 
 use crate::parse::Line;
 use crate::request::{ArithRequest, Parsed, Request};
-use crate::tokens::{strtoull, KEY_MAX_LENGTH};
+use crate::tokens::strtoull;
 
 pub(crate) fn parse<'a>(line: &Line<'a>) -> Parsed<'a> {
-    let t = &line.tokens;
-    if !(t.ntokens() == 4 || t.ntokens() == 5) {
-        return line.error("ERROR", false);
-    }
-    let noreply = t.noreply();
-    let key = t.get(1);
-    if key.len() > KEY_MAX_LENGTH {
-        return line.error("CLIENT_ERROR bad command line format", noreply);
-    }
-    let Some(delta) = strtoull(t.get(2)) else {
-        return line.error("CLIENT_ERROR invalid numeric delta argument", noreply);
-    };
+    let (key, delta, noreply) =
+        match line.key_and_number(strtoull, "CLIENT_ERROR invalid numeric delta argument") {
+            Ok(parsed) => parsed,
+            Err(error) => return Parsed::Error(error),
+        };
     Parsed::Request {
         request: Request::Arith(ArithRequest {
-            incr: t.get(0) == b"incr",
+            incr: line.tokens.get(0) == b"incr",
             key,
             delta,
             noreply,

@@ -37,18 +37,11 @@ pub(crate) fn parse_delete<'a>(line: &Line<'a>) -> Parsed<'a> {
 }
 
 pub(crate) fn parse_touch<'a>(line: &Line<'a>) -> Parsed<'a> {
-    let t = &line.tokens;
-    if !(t.ntokens() == 4 || t.ntokens() == 5) {
-        return line.error("ERROR", false);
-    }
-    let noreply = t.noreply();
-    let key = t.get(1);
-    if key.len() > KEY_MAX_LENGTH {
-        return line.error("CLIENT_ERROR bad command line format", noreply);
-    }
-    let Some(exptime) = strtol32(t.get(2)) else {
-        return line.error("CLIENT_ERROR invalid exptime argument", noreply);
-    };
+    let (key, exptime, noreply) =
+        match line.key_and_number(strtol32, "CLIENT_ERROR invalid exptime argument") {
+            Ok(parsed) => parsed,
+            Err(error) => return Parsed::Error(error),
+        };
     Parsed::Request {
         request: Request::Touch(TouchRequest {
             key,

@@ -13,9 +13,9 @@
 use crate::base64;
 use crate::parse::{Limits, Line};
 use crate::request::{
-    Data, ErrorReply, MetaArith, MetaDebug, MetaDelete, MetaGet, MetaSet, Parsed, Request,
+    ErrorReply, MetaArith, MetaDebug, MetaDelete, MetaGet, MetaSet, Parsed, Request,
 };
-use crate::storage::{data_block, Block};
+use crate::storage::read_data;
 use crate::tokens::{strtol32, strtoul32, strtoull, KEY_MAX_LENGTH};
 
 /// memcached's `MFLAG_MAX_OPT_LENGTH`: more tokens than this (counting the terminal one) is refused.
@@ -325,38 +325,20 @@ fn parse_set<'a>(line: &Line<'a>, limits: &Limits) -> Parsed<'a> {
         Some(b'R') => MetaMode::Replace,
         Some(_) => return swallowing("CLIENT_ERROR invalid mode for ms M token"),
     };
-    let mut request = MetaSet {
-        key,
-        flags,
-        mode,
-        data: Data::TooLarge {
-            swallow: length + 2,
-        },
+    let fits = limits.item_fits(key.bytes().len(), flags.client_flags, length);
+    // ms reports a bad chunk even with q.
+    let (data, consumed) = match read_data(line, fits, length, false) {
+        Ok(read) => read,
+        Err(unread) => return unread.into(),
     };
-    if !limits.item_fits(request.key.bytes().len(), flags.client_flags, length) {
-        return Parsed::Request {
-            request: Request::MetaSet(request),
-            consumed: line.len,
-        };
-    }
-    match data_block(line.buf, line.len, length) {
-        Block::Incomplete(needed) => Parsed::Incomplete {
-            needed: Some(needed),
-        },
-        // ms reports a bad chunk even with q.
-        Block::Bad(consumed) => Parsed::Error(ErrorReply {
-            line: "CLIENT_ERROR bad data chunk",
-            consumed,
-            noreply: false,
-            swallow: 0,
+    Parsed::Request {
+        request: Request::MetaSet(MetaSet {
+            key,
+            flags,
+            mode,
+            data,
         }),
-        Block::Value(value, consumed) => {
-            request.data = Data::Value(value);
-            Parsed::Request {
-                request: Request::MetaSet(request),
-                consumed,
-            }
-        }
+        consumed,
     }
 }
 
@@ -382,6 +364,7 @@ mod tests {
     use super::*;
     use crate::parse::parse;
     use crate::parse::tests::{error_of, request_of};
+    use crate::request::Data;
 
     fn mg(input: &[u8]) -> MetaGet<'_> {
         match request_of(input).0 {

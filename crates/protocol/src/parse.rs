@@ -4,7 +4,7 @@
 //! when the last token starts with `HTTP/`).
 
 use crate::request::{ErrorReply, Parsed};
-use crate::tokens::Tokens;
+use crate::tokens::{Tokens, KEY_MAX_LENGTH};
 use crate::{admin, arith, delete_touch, meta, retrieval, storage};
 
 /// memcached closes a connection whose buffered bytes hold no newline after this many bytes, unless the
@@ -66,7 +66,7 @@ pub(crate) struct Line<'a> {
     pub len: usize,
 }
 
-impl Line<'_> {
+impl<'a> Line<'a> {
     /// An error reply that consumes just this line.
     pub fn error(&self, line: &'static str, noreply: bool) -> Parsed<'static> {
         Parsed::Error(ErrorReply {
@@ -75,6 +75,35 @@ impl Line<'_> {
             noreply,
             swallow: 0,
         })
+    }
+
+    /// `<cmd> <key> <number> [noreply]` (incr/decr, touch), memcached's checks in its order: four or five
+    /// tokens or `ERROR`; a key over 250 bytes is `CLIENT_ERROR bad command line format`; a number that
+    /// `parse_number` refuses gets `bad_number`. Gives the key, the number and `noreply`, or the error.
+    pub fn key_and_number<N>(
+        &self,
+        parse_number: fn(&[u8]) -> Option<N>,
+        bad_number: &'static str,
+    ) -> Result<(&'a [u8], N, bool), ErrorReply> {
+        let t = &self.tokens;
+        let reply = |line, noreply| ErrorReply {
+            line,
+            consumed: self.len,
+            noreply,
+            swallow: 0,
+        };
+        if !(t.ntokens() == 4 || t.ntokens() == 5) {
+            return Err(reply("ERROR", false));
+        }
+        let noreply = t.noreply();
+        let key = t.get(1);
+        if key.len() > KEY_MAX_LENGTH {
+            return Err(reply("CLIENT_ERROR bad command line format", noreply));
+        }
+        match parse_number(t.get(2)) {
+            Some(n) => Ok((key, n, noreply)),
+            None => Err(reply(bad_number, noreply)),
+        }
     }
 }
 

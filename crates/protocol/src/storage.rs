@@ -54,61 +54,76 @@ pub(crate) fn parse<'a>(line: &Line<'a>, limits: &Limits) -> Parsed<'a> {
         return line.error(BAD_FORMAT, noreply);
     }
     let length = length as usize;
-    let block = length + 2;
-    let mut request = StoreRequest {
+    let fits = limits.item_fits(key.len(), client_flags, length);
+    let (data, consumed) = match read_data(line, fits, length, noreply) {
+        Ok(read) => read,
+        Err(unread) => return unread.into(),
+    };
+    let request = StoreRequest {
         command,
         key,
         client_flags,
         exptime: i64::from(exptime),
         cas,
         noreply,
-        data: Data::TooLarge { swallow: block },
+        data,
     };
-    if !limits.item_fits(key.len(), client_flags, length) {
-        return Parsed::Request {
-            request: Request::Store(request),
-            consumed: line.len,
-        };
+    Parsed::Request {
+        request: Request::Store(request),
+        consumed,
     }
-    match data_block(line.buf, line.len, length) {
-        Block::Incomplete(needed) => Parsed::Incomplete {
-            needed: Some(needed),
-        },
-        Block::Bad(consumed) => Parsed::Error(ErrorReply {
-            line: "CLIENT_ERROR bad data chunk",
-            consumed,
-            noreply,
-            swallow: 0,
-        }),
-        Block::Value(value, consumed) => {
-            request.data = Data::Value(value);
-            Parsed::Request {
-                request: Request::Store(request),
-                consumed,
-            }
+}
+
+/// Why `read_data` gave no data.
+pub(crate) enum Unread {
+    /// Total bytes needed from the start of the buffer.
+    Incomplete(usize),
+    BadChunk(ErrorReply),
+}
+
+impl From<Unread> for Parsed<'_> {
+    fn from(u: Unread) -> Self {
+        match u {
+            Unread::Incomplete(needed) => Parsed::Incomplete {
+                needed: Some(needed),
+            },
+            Unread::BadChunk(reply) => Parsed::Error(reply),
         }
     }
 }
 
-/// A data block after a command line.
-pub(crate) enum Block<'a> {
-    /// Total bytes needed from the start of the buffer.
-    Incomplete(usize),
-    /// The block does not end in `\r\n`; consume this many bytes in all.
-    Bad(usize),
-    /// The value and the total bytes consumed.
-    Value(&'a [u8], usize),
-}
-
-pub(crate) fn data_block(buf: &[u8], line_len: usize, length: usize) -> Block<'_> {
-    let end = line_len + length + 2;
-    if buf.len() < end {
-        return Block::Incomplete(end);
+/// The data block of a storage command (the set family and ms). An item over the size limit is answered
+/// from its line alone: `Data::TooLarge`, whose `<bytes>` + 2 the caller swallows as they arrive, never
+/// buffered. Otherwise the block is exactly `<bytes>` + 2 ending in `\r\n`; if it does not, the reply is
+/// `CLIENT_ERROR bad data chunk` (suppressed by `noreply`) and parsing resumes after those bytes.
+/// `Ok` gives the data and the bytes consumed, line included.
+pub(crate) fn read_data<'a>(
+    line: &Line<'a>,
+    fits: bool,
+    length: usize,
+    noreply: bool,
+) -> Result<(Data<'a>, usize), Unread> {
+    if !fits {
+        return Ok((
+            Data::TooLarge {
+                swallow: length + 2,
+            },
+            line.len,
+        ));
     }
-    if &buf[end - 2..end] != b"\r\n" {
-        return Block::Bad(end);
+    let end = line.len + length + 2;
+    if line.buf.len() < end {
+        return Err(Unread::Incomplete(end));
     }
-    Block::Value(&buf[line_len..end - 2], end)
+    if &line.buf[end - 2..end] != b"\r\n" {
+        return Err(Unread::BadChunk(ErrorReply {
+            line: "CLIENT_ERROR bad data chunk",
+            consumed: end,
+            noreply,
+            swallow: 0,
+        }));
+    }
+    Ok((Data::Value(&line.buf[line.len..end - 2]), end))
 }
 
 #[cfg(test)]
