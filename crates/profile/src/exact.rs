@@ -110,23 +110,14 @@ impl MrcProfiler for ExactLru {
 mod tests {
     use super::*;
     use crate::mrc::SizeUnit;
+    use crate::test_support::miss_ratios;
 
     fn curve(trace: &[u64], unit: SizeUnit, sizes: &[u64]) -> Vec<f64> {
         let mut profiler = ExactLru::new();
         for &key in trace {
             profiler.record(key, 10);
         }
-        let query = MrcQuery {
-            unit,
-            points_per_decade: 0,
-            exact_sizes: sizes.to_vec(),
-        };
-        profiler
-            .mrc(&query)
-            .points()
-            .iter()
-            .map(|p| p.miss_ratio)
-            .collect()
+        miss_ratios(&profiler.mrc(&MrcQuery::exactly(unit, sizes)))
     }
 
     #[test]

@@ -23,6 +23,8 @@ mod sampler;
 mod shards;
 mod stack;
 mod stack_histogram;
+#[cfg(test)]
+mod test_support;
 
 pub use exact::ExactLru;
 pub use mrc::{mean_absolute_error, Mrc, MrcPoint, MrcQuery, SizeUnit};

@@ -126,6 +126,15 @@ impl MrcQuery {
         }
     }
 
+    /// Exactly `sizes`, nothing log-spaced (a reference curve's points, page boundaries).
+    pub fn exactly(unit: SizeUnit, sizes: &[u64]) -> Self {
+        Self {
+            unit,
+            points_per_decade: 0,
+            exact_sizes: sizes.to_vec(),
+        }
+    }
+
     /// Sorted, distinct, positive sizes to evaluate for a working set of `max_size` units:
     /// log-spaced from 1 to `max_size` (inclusive) plus every exact size.
     pub fn sizes(&self, max_size: u64) -> Vec<u64> {

@@ -280,6 +280,7 @@ mod tests {
     use crate::exact::ExactLru;
     use crate::keymap::mix64;
     use crate::mrc::{mean_absolute_error, SizeUnit};
+    use crate::test_support::{miss_ratios, skewed_trace};
 
     const METHODS: [ReuseTimeMethod; 2] = [ReuseTimeMethod::Footprint, ReuseTimeMethod::Aet];
 
@@ -288,28 +289,7 @@ mod tests {
     }
 
     fn ratios(profiler: &ReuseTimeProfiler, sizes: &[u64]) -> Vec<f64> {
-        let query = MrcQuery {
-            unit: SizeUnit::Objects,
-            points_per_decade: 0,
-            exact_sizes: sizes.to_vec(),
-        };
-        profiler
-            .mrc(&query)
-            .points()
-            .iter()
-            .map(|p| p.miss_ratio)
-            .collect()
-    }
-
-    fn skewed_trace(requests: usize, seed: u64) -> Vec<u64> {
-        let mut state = seed;
-        (0..requests)
-            .map(|_| {
-                state = mix64(state);
-                let u = (state >> 11) as f64 / (1u64 << 53) as f64;
-                (u * u * u * 50_000.0) as u64
-            })
-            .collect()
+        miss_ratios(&profiler.mrc(&MrcQuery::exactly(SizeUnit::Objects, sizes)))
     }
 
     #[test]
@@ -415,11 +395,7 @@ mod tests {
             let sampled_keys = histogram.distinct_weight * 0.01;
             for method in METHODS {
                 let at = |adjustment| {
-                    let query = MrcQuery {
-                        unit: SizeUnit::Objects,
-                        points_per_decade: 0,
-                        exact_sizes: vec![1, 1000],
-                    };
+                    let query = MrcQuery::exactly(SizeUnit::Objects, &[1, 1000]);
                     let curve = histogram
                         .clone()
                         .with_adjustment(adjustment)

@@ -110,25 +110,13 @@ impl MrcProfiler for ShardsProfiler {
 mod tests {
     use super::*;
     use crate::exact::ExactLru;
-    use crate::keymap::mix64;
     use crate::mrc::{mean_absolute_error, SizeUnit};
     use crate::sampler::SpatialSampler;
-
-    /// A skewed synthetic trace: key = floor(u^3 * 50_000) for pseudo-random u.
-    fn skewed_trace(requests: usize) -> Vec<u64> {
-        let mut state = 1u64;
-        (0..requests)
-            .map(|_| {
-                state = mix64(state);
-                let u = (state >> 11) as f64 / (1u64 << 53) as f64;
-                (u * u * u * 50_000.0) as u64
-            })
-            .collect()
-    }
+    use crate::test_support::skewed_trace;
 
     #[test]
     fn full_rate_equals_exact() {
-        let trace = skewed_trace(20_000);
+        let trace = skewed_trace(20_000, 1);
         let mut exact = ExactLru::new();
         let mut sampled = ShardsProfiler::new(SamplingConfig::FixedRate { rate: 1.0 }, 3);
         for &key in &trace {
@@ -142,7 +130,7 @@ mod tests {
 
     #[test]
     fn ten_percent_sample_is_close_and_fixed_size_is_bounded() {
-        let trace = skewed_trace(200_000);
+        let trace = skewed_trace(200_000, 1);
         let mut exact = ExactLru::new();
         let mut rate = ShardsProfiler::new(SamplingConfig::FixedRate { rate: 0.1 }, 3);
         let config = SamplingConfig::FixedSize {
@@ -170,7 +158,7 @@ mod tests {
 
     #[test]
     fn histograms_of_two_shards_merge() {
-        let trace = skewed_trace(50_000);
+        let trace = skewed_trace(50_000, 1);
         let mut shards = [
             ShardsProfiler::new(SamplingConfig::FixedRate { rate: 0.5 }, 9),
             ShardsProfiler::new(SamplingConfig::FixedRate { rate: 0.5 }, 9),
@@ -186,11 +174,7 @@ mod tests {
 
     /// Miss ratio of `profiler` read with `adjustment` at `size` objects.
     fn ratio_at(profiler: &ShardsProfiler, adjustment: Adjustment, size: u64) -> f64 {
-        let query = MrcQuery {
-            unit: SizeUnit::Objects,
-            points_per_decade: 0,
-            exact_sizes: vec![size],
-        };
+        let query = MrcQuery::exactly(SizeUnit::Objects, &[size]);
         profiler
             .histogram()
             .clone()
