@@ -69,10 +69,9 @@ pub fn report(ctx: &ServerContext, class: Option<ClassId>) -> MrcReport {
     let clock = ctx.clock();
     let stats = engine.stats(clock);
     let geometry = engine.geometry();
-    let mut query = MrcQuery::new(SizeUnit::Objects);
+    let query = MrcQuery::new(SizeUnit::Objects);
     let pages = page_points(stats.page_limit);
     let curves = engine.mrc(class, &query);
-    query.exact_sizes.clear();
     let classes = curves
         .into_iter()
         .map(|c| {
