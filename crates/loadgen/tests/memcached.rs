@@ -236,12 +236,20 @@ fn tenants_authenticate_and_bad_credentials_are_an_error() {
 
 #[test]
 fn an_unreachable_server_is_an_error_not_a_statistic() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Bound but never listening: the port stays ours for the whole test (no other test's server
+    // can be started on it) and every connection to it is refused.
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket
+        .bind(
+            &"127.0.0.1:0"
+                .parse::<std::net::SocketAddr>()
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
+    let port = socket.local_addr().unwrap().as_socket().unwrap().port();
     let (report, _) = bench(&format!("127.0.0.1:{port}"), &["--duration", "200ms"]);
+    drop(socket);
     assert!(
         matches!(report, Err(BenchError::Connect { .. })),
         "{report:?}"
