@@ -38,9 +38,19 @@ pub struct SimArgs {
     /// Memory sweep FROM..TO:STEP, e.g. 128MiB..1GiB:64MiB (replaces --memory).
     #[arg(long)]
     sweep: Option<String>,
-    /// Slab policies, comma-separated: memcached (demand-filled, no moves), automove (memcached 1.6's).
-    #[arg(long, default_value = "memcached", value_delimiter = ',')]
+    /// Slab policies, comma-separated, each NAME[:key=value,...]: memcached (demand-filled, no moves),
+    /// automove and automove2 (memcached 1.6's slab_automove=1 and 2), twemcache (random page eviction),
+    /// psa (periodic slab allocation), facebook (age balancing), lama-mr and lama-art (LAMA, minimising
+    /// misses or response time), upper-bound (LAMA §5.6: the optimal fixed allocation from exact curves of
+    /// a first pass). Parameters: automove:window=,ratio=; psa:misses=; facebook:misses=,ratio=;
+    /// lama-*:interval=auto|N,min_interval=,max_interval=,moves=,granularity=auto|r,threshold=,period=;
+    /// lama-art also hit_us=,miss_us=,miss_us_per_kib=. Repeat the flag or separate with commas.
+    #[arg(long, default_value = "memcached")]
     policy: Vec<String>,
+    /// Sampling rate of the per-class MRC profilers that curve-driven policies read (default: the
+    /// server's, 0.01).
+    #[arg(long)]
+    mrc_sample_rate: Option<f64>,
     /// Requests per reported window.
     #[arg(long, default_value_t = 1_000_000)]
     window_requests: u64,
@@ -88,12 +98,46 @@ impl SimArgs {
                     .map_err(|e| format!("--memory {e}"))?,
                 item_size_max_bytes: item_size_max as usize,
                 growth_factor: self.growth_factor,
-                profile_sample_rate: None,
+                profile_sample_rate: self.mrc_sample_rate,
                 ..EngineConfig::default()
             },
             window_requests: self.window_requests,
             requests_per_second: self.requests_per_second,
+            ..SimConfig::with_memory(0)
         })
+    }
+
+    /// The policies asked for: `--policy` values split at commas, where a `key=value` piece continues
+    /// the previous policy's parameters (`lama-mr:moves=20,threshold=0.02,psa` is two policies).
+    fn policies(&self) -> Result<Vec<String>, String> {
+        let mut out: Vec<String> = Vec::new();
+        for piece in self.policy.iter().flat_map(|p| p.split(',')) {
+            let piece = piece.trim();
+            if piece.is_empty() {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if piece.contains('=') && !piece.contains(':') => {
+                    last.push(',');
+                    last.push_str(piece);
+                }
+                _ if piece.contains('=') && !piece.contains(':') => {
+                    return Err(format!(
+                        "--policy: parameter `{piece}` follows no policy name"
+                    ))
+                }
+                _ => out.push(piece.to_string()),
+            }
+        }
+        for p in &out {
+            SlabPolicy::by_name(p)?;
+        }
+        if let Some(rate) = self.mrc_sample_rate {
+            if !(rate > 0.0 && rate <= 1.0) {
+                return Err("--mrc-sample-rate must be in (0, 1]".into());
+            }
+        }
+        Ok(out)
     }
 
     /// A fresh copy of the request stream. A trace error ends the stream and is left in `trace_error`.
@@ -140,6 +184,7 @@ fn parse_value_size(text: &str) -> Result<ValueSizeModel, String> {
 
 pub fn run(args: &SimArgs) -> Result<(), String> {
     let base = args.base_config()?;
+    let policies = args.policies()?;
     let trace_error = TraceErrorSlot::default();
     let check_trace = || match trace_error.lock().unwrap().take() {
         Some(e) => Err(e),
@@ -151,15 +196,15 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         let threads = args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let points = sweep(&base, &memories, &args.policy, threads, || {
+        let points = sweep(&base, &memories, &policies, threads, || {
             args.stream(&trace_error)
         })?;
         check_trace()?;
-        report_sweep(args, &points, out)?;
+        report_sweep(args, &policies, &points, out)?;
         return Ok(());
     }
     let mut reports = Vec::new();
-    for policy in &args.policy {
+    for policy in &policies {
         let report = Simulator::run(
             base.clone(),
             SlabPolicy::by_name(policy)?,
@@ -244,7 +289,7 @@ fn workload_name(args: &SimArgs) -> String {
 }
 
 fn write_text(out: &mut impl Write, r: &SimReport) -> std::io::Result<()> {
-    writeln!(out, "policy {}  memory {} MiB  requests {}  gets {}  misses {}  miss ratio {:.4}  evictions {}  page moves {}", r.policy, r.memory_bytes >> 20, r.requests, r.gets, r.misses, r.miss_ratio, r.evictions, r.page_moves)?;
+    writeln!(out, "policy {}  memory {} MiB  requests {}  gets {}  misses {}  miss ratio {:.4}  evictions {}  page moves {}  rounds {}  mean response {:.1} us", r.policy, r.memory_bytes >> 20, r.requests, r.gets, r.misses, r.miss_ratio, r.evictions, r.page_moves, r.rounds, r.mean_response_us)?;
     writeln!(
         out,
         "window  end_request  gets  misses  miss_ratio  page_moves"
@@ -267,7 +312,12 @@ fn write_text(out: &mut impl Write, r: &SimReport) -> std::io::Result<()> {
     Ok(())
 }
 
-fn report_sweep(args: &SimArgs, points: &[SweepPoint], out: &mut impl Write) -> Result<(), String> {
+fn report_sweep(
+    args: &SimArgs,
+    policies: &[String],
+    points: &[SweepPoint],
+    out: &mut impl Write,
+) -> Result<(), String> {
     let io = |e: std::io::Error| e.to_string();
     if args.json {
         writeln!(
@@ -307,8 +357,7 @@ fn report_sweep(args: &SimArgs, points: &[SweepPoint], out: &mut impl Write) -> 
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if let Some(path) = &args.plot {
-        let series = args
-            .policy
+        let series = policies
             .iter()
             .map(|policy| Series {
                 label: policy.clone(),

@@ -45,6 +45,9 @@ pub struct EngineConfig {
     /// Online MRC profiling of every class: the initial sampling rate, or `None` for off. Profilers are
     /// sized to stay within 1% of `memory_limit_bytes` together (see `profiling`).
     pub profile_sample_rate: Option<f64>,
+    /// Share of `memory_limit_bytes` the profilers may hold together (1% by default, the server's
+    /// bound). The simulator may grant more: its memory is not a real server's.
+    pub profile_memory_share: f64,
 }
 
 impl Default for EngineConfig {
@@ -58,6 +61,7 @@ impl Default for EngineConfig {
             evict_when_full: true,
             shards: 1,
             profile_sample_rate: Some(crate::profiling::DEFAULT_SAMPLE_RATE),
+            profile_memory_share: crate::profiling::PROFILE_MEMORY_SHARE,
         }
     }
 }
@@ -122,6 +126,12 @@ impl EngineConfig {
                     "MRC sampling rate must be in (0, 1], got {rate}"
                 )));
             }
+        }
+        if !(self.profile_memory_share > 0.0 && self.profile_memory_share <= 1.0) {
+            return Err(ConfigError(format!(
+                "MRC profiler memory share must be in (0, 1], got {}",
+                self.profile_memory_share
+            )));
         }
         if self.shards == 0 || !self.shards.is_power_of_two() || self.shards > 1024 {
             return Err(ConfigError(format!(

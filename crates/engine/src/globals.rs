@@ -4,7 +4,7 @@
 //! (a hit reads `flush` with one relaxed load). Memory ordering is relaxed throughout: each value is
 //! independent, and every shard decision that depends on them is made under that shard's lock.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Pages of `-m` handed out to shards. `in_use` may exceed `limit` only by first pages
 /// (`take_over_limit`) or after the limit is lowered; `over_limit` tells shards to give pages back, and
@@ -81,6 +81,9 @@ pub struct Globals {
     oldest_live: AtomicU32,
     /// memcached's `settings.oldest_cas`: items with a smaller CAS are flushed (immediate flush with CAS).
     oldest_cas: AtomicU64,
+    /// Twemcache's random slab eviction: a full class takes a random page (of any class), evicting all it
+    /// holds, instead of evicting its own LRU tail.
+    random_page_eviction: AtomicBool,
 }
 
 impl Globals {
@@ -91,7 +94,16 @@ impl Globals {
             cas: AtomicU64::new(0),
             oldest_live: AtomicU32::new(0),
             oldest_cas: AtomicU64::new(0),
+            random_page_eviction: AtomicBool::new(false),
         }
+    }
+
+    pub fn random_page_eviction(&self) -> bool {
+        self.random_page_eviction.load(Relaxed)
+    }
+
+    pub fn set_random_page_eviction(&self, on: bool) {
+        self.random_page_eviction.store(on, Relaxed);
     }
 
     /// The next CAS value (memcached's `get_cas_id`: the first is 1), or 0 under `-C`.

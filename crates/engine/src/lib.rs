@@ -28,8 +28,8 @@ pub mod stats;
 pub use clock::Clock;
 pub use config::{ConfigError, EngineConfig};
 pub use engine::{
-    parse_decimal, ArithOutcome, ClassMrc, Delta, Engine, Entry, ItemFlag, ItemView,
-    ReassignOutcome, StoreArgs, StoreMode, StoreOutcome,
+    parse_decimal, ArithOutcome, ClassHistogram, ClassMrc, Delta, Engine, Entry, ItemFlag,
+    ItemView, ReassignOutcome, StoreArgs, StoreMode, StoreOutcome,
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
 pub use shard::{AllocError, Miss, PageMove};

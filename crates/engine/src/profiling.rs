@@ -34,7 +34,7 @@ const MIN_KEYS_PER_PROFILER: usize = 256;
 const TIME_SUB_BUCKET_BITS: u32 = 4;
 /// Worst-case bytes of one profiler besides its keys (time histograms and sampler).
 const FIXED_BYTES_PER_PROFILER: usize = 40 * 1024;
-/// Share of `-m` all profilers may use together.
+/// Share of `-m` all profilers may use together, by default.
 pub const PROFILE_MEMORY_SHARE: f64 = 0.01;
 /// Sampling rate before the key bound forces it lower: 1%, where the SHARDS family is accurate on large
 /// working sets and the request-path cost is small.
@@ -60,8 +60,9 @@ impl ProfilingConfig {
         classes: usize,
         shards: usize,
         sample_rate: f64,
+        memory_share: f64,
     ) -> Self {
-        let budget = (memory_limit_bytes as f64 * PROFILE_MEMORY_SHARE) as usize;
+        let budget = (memory_limit_bytes as f64 * memory_share) as usize;
         let all = classes.max(1) * shards.max(1);
         let min_profiler = FIXED_BYTES_PER_PROFILER + MIN_KEYS_PER_PROFILER * BYTES_PER_TRACKED_KEY;
         let (max_profilers, max_keys) = if budget / all >= min_profiler {

@@ -32,6 +32,10 @@ pub struct ClassCounters {
     pub moves_rescued: u64,
     /// Items evicted by page moves.
     pub moves_evicted: u64,
+    /// Stores that linked a key with no live item: in the lookaside pattern, one per filled miss, so the
+    /// class's misses for the policies that need them (PSA, LAMA's interval) although a GET miss itself
+    /// has no class.
+    pub inserts: u64,
 }
 
 impl ClassCounters {
@@ -53,6 +57,7 @@ impl ClassCounters {
         self.expired_unfetched += o.expired_unfetched;
         self.moves_rescued += o.moves_rescued;
         self.moves_evicted += o.moves_evicted;
+        self.inserts += o.inserts;
     }
 }
 

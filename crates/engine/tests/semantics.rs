@@ -297,3 +297,104 @@ fn append_prepend_keep_flags_and_exptime() {
         StoreOutcome::NotStored
     );
 }
+
+#[test]
+fn random_page_eviction_empties_whole_pages_of_any_class() {
+    let e = engine(4);
+    e.set_random_page_eviction(true);
+    let c = Clock::logical(100);
+    let key = |i: usize| format!("k{i:07}").into_bytes();
+    let geometry = e.geometry();
+    let small_class = geometry
+        .class_for(geometry.item_total_bytes(8, 0, 900))
+        .unwrap();
+    let per_page = geometry.class(small_class).chunks_per_page;
+    // Four pages of small items fill memory.
+    for i in 0..4 * per_page {
+        set(&e, &key(i), &[b's'; 900], c);
+    }
+    assert_eq!(e.stats(c).classes[small_class.index()].total_pages, 4);
+    // A large class takes its pages by emptying random (here: small) pages, never its own LRU tail
+    // until it owns a page.
+    let big = |i: usize| format!("b{i:07}").into_bytes();
+    for i in 0..10 {
+        assert!(matches!(
+            set(&e, &big(i), &[b'b'; 200_000], c),
+            StoreOutcome::Stored { .. }
+        ));
+    }
+    let stats = e.stats(c);
+    let small_pages = stats.classes[small_class.index()].total_pages;
+    assert!(small_pages < 4, "no small page was taken");
+    // Items of a taken page are gone entirely: the survivors are whole pages' worth.
+    let alive = (0..4 * per_page)
+        .filter(|&i| get(&e, &key(i), c).is_some())
+        .count();
+    assert_eq!(alive, small_pages * per_page);
+    assert_eq!(
+        stats.classes[small_class.index()].counters.evicted as usize,
+        (4 - small_pages) * per_page
+    );
+    assert!(stats.pages_in_use <= stats.page_limit);
+    e.check_invariants().unwrap();
+}
+
+#[test]
+fn page_caps_fix_the_allocation_and_a_zero_cap_stores_nothing() {
+    let e = engine(4);
+    let c = Clock::logical(100);
+    let geometry = e.geometry();
+    let small_class = geometry
+        .class_for(geometry.item_total_bytes(8, 0, 900))
+        .unwrap();
+    let big_class = geometry
+        .class_for(geometry.item_total_bytes(8, 0, 100_000))
+        .unwrap();
+    let mut caps = vec![0; geometry.class_count()];
+    caps[small_class.index()] = 1;
+    caps[big_class.index()] = 3;
+    e.set_class_page_caps(Some(&caps));
+    let key = |i: usize| format!("k{i:07}").into_bytes();
+    for i in 0..5_000 {
+        set(&e, &key(i), &[b's'; 900], c);
+    }
+    // The small class stays at one page and evicts within it, although memory is free.
+    let stats = e.stats(c);
+    assert_eq!(stats.classes[small_class.index()].total_pages, 1);
+    assert!(stats.classes[small_class.index()].counters.evicted > 0);
+    for i in 0..30 {
+        set(&e, &key(100_000 + i), &[b'b'; 100_000], c);
+    }
+    assert_eq!(e.stats(c).classes[big_class.index()].total_pages, 3);
+    // A class without pages gets no first page under a fixed allocation.
+    assert_eq!(
+        set(&e, b"mid", &[b'm'; 5_000], c),
+        StoreOutcome::OutOfMemory
+    );
+    e.set_class_page_caps(None);
+    assert!(matches!(
+        set(&e, b"mid", &[b'm'; 5_000], c),
+        StoreOutcome::Stored { .. }
+    ));
+    e.check_invariants().unwrap();
+}
+
+#[test]
+fn inserts_count_stores_of_absent_keys_per_class() {
+    let e = engine(4);
+    let c = Clock::logical(100);
+    set(&e, b"a", b"1", c);
+    set(&e, b"a", b"2", c);
+    set(&e, b"b", b"1", c);
+    assert_eq!(
+        store(&e, StoreMode::Add, b"a", b"3", 0, c),
+        StoreOutcome::NotStored
+    );
+    let class = e
+        .geometry()
+        .class_for(e.geometry().item_total_bytes(1, 0, 1))
+        .unwrap();
+    let counters = &e.stats(c).classes[class.index()].counters;
+    assert_eq!(counters.inserts, 2);
+    assert_eq!(counters.set_cmds, 4);
+}

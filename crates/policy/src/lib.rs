@@ -1,11 +1,21 @@
-//! Allocation policies as functions of curves: no I/O, no clock, no engine. A policy reads each partition's
-//! cost at every size it might get and returns a target allocation; the engine's page move carries it out.
+//! Allocation policies as functions of curves and counters: no I/O, no wall clock. A policy reads each
+//! partition's counters and cost at every size it might get and returns page moves; the engine's page
+//! move carries them out.
 //!
 //! - `optimizer` — LAMA Algorithm 1 / mPart Algorithm 1: a dynamic program over partitions with any
 //!   cost, lower and upper bounds, an exact page total, a reassignment radius N and a granularity r.
+//! - `class` — the slab-class policies by name (memcached, automove, twemcache, psa, facebook, lama-mr,
+//!   lama-art), each a function of class counters and curves.
+//! - `rebalance` — the driver the server and the simulator share: reads the engine, runs the policy
+//!   when it is due, moves the pages, keeps the counts.
 
+pub mod class;
 pub mod optimizer;
+pub mod rebalance;
 
+pub use class::{by_name, ClassPolicy};
 pub use optimizer::{
-    optimal_allocation, plan_moves, Allocation, OptimizeError, PageMove, Partition, Problem,
+    optimal_allocation, plan_moves, plan_moves_ranked, Allocation, OptimizeError, PageMove,
+    Partition, Problem,
 };
+pub use rebalance::{RebalanceStats, Rebalancer};

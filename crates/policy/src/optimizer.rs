@@ -200,6 +200,48 @@ pub fn plan_moves(current: &[usize], target: &[usize], max_pages: usize) -> Vec<
     moves
 }
 
+/// Like [`plan_moves`], but pages are taken first from the partitions of lowest `rank` (LAMA's choice of
+/// victims by PSA risk: the fewest requests per page lose least when a page leaves), and given first to
+/// those that must grow most.
+pub fn plan_moves_ranked(
+    current: &[usize],
+    target: &[usize],
+    max_pages: usize,
+    rank: &[f64],
+) -> Vec<PageMove> {
+    let mut give: Vec<(usize, usize)> = current
+        .iter()
+        .zip(target)
+        .enumerate()
+        .filter(|(_, (c, t))| c > t)
+        .map(|(i, (c, t))| (i, c - t))
+        .collect();
+    give.sort_by(|a, b| rank[a.0].total_cmp(&rank[b.0]).then(a.0.cmp(&b.0)));
+    let mut moves = Vec::new();
+    let mut budget = max_pages;
+    let mut deficits: Vec<usize> = current
+        .iter()
+        .zip(target)
+        .map(|(c, t)| t.saturating_sub(*c))
+        .collect();
+    for (src, mut surplus) in give {
+        while surplus > 0 && budget > 0 {
+            let Some(dst) = (0..deficits.len())
+                .filter(|&i| deficits[i] > 0)
+                .max_by(|&a, &b| deficits[a].cmp(&deficits[b]).then(b.cmp(&a)))
+            else {
+                return moves;
+            };
+            let pages = surplus.min(deficits[dst]).min(budget);
+            moves.push(PageMove { src, dst, pages });
+            surplus -= pages;
+            deficits[dst] -= pages;
+            budget -= pages;
+        }
+    }
+    moves
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,6 +87,19 @@ impl LogHistogram {
         }
     }
 
+    /// Removes the weights of `earlier`, a snapshot of this same histogram taken before: what was
+    /// recorded in between. Float noise is clamped at zero.
+    pub(crate) fn subtract(&mut self, earlier: &Self) {
+        assert_eq!(
+            self.sub_bucket_bits, earlier.sub_bucket_bits,
+            "bucket layouts differ"
+        );
+        for (index, weight) in earlier.weights.iter().enumerate().take(self.weights.len()) {
+            self.weights[index] = (self.weights[index] - weight).max(0.0);
+            self.value_sums[index] = (self.value_sums[index] - earlier.value_sums[index]).max(0.0);
+        }
+    }
+
     /// Number of buckets allocated (one past the highest bucket ever touched).
     pub(crate) fn bucket_count(&self) -> usize {
         self.weights.len()

@@ -98,6 +98,28 @@ impl ReuseTimeHistogram {
         self.distinct_bytes_weight += other.distinct_bytes_weight;
     }
 
+    /// What was recorded between `earlier` and `self`, two snapshots of the same profiler (or of the
+    /// same merge of shards), as a histogram of its own: the window's accesses by reuse time, its
+    /// first-seen keys as cold accesses. Reuse times may reach back before the window, so a window
+    /// shorter than the longest reuse still sees long reuses. Valid for the AET curve, which needs only
+    /// reuse times and cold accesses; the footprint's first and last access times have no meaning
+    /// for a window, and the result keeps `self`'s.
+    pub fn since(&self, earlier: &Self) -> Self {
+        let mut window = self.clone();
+        window.clock_ticks = self.clock_ticks.saturating_sub(earlier.clock_ticks);
+        window.requests = self.requests.saturating_sub(earlier.requests);
+        window.reuse_times.subtract(&earlier.reuse_times);
+        window
+            .key_weighted_reuse_times
+            .subtract(&earlier.key_weighted_reuse_times);
+        window.access_weight = (self.access_weight - earlier.access_weight).max(0.0);
+        window.access_sq_weight = (self.access_sq_weight - earlier.access_sq_weight).max(0.0);
+        window.distinct_weight = (self.distinct_weight - earlier.distinct_weight).max(0.0);
+        window.distinct_bytes_weight =
+            (self.distinct_bytes_weight - earlier.distinct_bytes_weight).max(0.0);
+        window
+    }
+
     /// Requests behind this histogram.
     pub fn requests(&self) -> u64 {
         self.requests
@@ -290,6 +312,29 @@ mod tests {
 
     fn ratios(profiler: &ReuseTimeProfiler, sizes: &[u64]) -> Vec<f64> {
         miss_ratios(&profiler.mrc(&MrcQuery::exactly(SizeUnit::Objects, sizes)))
+    }
+
+    #[test]
+    fn a_window_since_a_snapshot_sees_only_the_new_pattern() {
+        let mut profiler = full_rate(ReuseTimeMethod::Aet);
+        for i in 0..30_000u64 {
+            profiler.record(i % 3, 1);
+        }
+        let before = profiler.histogram();
+        for i in 0..30_000u64 {
+            profiler.record(1_000 + i % 100, 1);
+        }
+        let window = profiler.histogram().since(&before);
+        assert_eq!(window.requests(), 30_000);
+        let curve = miss_ratios(&window.mrc(
+            ReuseTimeMethod::Aet,
+            &MrcQuery::exactly(SizeUnit::Objects, &[3, 50, 100, 200]),
+        ));
+        // The whole run's curve would drop at 3 objects; the window's stays high until 100.
+        assert!(curve[0] > 0.95 && curve[1] > 0.95, "{curve:?}");
+        assert!(curve[2] < 0.05 && curve[3] < 0.05, "{curve:?}");
+        let whole = ratios(&profiler, &[3, 50]);
+        assert!(whole[0] < 0.6, "{whole:?}");
     }
 
     #[test]

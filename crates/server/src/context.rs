@@ -71,6 +71,10 @@ pub struct ServerContext {
     pub automove_mode: AtomicU32,
     /// memcached's `slab_automove_ratio`, as f64 bits, changed by `slabs automove ratio F`.
     pub automove_ratio_bits: AtomicU64,
+    /// The class policy the rebalancer runs (`--slab-policy`, or what `slab_automove` names); `slabs
+    /// automove` replaces it, and bumps `slab_policy_generation` so the rebalancer picks it up.
+    pub slab_policy: std::sync::Mutex<String>,
+    pub slab_policy_generation: AtomicU64,
     /// Set when the server should stop (SIGTERM, SIGINT, `shutdown` with `-A`).
     pub shutting_down: AtomicBool,
     /// Every open client connection, per worker (`stats conns`).
@@ -94,6 +98,8 @@ impl ServerContext {
             verbosity: AtomicU32::new(settings.verbose),
             automove_mode: AtomicU32::new(settings.slab_automove),
             automove_ratio_bits: AtomicU64::new(settings.slab_automove_ratio.to_bits()),
+            slab_policy: std::sync::Mutex::new(settings.slab_policy_spec()),
+            slab_policy_generation: AtomicU64::new(0),
             engine,
             settings,
             conns: ConnCounters::default(),
@@ -103,7 +109,7 @@ impl ServerContext {
             shutting_down: AtomicBool::new(false),
             connections: ConnRegistry::new(workers),
             listeners: OnceLock::new(),
-            maintenance: MaintenanceStats::default(),
+            maintenance: MaintenanceStats::new(),
             shutdown_waker: OnceLock::new(),
             started: Instant::now(),
             process_started_unix: now_unix - CLOCK_START_OFFSET_SECS,
@@ -126,6 +132,12 @@ impl ServerContext {
     /// The Unix time now as the server sees it (`stats time`): start time plus monotonic elapsed time.
     pub fn unix_now(&self) -> i64 {
         self.process_started_unix + self.clock().now as i64
+    }
+
+    /// Replaces the slab policy; the rebalancer switches at its next tick.
+    pub fn set_slab_policy(&self, spec: String) {
+        *self.slab_policy.lock().unwrap_or_else(|e| e.into_inner()) = spec;
+        self.slab_policy_generation.fetch_add(1, Relaxed);
     }
 
     pub fn automove_ratio(&self) -> f64 {
@@ -166,6 +178,22 @@ pub struct MaintenanceStats {
     pub reaped_items: AtomicU64,
     /// Pages given back after the limit was lowered.
     pub pages_released: AtomicU64,
-    /// Pages moved by automove.
+    /// Pages moved by the slab policy.
     pub automove_moves: AtomicU64,
+    /// Rounds the slab policy ran.
+    pub policy_rounds: AtomicU64,
+    /// The last curve-driven round's predicted miss ratio for the window after it, and the miss ratio
+    /// observed in that window, as f64 bits (NaN: none yet).
+    pub policy_predicted_bits: AtomicU64,
+    pub policy_observed_bits: AtomicU64,
+}
+
+impl MaintenanceStats {
+    pub fn new() -> MaintenanceStats {
+        MaintenanceStats {
+            policy_predicted_bits: AtomicU64::new(f64::NAN.to_bits()),
+            policy_observed_bits: AtomicU64::new(f64::NAN.to_bits()),
+            ..MaintenanceStats::default()
+        }
+    }
 }

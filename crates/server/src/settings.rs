@@ -191,6 +191,8 @@ pub struct Settings {
     pub slab_automove_ratio: f64,
     /// `-o slab_automove_window=N` (seconds of samples).
     pub slab_automove_window: u32,
+    /// `--slab-policy`: a class policy by name; `None` follows `slab_automove`.
+    pub slab_policy: Option<String>,
     /// `-o lru_crawler` / `no_lru_crawler`: the maintenance thread reaps expired items.
     pub lru_crawler: bool,
     /// `-o hashpower=N`: accepted and ignored (our index grows by itself); shown in `stats settings`.
@@ -231,6 +233,7 @@ impl Default for Settings {
             slab_automove: DEFAULT_SLAB_AUTOMOVE,
             slab_automove_ratio: DEFAULT_SLAB_AUTOMOVE_RATIO,
             slab_automove_window: DEFAULT_SLAB_AUTOMOVE_WINDOW,
+            slab_policy: None,
             lru_crawler: true,
             hashpower_init: 0,
             shards: 1,
@@ -371,6 +374,12 @@ struct Cli {
     /// extended options, comma-separated key[=value] (see below)
     #[arg(short = 'o', long = "extended", action = ArgAction::Append)]
     extended: Vec<String>,
+    /// slab allocation policy, NAME[:key=value,...]: memcached (no moves), automove, automove2
+    /// (memcached's slab_automove=1 and 2), twemcache, psa, facebook, lama-mr, lama-art (LAMA: pages go
+    /// where the classes' miss-ratio curves say they save the most misses or response time); overrides
+    /// -o slab_automove (default: what slab_automove says, memcached's automove)
+    #[arg(long = "slab-policy", value_name = "POLICY")]
+    slab_policy: Option<String>,
     /// admin HTTP port for /mrc (JSON curves) and /metrics; 0 picks a free port; off when not given
     #[arg(long = "admin-port")]
     admin_port: Option<u16>,
@@ -538,6 +547,7 @@ impl Settings {
             verbose: u32::from(cli.verbose),
             admin_port: cli.admin_port,
             admin_listen: cli.admin_listen.clone(),
+            slab_policy: cli.slab_policy.clone(),
             ..Settings::default()
         };
         let mut shards = None;
@@ -547,6 +557,8 @@ impl Settings {
             }
         }
         s.validate()?;
+        mrcache_policy::class::by_name(&s.slab_policy_spec())
+            .map_err(|e| SettingsError(format!("--slab-policy: {e}")))?;
         s.shards = match shards {
             Some(n) => n,
             None => default_shards(s.threads, s.page_budget()),
@@ -726,6 +738,7 @@ impl Settings {
             evict_when_full: self.evict_when_full,
             shards: self.shards,
             profile_sample_rate: (self.mrc_sample_rate > 0.0).then_some(self.mrc_sample_rate),
+            ..EngineConfig::default()
         }
     }
 
@@ -769,6 +782,7 @@ impl Settings {
                 "slab_automove_window",
                 self.slab_automove_window.to_string(),
             ),
+            ("slab_policy", self.slab_policy_spec()),
             ("lru_crawler", self.lru_crawler.to_string()),
             ("hashpower_init", self.hashpower_init.to_string()),
             ("shards", self.shards.to_string()),
@@ -781,6 +795,30 @@ impl Settings {
             ("page_size_bytes", self.page_size_bytes().to_string()),
             ("page_budget", self.page_budget().to_string()),
         ]
+    }
+}
+
+impl Settings {
+    /// The class policy to run: `--slab-policy`, or the one `slab_automove` names (0: memcached, no
+    /// moves; 1: memcached's automove with this window and ratio; 2: automove2).
+    pub fn slab_policy_spec(&self) -> String {
+        if let Some(spec) = &self.slab_policy {
+            return spec.clone();
+        }
+        automove_policy_spec(
+            self.slab_automove,
+            self.slab_automove_window,
+            self.slab_automove_ratio,
+        )
+    }
+}
+
+/// The class policy of a memcached `slab_automove` mode.
+pub fn automove_policy_spec(mode: u32, window: u32, ratio: f64) -> String {
+    match mode {
+        0 => "memcached".to_string(),
+        2 => "automove2".to_string(),
+        _ => format!("automove:window={window},ratio={ratio}"),
     }
 }
 

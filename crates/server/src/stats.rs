@@ -208,6 +208,27 @@ pub fn general(ctx: &ServerContext, out: &mut Vec<u8>) {
     stat(out, "moves_within_lru", 0);
     stat(out, "direct_reclaims", 0);
     stat(out, "lru_bumps_dropped", 0);
+    // mrcached's slab policy (after memcached's names, so clients that parse those see them unchanged).
+    stat(out, "slab_policy_rounds", load(&m.policy_rounds));
+    stat(out, "slab_policy_pages_moved", load(&m.automove_moves));
+    let ratio = |bits: &std::sync::atomic::AtomicU64| {
+        let v = f64::from_bits(bits.load(Relaxed));
+        if v.is_nan() {
+            "none".to_string()
+        } else {
+            format!("{v:.4}")
+        }
+    };
+    stat(
+        out,
+        "slab_policy_predicted_miss_ratio",
+        ratio(&m.policy_predicted_bits),
+    );
+    stat(
+        out,
+        "slab_policy_observed_miss_ratio",
+        ratio(&m.policy_observed_bits),
+    );
     end(out);
 }
 
@@ -292,6 +313,13 @@ pub fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
     stat(out, "num_napi_ids", "(null)");
     stat(out, "memory_file", "(null)");
     stat(out, "shards", ctx.engine.shard_count());
+    stat(
+        out,
+        "slab_policy",
+        ctx.slab_policy
+            .lock()
+            .map_or_else(|e| e.into_inner().clone(), |s| s.clone()),
+    );
     end(out);
 }
 
@@ -504,7 +532,7 @@ mod tests {
         general(&ctx, &mut out);
         let ours: Vec<String> = names(&out)
             .into_iter()
-            .filter(|n| n != "mrcached_version")
+            .filter(|n| n != "mrcached_version" && !n.starts_with("slab_policy_"))
             .collect();
         let theirs: Vec<&str> = MEMCACHED_GENERAL
             .split_whitespace()

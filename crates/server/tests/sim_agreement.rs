@@ -91,7 +91,7 @@ fn agree(spec: &str, memory_mib: u64, min_evictions: u64) {
         .map(|a| Access { op: Op::Get, ..a })
         .collect();
     let config = SimConfig::with_memory(memory_mib << 20);
-    let sim = Simulator::run(config, SlabPolicy::Memcached, stream.iter().copied()).unwrap();
+    let sim = Simulator::run(config, SlabPolicy::memcached(), stream.iter().copied()).unwrap();
     let (gets, misses) = replay_live(&stream, memory_mib);
     eprintln!("{spec} at {memory_mib} MiB: simulator {} gets, {} misses, {} evictions; server {misses} misses", sim.gets, sim.misses, sim.evictions);
     assert_eq!(gets, sim.gets);

@@ -25,7 +25,7 @@ fn replay(c: &mut Criterion) {
             b.iter_batched(
                 || {
                     let mut sim =
-                        Simulator::new(SimConfig::with_memory(512 << 20), SlabPolicy::Memcached)
+                        Simulator::new(SimConfig::with_memory(512 << 20), SlabPolicy::memcached())
                             .unwrap();
                     for a in &stream {
                         sim.replay(a);

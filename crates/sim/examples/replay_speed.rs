@@ -31,7 +31,7 @@ fn main() {
     let mut config = SimConfig::with_memory(memory_mib << 20);
     config.engine.profile_sample_rate = (mrc_rate > 0.0).then_some(mrc_rate);
     let t = Instant::now();
-    let report = Simulator::run(config, SlabPolicy::Memcached, stream).unwrap();
+    let report = Simulator::run(config, SlabPolicy::memcached(), stream).unwrap();
     let replay_secs = t.elapsed().as_secs_f64();
     println!(
         "{requests} ETC requests, {objects} objects, {memory_mib} MiB, mrc rate {mrc_rate}: generate {:.2} M req/s, replay {:.2} M req/s, miss ratio {:.4}",

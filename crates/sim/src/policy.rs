@@ -1,52 +1,57 @@
-//! Slab allocation policies the simulator can run, by name. Each is the same code the server runs.
+//! The slab policies the simulator runs, by name: every class policy of `mrcache_policy::class` (the
+//! very code the server's rebalancer runs), plus LAMA's theoretical upper bound (§5.6), which is not a
+//! policy but a fixed allocation computed from a first pass over the same workload.
 
-use mrcache_engine::automove::{Automove, DEFAULT_RATIO, DEFAULT_WINDOW};
-use mrcache_engine::{Clock, Engine};
+use mrcache_policy::class::{self, ClassPolicy};
 
-/// A policy and its state.
-pub enum SlabPolicy {
-    /// memcached's demand-filled allocation with no moves (`slab_automove=0`).
-    Memcached,
-    /// memcached 1.6's automove (`slab_automove=1`), ticking once a logical second.
-    Automove(Automove),
+/// The name of the upper bound.
+pub const UPPER_BOUND: &str = "upper-bound";
+
+/// A validated policy spec (`NAME[:key=value,...]`); each run builds a fresh policy from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlabPolicy {
+    spec: String,
 }
 
 impl SlabPolicy {
     /// Names `--policy` accepts.
-    pub const NAMES: &'static [&'static str] = &["memcached", "automove"];
+    pub fn names() -> Vec<&'static str> {
+        let mut names = class::NAMES.to_vec();
+        names.push(UPPER_BOUND);
+        names
+    }
 
-    pub fn by_name(name: &str) -> Result<SlabPolicy, String> {
-        match name {
-            "memcached" => Ok(SlabPolicy::Memcached),
-            "automove" => Ok(SlabPolicy::Automove(Automove::new(
-                DEFAULT_WINDOW,
-                DEFAULT_RATIO,
-            ))),
-            other => Err(format!(
-                "unknown slab policy `{other}` (one of: {})",
-                SlabPolicy::NAMES.join(", ")
-            )),
+    pub fn by_name(spec: &str) -> Result<SlabPolicy, String> {
+        if spec != UPPER_BOUND {
+            class::by_name(spec)?;
+        }
+        Ok(SlabPolicy {
+            spec: spec.to_string(),
+        })
+    }
+
+    /// memcached's demand filling, no moves.
+    pub fn memcached() -> SlabPolicy {
+        SlabPolicy {
+            spec: "memcached".into(),
         }
     }
 
-    pub fn name(&self) -> &'static str {
-        match self {
-            SlabPolicy::Memcached => "memcached",
-            SlabPolicy::Automove(_) => "automove",
-        }
+    /// The spec as given (`lama-mr:interval=1000000`).
+    pub fn name(&self) -> &str {
+        &self.spec
     }
 
-    /// Called once per logical second. Returns the number of pages moved.
-    pub fn tick(&mut self, engine: &Engine, clock: Clock) -> u64 {
-        match self {
-            SlabPolicy::Memcached => 0,
-            SlabPolicy::Automove(automove) => {
-                let stats = engine.stats(clock);
-                match automove.tick(&stats.classes) {
-                    Some(m) => engine.move_page(m.src, m.dst).map_or(0, |_| 1),
-                    None => 0,
-                }
-            }
+    /// Whether this is the upper bound (a fixed allocation from a first pass).
+    pub fn is_upper_bound(&self) -> bool {
+        self.spec == UPPER_BOUND
+    }
+
+    /// A fresh policy; the upper bound replays with no moves of its own (its allocation is fixed).
+    pub(crate) fn build(&self) -> Box<dyn ClassPolicy> {
+        if self.is_upper_bound() {
+            return Box::new(class::Demand);
         }
+        class::by_name(&self.spec).expect("validated by by_name")
     }
 }

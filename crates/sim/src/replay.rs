@@ -1,6 +1,8 @@
 //! Replaying requests through the engine.
 
 use mrcache_engine::{Clock, Engine, EngineConfig, StoreArgs, StoreMode, StoreOutcome};
+use mrcache_policy::class::ResponseTimeModel;
+use mrcache_policy::Rebalancer;
 use mrcache_workload::synth::Access;
 use mrcache_workload::Op;
 
@@ -9,6 +11,16 @@ use crate::report::{ratio, ClassAllocation, SimReport, Window};
 
 /// The logical clock starts where memcached's real one does.
 const CLOCK_START_SECS: u32 = 62;
+/// The rebalancer is polled every this many requests: finer than any policy's round (PSA's 1,000
+/// misses is the finest), coarse enough that reading the counters costs nothing.
+const POLL_REQUESTS: u64 = 1_000;
+/// Sampling rate of the class profilers when a policy needs curves and the config sets none: the
+/// server's default, so that the simulator sees what a live server would.
+pub const DEFAULT_SIM_SAMPLE_RATE: f64 = mrcache_engine::profiling::DEFAULT_SAMPLE_RATE;
+/// Share of the simulated memory the profilers may hold when a policy needs curves. The server's 1%
+/// leaves small caches (tens of MiB) with only a dozen profiled classes; the simulator's memory is not
+/// real, so it profiles every class with enough keys for a stable curve.
+pub const SIM_PROFILE_MEMORY_SHARE: f64 = 0.1;
 
 /// How to simulate.
 #[derive(Debug, Clone)]
@@ -19,6 +31,10 @@ pub struct SimConfig {
     pub window_requests: u64,
     /// Requests per logical second.
     pub requests_per_second: u64,
+    /// Hit time and miss penalty for the reported mean response time (LAMA eq. 4-5).
+    pub response_time: ResponseTimeModel,
+    /// A fixed allocation (pages per class index) instead of demand filling: the upper bound's replay.
+    pub page_caps: Option<Vec<usize>>,
 }
 
 impl SimConfig {
@@ -32,6 +48,8 @@ impl SimConfig {
             },
             window_requests: 1_000_000,
             requests_per_second: 100_000,
+            response_time: ResponseTimeModel::default(),
+            page_caps: None,
         }
     }
 }
@@ -40,6 +58,7 @@ impl SimConfig {
 pub struct Simulator {
     engine: Engine,
     policy: SlabPolicy,
+    rebalancer: Rebalancer,
     config: SimConfig,
     key: Vec<u8>,
     value: Vec<u8>,
@@ -49,6 +68,8 @@ pub struct Simulator {
     misses: u64,
     sets: u64,
     page_moves: u64,
+    /// Sum of modelled response times of GETs, µs.
+    response_us: f64,
     window: WindowCounters,
     windows: Vec<Window>,
 }
@@ -61,12 +82,28 @@ struct WindowCounters {
 }
 
 impl Simulator {
-    pub fn new(config: SimConfig, policy: SlabPolicy) -> Result<Simulator, String> {
+    pub fn new(mut config: SimConfig, policy: SlabPolicy) -> Result<Simulator, String> {
+        if policy.is_upper_bound() && config.page_caps.is_none() {
+            return Err(
+                "the upper bound replays a fixed allocation: run it through `sweep` or give page_caps"
+                    .into(),
+            );
+        }
+        let class_policy = policy.build();
+        if class_policy.needs_curves() && config.engine.profile_sample_rate.is_none() {
+            config.engine.profile_sample_rate = Some(DEFAULT_SIM_SAMPLE_RATE);
+            config.engine.profile_memory_share = SIM_PROFILE_MEMORY_SHARE;
+        }
         let engine = Engine::new(config.engine.clone()).map_err(|e| e.to_string())?;
+        if let Some(caps) = &config.page_caps {
+            engine.set_class_page_caps(Some(caps));
+        }
+        let rebalancer = Rebalancer::new(class_policy, &engine);
         let value = vec![b'v'; engine.geometry().item_size_max_bytes()];
         Ok(Simulator {
             engine,
             policy,
+            rebalancer,
             config,
             key: Vec::with_capacity(256),
             value,
@@ -76,6 +113,7 @@ impl Simulator {
             misses: 0,
             sets: 0,
             page_moves: 0,
+            response_us: 0.0,
             window: WindowCounters::default(),
             windows: Vec::new(),
         })
@@ -125,10 +163,14 @@ impl Simulator {
             Op::Get => {
                 self.gets += 1;
                 self.window.gets += 1;
+                let bytes = a.key_size as usize + a.value_size as usize;
                 if self.engine.get(&self.key, self.clock(), |_| ()).is_none() {
                     self.misses += 1;
                     self.window.misses += 1;
+                    self.response_us += self.config.response_time.miss_time_us(bytes);
                     self.set(a);
+                } else {
+                    self.response_us += self.config.response_time.hit_time_us(bytes);
                 }
             }
             Op::Set | Op::Update => self.set(a),
@@ -143,7 +185,9 @@ impl Simulator {
             .is_multiple_of(self.config.requests_per_second)
         {
             self.now += 1;
-            let moved = self.policy.tick(&self.engine, self.clock());
+        }
+        if self.requests.is_multiple_of(POLL_REQUESTS) {
+            let moved = self.rebalancer.poll(&self.engine, self.clock());
             self.page_moves += moved;
             self.window.page_moves += moved;
         }
@@ -179,6 +223,11 @@ impl Simulator {
         let stats = self.engine.stats(self.clock());
         SimReport {
             policy: self.policy.name().to_string(),
+            mean_response_us: if self.gets > 0 {
+                self.response_us / self.gets as f64
+            } else {
+                0.0
+            },
             memory_bytes: self.config.engine.memory_limit_bytes,
             requests: self.requests,
             gets: self.gets,
@@ -187,6 +236,7 @@ impl Simulator {
             sets: self.sets,
             evictions: stats.class_totals().evicted,
             page_moves: self.page_moves,
+            rounds: self.rebalancer.stats().rounds,
             windows: self.windows,
             allocation: stats
                 .classes

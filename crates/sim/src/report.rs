@@ -40,6 +40,10 @@ pub struct SimReport {
     pub sets: u64,
     pub evictions: u64,
     pub page_moves: u64,
+    /// Rounds the slab policy ran.
+    pub rounds: u64,
+    /// Mean modelled response time of a GET (hit time or miss penalty by item size), µs.
+    pub mean_response_us: f64,
     pub windows: Vec<Window>,
     /// Final pages per class, for classes that hold any.
     pub allocation: Vec<ClassAllocation>,

@@ -120,6 +120,15 @@ pub struct ClassMrc {
     pub curve: Mrc,
 }
 
+/// One class's reuse-time histogram, merged across shards.
+#[derive(Clone, Debug)]
+pub struct ClassHistogram {
+    pub class: ClassId,
+    /// The lowest current sampling rate among the shards' profilers of this class.
+    pub sampling_rate: f64,
+    pub histogram: ReuseTimeHistogram,
+}
+
 /// The storage engine: shards, geometry and shared state.
 pub struct Engine {
     config: EngineConfig,
@@ -140,17 +149,19 @@ impl Engine {
                 geometry.class_count(),
                 config.shards,
                 rate,
+                config.profile_memory_share,
             )
         });
         let profilers_created = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let shards: Box<[Mutex<Shard>]> = (0..config.shards)
-            .map(|_| {
+            .map(|i| {
                 Mutex::new(Shard::new(
                     geometry.clone(),
                     globals.clone(),
                     config.evict_when_full,
                     profiling,
                     profilers_created.clone(),
+                    0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1),
                 ))
             })
             .collect();
@@ -368,6 +379,10 @@ impl Engine {
         };
         match result {
             Ok((h, cas)) => {
+                if old.is_none() {
+                    let class = shard.class_of_item(h);
+                    shard.class_counters_mut(class).inserts += 1;
+                }
                 if args.key_binary {
                     shard.item_mut(h).insert_bits(bits::KEY_BINARY);
                 }
@@ -569,6 +584,21 @@ impl Engine {
     /// shards (each shard profiles a hash partition of the keys; `ReuseTimeHistogram::merge` yields the
     /// whole class's curve). Evaluated at `query`'s sizes (in items).
     pub fn mrc(&self, class: Option<ClassId>, query: &MrcQuery) -> Vec<ClassMrc> {
+        self.reuse_histograms(class)
+            .into_iter()
+            .map(|h| ClassMrc {
+                class: h.class,
+                requests: h.histogram.requests(),
+                sampling_rate: h.sampling_rate,
+                curve: h.histogram.mrc(ReuseTimeMethod::Aet, query),
+            })
+            .collect()
+    }
+
+    /// The reuse-time histogram of every profiled class (or of `class` only), merged across shards: what
+    /// `mrc` draws its curves from. A policy that wants the curve of a window keeps the previous snapshot
+    /// and takes `ReuseTimeHistogram::since`.
+    pub fn reuse_histograms(&self, class: Option<ClassId>) -> Vec<ClassHistogram> {
         let classes: Vec<ClassId> = match class {
             Some(c) => vec![c],
             None => self.geometry.classes().map(|(c, _)| c).collect(),
@@ -588,15 +618,35 @@ impl Engine {
                     None => merged = Some(h),
                 }
             }
-            let Some(histogram) = merged else { continue };
-            out.push(ClassMrc {
-                class: c,
-                requests: histogram.requests(),
-                sampling_rate: rate,
-                curve: histogram.mrc(ReuseTimeMethod::Aet, query),
-            });
+            if let Some(histogram) = merged {
+                out.push(ClassHistogram {
+                    class: c,
+                    sampling_rate: rate,
+                    histogram,
+                });
+            }
         }
         out
+    }
+
+    /// Twemcache's random slab eviction on or off: when on, a class that needs a chunk and can get no new
+    /// page empties a page drawn at random from all pages and takes it, instead of evicting its own LRU
+    /// tail. Takes effect on the next allocation.
+    pub fn set_random_page_eviction(&self, on: bool) {
+        self.globals.set_random_page_eviction(on);
+    }
+
+    /// Fixes the most pages each class (indexed by `ClassId::index`) may hold, a fixed allocation such as
+    /// LAMA's theoretical upper bound replays; `None` returns to memcached's demand filling. With several
+    /// shards each gets `ceil(cap / shards)`. A class at its cap evicts from its own LRU; one with a cap of
+    /// 0 stores nothing (`OutOfMemory`). Pages already held over a cap stay until moved.
+    pub fn set_class_page_caps(&self, caps: Option<&[usize]>) {
+        let n = self.shards.len();
+        for shard in self.shards.iter() {
+            shard
+                .lock()
+                .set_page_caps(caps.map(|c| c.iter().map(|&p| p.div_ceil(n)).collect()));
+        }
     }
 
     /// Heap bytes all MRC profilers hold.

@@ -114,6 +114,10 @@ pub struct Shard {
     classes: Vec<ClassState>,
     pub(crate) profilers: ClassProfilers,
     pub(crate) counters: GlobalCounters,
+    /// Most pages each class may hold in this shard (a fixed allocation), or `None` for demand filling.
+    page_caps: Option<Vec<usize>>,
+    /// State of the random page choice of `evict_random_page`.
+    rng: u64,
 }
 
 #[inline]
@@ -141,6 +145,7 @@ impl Shard {
         evict_when_full: bool,
         profiling: Option<ProfilingConfig>,
         profilers_created: Arc<std::sync::atomic::AtomicUsize>,
+        seed: u64,
     ) -> Shard {
         let max_chunks = geometry
             .classes()
@@ -162,7 +167,21 @@ impl Shard {
             profilers: ClassProfilers::new(profiling, classes.len(), profilers_created),
             classes,
             counters: GlobalCounters::default(),
+            page_caps: None,
+            rng: seed | 1,
         }
+    }
+
+    /// Fixes the most pages each class (by index) may take; `None` returns to demand filling. Classes
+    /// over their cap keep their pages until moved; a class at its cap evicts from its own LRU.
+    pub(crate) fn set_page_caps(&mut self, caps: Option<Vec<usize>>) {
+        self.page_caps = caps;
+    }
+
+    fn below_cap(&self, class: ClassId) -> bool {
+        self.page_caps.as_ref().is_none_or(|caps| {
+            self.classes[class.index()].pages.len() < caps.get(class.index()).copied().unwrap_or(0)
+        })
     }
 
     /// Most pages one shard can address.
@@ -448,12 +467,24 @@ impl Shard {
             let h = self.take_free_chunk(class).expect("a new page has chunks");
             return Ok((class, h));
         }
+        if self.globals.random_page_eviction() && self.evict_when_full && self.below_cap(class) {
+            // Twemcache: expired items first, then a random page of any class, emptied.
+            if let Some(h) = self.reclaim(class, clock) {
+                return Ok((class, h));
+            }
+            if self.evict_random_page(class).is_some() {
+                if let Some(h) = self.take_free_chunk(class) {
+                    return Ok((class, h));
+                }
+            }
+        }
         if let Some(h) = self.reclaim_or_evict(class, clock) {
             return Ok((class, h));
         }
         // A class with no page yet may always get its first page (as in memcached), taken from the largest
-        // class of this shard when that has pages to spare, else over the limit.
-        if self.classes[class.index()].pages.is_empty() {
+        // class of this shard when that has pages to spare, else over the limit. Not under a fixed
+        // allocation: the caps decide every class's pages.
+        if self.classes[class.index()].pages.is_empty() && self.page_caps.is_none() {
             if let Some(donor) = self.largest_class(class) {
                 self.move_page(donor, class);
             } else {
@@ -481,6 +512,14 @@ impl Shard {
     }
 
     fn reclaim_or_evict(&mut self, class: ClassId, clock: Clock) -> Option<u32> {
+        if let Some(h) = self.reclaim(class, clock) {
+            return Some(h);
+        }
+        self.evict_tail(class, clock)
+    }
+
+    /// An expired or flushed item among the class's LRU tail, unlinked, its chunk taken.
+    fn reclaim(&mut self, class: ClassId, clock: Clock) -> Option<u32> {
         let mut h = self.classes[class.index()].lru_tail;
         for _ in 0..RECLAIM_SEARCH_DEPTH {
             if h == NIL {
@@ -497,6 +536,11 @@ impl Shard {
             }
             h = self.prev(h);
         }
+        None
+    }
+
+    /// The class's LRU tail evicted, its chunk taken (unless `-M`).
+    fn evict_tail(&mut self, class: ClassId, clock: Clock) -> Option<u32> {
         if !self.evict_when_full {
             return None;
         }
@@ -537,7 +581,8 @@ impl Shard {
 
     /// Takes a page from the budget for `class`, if the budget allows.
     fn add_page(&mut self, class: ClassId) -> bool {
-        if self.pages.len() - self.free_slots.len() >= self.max_pages()
+        if !self.below_cap(class)
+            || self.pages.len() - self.free_slots.len() >= self.max_pages()
             || !self.globals.budget.try_take()
         {
             return false;

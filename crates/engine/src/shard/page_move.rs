@@ -10,6 +10,15 @@ use super::{Page, PageMove, Shard};
 use crate::geometry::ClassId;
 use crate::item::{bits, stored_bytes, NIL};
 
+/// What a page move does with the page's live items.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Keep {
+    /// Relocate them into the class's other chunks (evicting its coldest items for room).
+    Relocate,
+    /// Evict them all (Twemcache's slab eviction).
+    Nothing,
+}
+
 /// How `relocate` placed one item of a moving page.
 enum Relocation {
     IntoFreeChunk,
@@ -34,8 +43,37 @@ impl Shard {
         src: ClassId,
         dst: impl Into<Option<ClassId>>,
     ) -> Option<PageMove> {
-        let dst = dst.into();
         let slot = *self.classes[src.index()].pages.first()?;
+        Some(self.move_slot(src, slot, dst.into(), Keep::Relocate))
+    }
+
+    /// Twemcache's random slab eviction: a page drawn uniformly from all pages of this shard, whatever
+    /// their class, loses everything it holds and goes to `dst`. `None` if the shard holds no page.
+    pub(crate) fn evict_random_page(&mut self, dst: ClassId) -> Option<PageMove> {
+        let held = self.pages.len() - self.free_slots.len();
+        if held == 0 {
+            return None;
+        }
+        // xorshift64*: randomness is the shard's own, seeded at creation, so runs are reproducible.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        let draw = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let start = (draw % self.pages.len() as u64) as usize;
+        let slot = (0..self.pages.len())
+            .map(|i| (start + i) % self.pages.len())
+            .find(|&i| self.pages[i].is_some())? as u32;
+        let src = self.pages[slot as usize].as_ref().expect("held page").class;
+        let moved = self.move_slot(src, slot, Some(dst), Keep::Nothing);
+        let c = self.class_state(src);
+        c.counters.moves_evicted -= moved.evicted as u64;
+        c.counters.evicted += moved.evicted as u64;
+        Some(moved)
+    }
+
+    /// Moves page `slot` of `src` to `dst` (or back to the budget), keeping its items by relocation or
+    /// evicting them all.
+    fn move_slot(&mut self, src: ClassId, slot: u32, dst: Option<ClassId>, keep: Keep) -> PageMove {
         let chunks_per_page = self.geometry.class(src).chunks_per_page as u32;
         let carved = match self.classes[src.index()].carve {
             Some((s, next)) if s == slot => {
@@ -60,7 +98,11 @@ impl Shard {
             if !self.item(h).has(bits::LINKED) {
                 continue;
             }
-            match self.relocate(src, slot, h) {
+            let how = match keep {
+                Keep::Relocate => self.relocate(src, slot, h),
+                Keep::Nothing => Relocation::Coldest,
+            };
+            match how {
                 Relocation::IntoFreeChunk => moved.rescued += 1,
                 Relocation::OverColdestItem => {
                     moved.rescued += 1;
@@ -93,7 +135,7 @@ impl Shard {
                 self.globals.budget.give_back();
             }
         }
-        Some(moved)
+        moved
     }
 
     /// Copies linked item `h` (in page `moving`) into another chunk of `class`, evicting the class's LRU tail

@@ -11,7 +11,7 @@ use mrcache_protocol::{
 };
 
 use super::{reply, Ctx, Flow};
-use crate::settings::MEMCACHED_COMPAT_VERSION;
+use crate::settings::{automove_policy_spec, MEMCACHED_COMPAT_VERSION};
 use crate::stats;
 
 /// memcached's `MAX_VERBOSITY_LEVEL`.
@@ -168,13 +168,24 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
             response::line(out, text);
         }
         SlabsRequest::Automove { mode, noreply } => {
-            ctx.server.automove_mode.store(mode, Relaxed);
+            let server = &ctx.server;
+            server.automove_mode.store(mode, Relaxed);
+            let window = server.settings.slab_automove_window;
+            server.set_slab_policy(automove_policy_spec(mode, window, server.automove_ratio()));
             reply(out, noreply, "OK");
         }
         SlabsRequest::AutomoveRatio { ratio, noreply } => {
-            ctx.server
-                .automove_ratio_bits
-                .store(ratio.to_bits(), Relaxed);
+            let server = &ctx.server;
+            server.automove_ratio_bits.store(ratio.to_bits(), Relaxed);
+            let mode = server.automove_mode.load(Relaxed);
+            let running_automove = server
+                .slab_policy
+                .lock()
+                .is_ok_and(|spec| spec.starts_with("automove:"));
+            if mode == 1 && running_automove {
+                let window = server.settings.slab_automove_window;
+                server.set_slab_policy(automove_policy_spec(mode, window, ratio));
+            }
             reply(out, noreply, "OK");
         }
     }

@@ -1,21 +1,22 @@
-//! The maintenance thread: memcached's LRU crawler, slab rebalancer and automove, once a second.
+//! The maintenance thread: memcached's LRU crawler and slab rebalancer, once a second.
 //!
 //! Each tick it (1) reaps expired and flushed items, at most [`REAP_ITEMS_PER_CLASS`] inspections per class
 //! and shard, unless `-o no_lru_crawler`; (2) gives back pages over the memory limit (after
-//! `cache_memlimit` lowered it), at most [`RELEASE_PAGES_PER_TICK`]; (3) runs automove in the mode
-//! `ctx.automove_mode` holds now: 1 is memcached 1.6's age balancer (`mrcache_engine::automove`), 2 moves a
-//! page toward every class that evicted in the tick. Every step is bounded, and each engine call takes one
-//! shard lock at a time, so request latency is not held hostage by maintenance.
+//! `cache_memlimit` lowered it), at most [`RELEASE_PAGES_PER_TICK`]; (3) polls the slab rebalancer
+//! (`mrcache_policy::Rebalancer`), which runs the class policy when it is due (memcached's automove once
+//! a second, PSA every M misses, LAMA every M accesses or T seconds) and moves the pages it asks for.
+//! Every step is bounded, and each engine call takes one shard lock at a time (a page move holds one
+//! shard for one page's relocation), so request latency is not held hostage by maintenance.
 //!
-//! Owns: its automove state. Shares: the engine (through its shard locks) and the context's counters.
+//! Owns: the rebalancer. Shares: the engine (through its shard locks) and the context's counters; the
+//! policy to run is `ctx.slab_policy`, re-read when `ctx.slab_policy_generation` changes.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mrcache_engine::automove::{Automove, Move};
-use mrcache_engine::{ClassId, ClassSnapshot, ReassignOutcome};
+use mrcache_policy::{class, Rebalancer};
 
 use crate::context::ServerContext;
 
@@ -26,30 +27,25 @@ pub const REAP_ITEMS_PER_CLASS: usize = 1000;
 /// Bound on pages given back per tick after the limit is lowered.
 pub const RELEASE_PAGES_PER_TICK: usize = 16;
 
-/// The automove modes (`slabs automove N`).
-const AUTOMOVE_OFF: u32 = 0;
-const AUTOMOVE_AGE_BALANCE: u32 = 1;
-const AUTOMOVE_ON_EVICTION: u32 = 2;
-
 /// The thread's state; [`Maintenance::run`] is the thread body.
 pub struct Maintenance {
     ctx: Arc<ServerContext>,
-    automove: Automove,
-    /// Evictions per class at the previous tick (mode 2).
-    evicted_before: Vec<u64>,
-    /// Round-robin cursor for mode 2's source choice (memcached's `slabs_reassign_pick_any`).
-    source_cursor: usize,
+    rebalancer: Rebalancer,
+    /// `ctx.slab_policy_generation` the rebalancer's policy came from.
+    generation: u64,
 }
 
 impl Maintenance {
     pub fn new(ctx: Arc<ServerContext>) -> Maintenance {
-        let s = &ctx.settings;
-        let automove = Automove::new(s.slab_automove_window as usize, s.slab_automove_ratio);
+        let generation = ctx.slab_policy_generation.load(Relaxed);
+        let policy = class::by_name(&current_spec(&ctx))
+            .or_else(|_| class::by_name("memcached"))
+            .expect("the memcached policy exists");
+        let rebalancer = Rebalancer::new(policy, &ctx.engine);
         Maintenance {
             ctx,
-            automove,
-            evicted_before: Vec::new(),
-            source_cursor: 0,
+            rebalancer,
+            generation,
         }
     }
 
@@ -79,102 +75,40 @@ impl Maintenance {
         let released = ctx.engine.shrink_to_limit(RELEASE_PAGES_PER_TICK);
         m.pages_released.fetch_add(released as u64, Relaxed);
 
-        let mode = ctx.automove_mode.load(Relaxed);
-        if mode == AUTOMOVE_OFF || !ctx.settings.slab_reassign {
+        let generation = ctx.slab_policy_generation.load(Relaxed);
+        if generation != self.generation {
+            self.generation = generation;
+            let spec = current_spec(ctx);
+            match class::by_name(&spec) {
+                Ok(policy) => self.rebalancer.set_policy(policy, &ctx.engine),
+                // Specs come from validated settings and memcached's modes; never expected.
+                Err(e) => eprintln!("mrcached: slab policy {spec}: {e}"),
+            }
+        }
+        if !ctx.settings.slab_reassign {
             return;
         }
-        let classes = ctx.engine.stats(ctx.clock()).classes;
-        match mode {
-            AUTOMOVE_AGE_BALANCE => {
-                self.automove.set_ratio(ctx.automove_ratio());
-                match self.automove.tick(&classes) {
-                    Some(Move {
-                        src,
-                        dst: Some(dst),
-                    }) => self.reassign(src.0 as i64, dst.0 as i64),
-                    Some(Move { src, dst: None }) => self.give_back(src),
-                    None => {}
-                }
-            }
-            AUTOMOVE_ON_EVICTION => self.move_toward_evictions(&classes),
-            _ => {}
-        }
-        self.evicted_before = classes.iter().map(|c| c.counters.evicted).collect();
-    }
-
-    /// Mode 2: memcached reassigns a page (from any class with a spare) on every eviction; once a tick we
-    /// move one page toward each class that evicted since the last tick.
-    fn move_toward_evictions(&mut self, classes: &[ClassSnapshot]) {
-        for (i, c) in classes.iter().enumerate() {
-            let before = self.evicted_before.get(i).copied().unwrap_or(0);
-            if c.counters.evicted <= before {
-                continue;
-            }
-            if let Some(src) = pick_any_source(classes, i, &mut self.source_cursor) {
-                self.reassign(classes[src].class.0 as i64, c.class.0 as i64);
-            }
-        }
-    }
-
-    /// A class with idle free chunks gives a page back to the pool (memcached's reassign to class 0).
-    fn give_back(&self, src: ClassId) {
-        if self.ctx.engine.move_page(src, None).is_some() {
-            self.ctx.maintenance.automove_moves.fetch_add(1, Relaxed);
-        }
-    }
-
-    fn reassign(&self, src: i64, dst: i64) {
-        if let ReassignOutcome::Moved { .. } = self.ctx.engine.reassign(src, dst) {
-            self.ctx.maintenance.automove_moves.fetch_add(1, Relaxed);
-            if self.ctx.settings.verbose > 1 {
-                eprintln!("mrcached: automove moved a page from class {src} to class {dst}");
-            }
+        let moved = self.rebalancer.poll(&ctx.engine, ctx.clock());
+        let stats = self.rebalancer.stats();
+        m.automove_moves.fetch_add(moved, Relaxed);
+        m.policy_rounds.store(stats.rounds, Relaxed);
+        let bits = |v: Option<f64>| v.unwrap_or(f64::NAN).to_bits();
+        m.policy_predicted_bits
+            .store(bits(stats.predicted_miss_ratio), Relaxed);
+        m.policy_observed_bits
+            .store(bits(stats.observed_miss_ratio), Relaxed);
+        if moved > 0 && ctx.settings.verbose > 1 {
+            eprintln!(
+                "mrcached: {} moved {moved} page(s)",
+                self.rebalancer.policy().name()
+            );
         }
     }
 }
 
-/// memcached's `slabs_reassign_pick_any`: the next class after `cursor`, round-robin, that has more than one
-/// page and is not `dst`.
-pub fn pick_any_source(classes: &[ClassSnapshot], dst: usize, cursor: &mut usize) -> Option<usize> {
-    let n = classes.len();
-    for step in 1..=n {
-        let i = (*cursor + step) % n;
-        if i != dst && classes[i].total_pages > 1 {
-            *cursor = i;
-            return Some(i);
-        }
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use mrcache_engine::{ClassCounters, ClassId};
-
-    fn class(i: usize, pages: usize) -> ClassSnapshot {
-        ClassSnapshot {
-            class: ClassId::from_index(i),
-            chunk_size_bytes: 96,
-            chunks_per_page: 10,
-            total_pages: pages,
-            used_chunks: 0,
-            free_chunks: 0,
-            items: 0,
-            requested_bytes: 0,
-            tail_age_secs: 0,
-            counters: ClassCounters::default(),
-        }
-    }
-
-    #[test]
-    fn pick_any_round_robins_over_classes_with_spares() {
-        let classes = vec![class(0, 3), class(1, 1), class(2, 2), class(3, 5)];
-        let mut cursor = 0;
-        assert_eq!(pick_any_source(&classes, 3, &mut cursor), Some(2));
-        assert_eq!(pick_any_source(&classes, 3, &mut cursor), Some(0));
-        assert_eq!(pick_any_source(&classes, 3, &mut cursor), Some(2));
-        let lone = vec![class(0, 1), class(1, 9)];
-        assert_eq!(pick_any_source(&lone, 1, &mut cursor), None);
-    }
+fn current_spec(ctx: &ServerContext) -> String {
+    ctx.slab_policy
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
 }

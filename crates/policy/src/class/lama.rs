@@ -1,0 +1,334 @@
+//! LAMA (Hu et al., LAMA §3): every M accesses, each class's miss-ratio curve of the window, one cost per
+//! page count (OPT_MR: expected misses; OPT_ART: expected response time, eq. 4-5), Algorithm 1 for the
+//! cheapest allocation within N moves of r pages, and the moves if they gain more than a threshold.
+//!
+//! Invariants of a round:
+//! - nothing moves while memory is still being demand-filled (pages in use below the limit), as LAMA
+//!   repartitions only a fully allocated cache;
+//! - a class that holds pages keeps at least one (memcached gives every used class a first page anyway,
+//!   so taking the last would only be undone);
+//! - a class with pages but no curve (not profiled) keeps exactly what it has;
+//! - at most N·r pages move, taken first from the classes of lowest PSA risk (requests per page), as
+//!   LAMA §3.4 chooses its victims;
+//! - a tiny cost per page moved breaks ties toward the current allocation, so equal-cost plans move
+//!   nothing.
+//!
+//! The interval M is fixed, or follows eq. 8: long enough for every class with real misses to see the
+//! reuses that decide its curve up to min(2 S_i, S_i + N r) pages.
+
+use super::heuristics::risk;
+use super::{ClassMove, ClassPolicy, ClassView, Params, Progress, Round, RoundInput};
+use crate::optimizer::{optimal_allocation, plan_moves_ranked, Partition, Problem};
+
+/// What LAMA minimises.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LamaTarget {
+    /// OPT_MR: total misses.
+    MissRatio,
+    /// OPT_ART: average response time under a hit-time / miss-penalty model.
+    ResponseTime(ResponseTimeModel),
+}
+
+/// Hit time and miss penalty of a request by the size of its item (LAMA eq. 4): a miss costs a backend
+/// fetch whose time grows with the object, a hit the cache's own service time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ResponseTimeModel {
+    pub hit_us: f64,
+    pub miss_us: f64,
+    pub miss_us_per_kib: f64,
+}
+
+impl Default for ResponseTimeModel {
+    /// A hit served in 100 µs; a miss 1 ms at the backend plus 100 µs per KiB carried.
+    fn default() -> Self {
+        ResponseTimeModel {
+            hit_us: 100.0,
+            miss_us: 1_000.0,
+            miss_us_per_kib: 100.0,
+        }
+    }
+}
+
+impl ResponseTimeModel {
+    pub fn hit_time_us(&self, _item_bytes: usize) -> f64 {
+        self.hit_us
+    }
+
+    pub fn miss_time_us(&self, item_bytes: usize) -> f64 {
+        self.miss_us + self.miss_us_per_kib * item_bytes as f64 / 1024.0
+    }
+}
+
+/// The repartitioning interval M, in accesses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interval {
+    Fixed(u64),
+    /// Eq. 8, clamped to `[min, max]`.
+    Auto {
+        min: u64,
+        max: u64,
+    },
+}
+
+/// LAMA's defaults: N = 50 moves a round (LAMA §5.2), improvement of at least 1%.
+const DEFAULT_MAX_MOVES: usize = 50;
+const DEFAULT_THRESHOLD: f64 = 0.01;
+const DEFAULT_MIN_INTERVAL: u64 = 100_000;
+const DEFAULT_MAX_INTERVAL: u64 = 20_000_000;
+/// Classes whose miss ratio is below this are ignored by eq. 8 (LAMA: "few or no misses").
+const EQ8_MIN_MISS_RATIO: f64 = 0.01;
+/// A round also runs after this many seconds if at least `min` accesses happened (a quiet server).
+const DEFAULT_PERIOD_SECS: u32 = 300;
+
+/// The LAMA policy and its state.
+pub struct Lama {
+    target: LamaTarget,
+    interval: Interval,
+    /// M for the next round.
+    next_interval: u64,
+    period_secs: u32,
+    max_moves: usize,
+    /// r; `None`: one page per GiB of memory (LAMA §5.4), at least 1.
+    granularity: Option<usize>,
+    threshold: f64,
+}
+
+impl Lama {
+    pub fn new(target: LamaTarget, interval: Interval) -> Lama {
+        let next_interval = match interval {
+            Interval::Fixed(m) => m.max(1),
+            Interval::Auto { min, .. } => min.max(1),
+        };
+        Lama {
+            target,
+            interval,
+            next_interval,
+            period_secs: DEFAULT_PERIOD_SECS,
+            max_moves: DEFAULT_MAX_MOVES,
+            granularity: None,
+            threshold: DEFAULT_THRESHOLD,
+        }
+    }
+
+    pub(super) fn from_params(target: LamaTarget, p: &mut Params<'_>) -> Result<Lama, String> {
+        let name = p.name;
+        let min = p.get("min_interval", DEFAULT_MIN_INTERVAL)?;
+        let max = p.get("max_interval", DEFAULT_MAX_INTERVAL)?;
+        let interval = match p.take("interval") {
+            None | Some("auto") => Interval::Auto { min, max },
+            Some(v) => Interval::Fixed(
+                v.parse()
+                    .map_err(|_| format!("slab policy `{name}`: bad value `{v}` for `interval`"))?,
+            ),
+        };
+        if min == 0 || max < min {
+            return Err(format!(
+                "slab policy `{name}`: need 0 < min_interval <= max_interval"
+            ));
+        }
+        let mut lama = Lama::new(target, interval);
+        lama.period_secs = p.get("period", DEFAULT_PERIOD_SECS)?;
+        lama.max_moves = p.get("moves", DEFAULT_MAX_MOVES)?;
+        lama.granularity = match p.take("granularity") {
+            None | Some("auto") => None,
+            Some(v) => Some(v.parse().ok().filter(|&r: &usize| r >= 1).ok_or_else(|| {
+                format!("slab policy `{name}`: granularity must be `auto` or at least 1")
+            })?),
+        };
+        lama.threshold = p.get("threshold", DEFAULT_THRESHOLD)?;
+        if !(0.0..1.0).contains(&lama.threshold) || lama.max_moves == 0 {
+            return Err(format!(
+                "slab policy `{name}`: need moves >= 1 and 0 <= threshold < 1"
+            ));
+        }
+        if let LamaTarget::ResponseTime(model) = &mut lama.target {
+            model.hit_us = p.get("hit_us", model.hit_us)?;
+            model.miss_us = p.get("miss_us", model.miss_us)?;
+            model.miss_us_per_kib = p.get("miss_us_per_kib", model.miss_us_per_kib)?;
+        }
+        Ok(lama)
+    }
+
+    /// The interval the next round waits for.
+    pub fn next_interval(&self) -> u64 {
+        self.next_interval
+    }
+
+    fn granularity(&self, input: &RoundInput<'_>) -> usize {
+        self.granularity.unwrap_or_else(|| {
+            let bytes = input.page_limit as u64 * input.page_size_bytes as u64;
+            ((bytes >> 30) as usize).max(1)
+        })
+    }
+
+    /// Cost of class `c` holding `pages` pages, given its window's miss ratio there.
+    fn cost(&self, c: &ClassView, miss_ratio: f64) -> f64 {
+        let requests = c.requests as f64;
+        match self.target {
+            LamaTarget::MissRatio => miss_ratio * requests,
+            LamaTarget::ResponseTime(model) => {
+                let size = c.snapshot.chunk_size_bytes;
+                requests
+                    * (miss_ratio * model.miss_time_us(size)
+                        + (1.0 - miss_ratio) * model.hit_time_us(size))
+            }
+        }
+    }
+
+    /// Eq. 8: the accesses a window needs so that every class with real misses sees its curve out to
+    /// min(2 S_i, S_i + N r) pages.
+    fn eq8_interval(&self, input: &RoundInput<'_>, r: usize) -> u64 {
+        let total: u64 = input.classes.iter().map(|c| c.requests).sum();
+        if total == 0 {
+            return self.next_interval;
+        }
+        input
+            .classes
+            .iter()
+            .filter(|c| c.requests > 0 && c.pages() > 0)
+            .filter_map(|c| {
+                let mr = c.misses as f64 / c.requests as f64;
+                if mr < EQ8_MIN_MISS_RATIO {
+                    return None;
+                }
+                let p = c.requests as f64 / total as f64;
+                let s = c.pages();
+                let items = (2 * s).min(s + self.max_moves * r) * c.snapshot.chunks_per_page;
+                Some(items as f64 / (mr * p))
+            })
+            .fold(0.0f64, f64::max)
+            .round() as u64
+    }
+}
+
+impl ClassPolicy for Lama {
+    fn name(&self) -> &'static str {
+        match self.target {
+            LamaTarget::MissRatio => "lama-mr",
+            LamaTarget::ResponseTime(_) => "lama-art",
+        }
+    }
+
+    fn describe(&self) -> String {
+        let interval = match self.interval {
+            Interval::Fixed(m) => m.to_string(),
+            Interval::Auto { min, max } => format!("auto,min_interval={min},max_interval={max}"),
+        };
+        let granularity = self
+            .granularity
+            .map_or("auto".to_string(), |r| r.to_string());
+        let mut s = format!(
+            "{}:interval={interval},period={},moves={},granularity={granularity},threshold={}",
+            self.name(),
+            self.period_secs,
+            self.max_moves,
+            self.threshold
+        );
+        if let LamaTarget::ResponseTime(m) = self.target {
+            s += &format!(
+                ",hit_us={},miss_us={},miss_us_per_kib={}",
+                m.hit_us, m.miss_us, m.miss_us_per_kib
+            );
+        }
+        s
+    }
+
+    fn due(&self, since: &Progress) -> bool {
+        let min = match self.interval {
+            Interval::Fixed(m) => m,
+            Interval::Auto { min, .. } => min,
+        };
+        since.accesses >= self.next_interval
+            || (self.period_secs > 0 && since.seconds >= self.period_secs && since.accesses >= min)
+    }
+
+    fn needs_curves(&self) -> bool {
+        true
+    }
+
+    fn round(&mut self, input: &RoundInput<'_>) -> Round {
+        let r = self.granularity(input);
+        if let Interval::Auto { min, max } = self.interval {
+            self.next_interval = self.eq8_interval(input, r).clamp(min, max);
+        }
+        if input.pages_in_use < input.page_limit {
+            return Round::none();
+        }
+        let held: Vec<&ClassView> = input.classes.iter().filter(|c| c.pages() > 0).collect();
+        let total_pages: usize = held.iter().map(|c| c.pages()).sum();
+        let total_requests: u64 = held.iter().map(|c| c.requests).sum();
+        if held.len() < 2 || total_requests == 0 {
+            return Round::none();
+        }
+        // A tie-breaking cost per page away from the current allocation, far below one miss.
+        let nudge = 1e-6;
+        let mut partitions = Vec::with_capacity(held.len());
+        for c in &held {
+            let current = c.pages();
+            let partition = match (&c.miss_ratio_by_pages, c.requests) {
+                (_, 0) => Partition {
+                    cost: (0..=total_pages)
+                        .map(|j| nudge * j.abs_diff(current) as f64)
+                        .collect(),
+                    current_pages: current,
+                    min_pages: 1,
+                },
+                (Some(curve), _) if !curve.is_empty() => Partition {
+                    cost: (0..=total_pages)
+                        .map(|j| {
+                            self.cost(c, curve[j.min(curve.len() - 1)])
+                                + nudge * j.abs_diff(current) as f64
+                        })
+                        .collect(),
+                    current_pages: current,
+                    min_pages: 1,
+                },
+                _ => Partition {
+                    cost: vec![0.0; current + 1],
+                    current_pages: current,
+                    min_pages: current,
+                },
+            };
+            partitions.push(partition);
+        }
+        let current_cost: f64 = partitions.iter().map(|p| p.cost[p.current_pages]).sum();
+        let Ok(best) = optimal_allocation(&Problem {
+            partitions,
+            total_pages,
+            max_moves: Some(self.max_moves),
+            granularity: r,
+        }) else {
+            return Round::none();
+        };
+        let predicted = |pages: &[usize]| -> Option<f64> {
+            let (mut misses, mut requests) = (0.0, 0.0);
+            for (c, &j) in held.iter().zip(pages) {
+                if let Some(curve) = c.miss_ratio_by_pages.as_ref().filter(|c| !c.is_empty()) {
+                    misses += curve[j.min(curve.len() - 1)] * c.requests as f64;
+                    requests += c.requests as f64;
+                }
+            }
+            (requests > 0.0).then(|| misses / requests)
+        };
+        let current: Vec<usize> = held.iter().map(|c| c.pages()).collect();
+        if current_cost <= 0.0 || (current_cost - best.cost) / current_cost < self.threshold {
+            return Round {
+                moves: Vec::new(),
+                predicted_miss_ratio: predicted(&current),
+            };
+        }
+        let risks: Vec<f64> = held.iter().map(|c| risk(c)).collect();
+        let moves = plan_moves_ranked(&current, &best.pages, self.max_moves * r, &risks)
+            .into_iter()
+            .map(|m| ClassMove {
+                src: held[m.src].snapshot.class,
+                dst: Some(held[m.dst].snapshot.class),
+                pages: m.pages,
+            })
+            .collect();
+        Round {
+            moves,
+            predicted_miss_ratio: predicted(&best.pages),
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! Slab-class policies: who gets the next page, decided from the engine's counters and, for LAMA, from
+//! every class's miss-ratio curve. All of them sit behind one trait and are chosen by name at run time
+//! (`--slab-policy` in the server, `--policy` in the simulator):
+//!
+//! | name        | what it does                                                             | source       |
+//! |-------------|--------------------------------------------------------------------------|--------------|
+//! | `memcached` | demand-filled pages, never moved (`slab_automove=0`)                     | memcached    |
+//! | `automove`  | memcached 1.6's age balancer, once a second (`slab_automove=1`)          | memcached    |
+//! | `automove2` | a page toward every class that evicted, once a second (`slab_automove=2`)| memcached    |
+//! | `twemcache` | a full class empties a random page of any class and takes it             | LAMA §2.1    |
+//! | `psa`       | every M misses, one page from the lowest-risk class to the most-missing  | LAMA §2.1    |
+//! | `facebook`  | age balancing: a page from the globally oldest tail to a young evictor   | LAMA §2.1    |
+//! | `lama-mr`   | LAMA Algorithm 1 over the curves, minimising misses (OPT_MR)            | LAMA §3      |
+//! | `lama-art`  | the same, minimising average response time (OPT_ART)                     | LAMA §3.3    |
+//!
+//! A policy is a function of what it is shown: no engine, no clock, no I/O. [`crate::rebalance`] feeds
+//! it (counters since its last round, curves of that window) and carries out the page moves it returns.
+//! Parameters follow the name: `psa:misses=2000`, `lama-mr:interval=auto,moves=50,threshold=0.01`;
+//! an unknown parameter is an error that names it.
+
+mod heuristics;
+mod lama;
+
+pub use heuristics::{
+    pick_any_source, Automove2, Demand, Facebook, MemcachedAutomove, Psa, Twemcache,
+};
+pub use lama::{Interval, Lama, LamaTarget, ResponseTimeModel};
+
+use mrcache_engine::{ClassId, ClassSnapshot};
+
+/// One class as a policy sees it at a round.
+#[derive(Clone, Debug)]
+pub struct ClassView {
+    /// The class now: pages, items, tail age, cumulative counters.
+    pub snapshot: ClassSnapshot,
+    /// Uses since the last round: hits plus stores of absent keys (a lookaside miss and its fill are one
+    /// use, as the curves count them).
+    pub requests: u64,
+    /// Misses since the last round, counted as stores of absent keys (a GET miss has no class).
+    pub misses: u64,
+    /// Items evicted since the last round.
+    pub evictions: u64,
+    /// The window's miss ratio at every page count `0..=page_limit`, for policies that ask for curves,
+    /// when the class is profiled.
+    pub miss_ratio_by_pages: Option<Vec<f64>>,
+}
+
+impl ClassView {
+    pub fn pages(&self) -> usize {
+        self.snapshot.total_pages
+    }
+}
+
+/// Everything a round decides from.
+#[derive(Clone, Copy, Debug)]
+pub struct RoundInput<'a> {
+    /// Every class of the geometry, in class order.
+    pub classes: &'a [ClassView],
+    /// Pages `-m` allows.
+    pub page_limit: usize,
+    /// Pages the classes hold now.
+    pub pages_in_use: usize,
+    /// Bytes of a page.
+    pub page_size_bytes: usize,
+}
+
+/// How far the cache has gone since a policy's last round.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub accesses: u64,
+    pub misses: u64,
+    pub seconds: u32,
+}
+
+/// One page move a policy asks for: `pages` pages from `src` to `dst` (`None`: back to the free pool).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClassMove {
+    pub src: ClassId,
+    pub dst: Option<ClassId>,
+    pub pages: usize,
+}
+
+/// What a round decided.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Round {
+    pub moves: Vec<ClassMove>,
+    /// The miss ratio the policy expects in the next window from the allocation it asks for (curve-driven
+    /// policies only).
+    pub predicted_miss_ratio: Option<f64>,
+}
+
+impl Round {
+    pub fn none() -> Round {
+        Round::default()
+    }
+
+    pub fn one(src: ClassId, dst: Option<ClassId>) -> Round {
+        Round {
+            moves: vec![ClassMove { src, dst, pages: 1 }],
+            predicted_miss_ratio: None,
+        }
+    }
+}
+
+/// A slab-class allocation policy.
+pub trait ClassPolicy: Send {
+    /// The name it is selected by.
+    fn name(&self) -> &'static str;
+    /// Its parameters, as `name:key=value,...` (what `--print-config` and `stats settings` show).
+    fn describe(&self) -> String;
+    /// Whether a round is due, given the progress since the last one.
+    fn due(&self, since: &Progress) -> bool;
+    /// Whether rounds need each class's curve (costly: only LAMA asks).
+    fn needs_curves(&self) -> bool {
+        false
+    }
+    /// Whether the engine should evict whole random pages instead of LRU tails (Twemcache).
+    fn random_page_eviction(&self) -> bool {
+        false
+    }
+    /// One round: the moves to make now.
+    fn round(&mut self, input: &RoundInput<'_>) -> Round;
+}
+
+impl std::fmt::Debug for dyn ClassPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// Names `by_name` accepts.
+pub const NAMES: &[&str] = &[
+    "memcached",
+    "automove",
+    "automove2",
+    "twemcache",
+    "psa",
+    "facebook",
+    "lama-mr",
+    "lama-art",
+];
+
+/// The policy `spec` names: `NAME[:key=value,...]`.
+pub fn by_name(spec: &str) -> Result<Box<dyn ClassPolicy>, String> {
+    let mut params = Params::parse(spec)?;
+    let policy: Box<dyn ClassPolicy> = match params.name {
+        "memcached" => Box::new(Demand),
+        "automove" => Box::new(MemcachedAutomove::from_params(&mut params)?),
+        "automove2" => Box::new(Automove2::default()),
+        "twemcache" => Box::new(Twemcache),
+        "psa" => Box::new(Psa::from_params(&mut params)?),
+        "facebook" => Box::new(Facebook::from_params(&mut params)?),
+        "lama-mr" => Box::new(Lama::from_params(LamaTarget::MissRatio, &mut params)?),
+        "lama-art" => Box::new(Lama::from_params(
+            LamaTarget::ResponseTime(ResponseTimeModel::default()),
+            &mut params,
+        )?),
+        other => {
+            return Err(format!(
+                "unknown slab policy `{other}` (one of: {})",
+                NAMES.join(", ")
+            ))
+        }
+    };
+    params.finish()?;
+    Ok(policy)
+}
+
+/// `name:key=value,...`, consumed key by key; keys left over are errors.
+pub struct Params<'a> {
+    pub name: &'a str,
+    pairs: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Params<'a> {
+    pub fn parse(spec: &'a str) -> Result<Params<'a>, String> {
+        let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let mut pairs = Vec::new();
+        for item in rest.split(',').filter(|s| !s.is_empty()) {
+            let (k, v) = item.split_once('=').ok_or_else(|| {
+                format!("slab policy parameter `{item}` needs a value (key=value)")
+            })?;
+            pairs.push((k.trim(), v.trim()));
+        }
+        Ok(Params {
+            name: name.trim(),
+            pairs,
+        })
+    }
+
+    /// The raw value of `key`, removed from what is left.
+    pub fn take(&mut self, key: &str) -> Option<&'a str> {
+        let i = self.pairs.iter().position(|(k, _)| *k == key)?;
+        Some(self.pairs.remove(i).1)
+    }
+
+    /// `key` parsed as `T`, or `default` when absent.
+    pub fn get<T: std::str::FromStr>(&mut self, key: &str, default: T) -> Result<T, String> {
+        match self.take(key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("slab policy `{}`: bad value `{v}` for `{key}`", self.name)),
+        }
+    }
+
+    /// Fails on any parameter nobody took.
+    pub fn finish(&self) -> Result<(), String> {
+        match self.pairs.first() {
+            None => Ok(()),
+            Some((k, _)) => Err(format!(
+                "slab policy `{}` has no parameter `{k}`",
+                self.name
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mrcache_engine::ClassCounters;
+
+    /// A class view: `pages` pages of 10 items, window counters, tail age, optional curve.
+    pub(crate) fn view(
+        id: u8,
+        pages: usize,
+        requests: u64,
+        misses: u64,
+        evictions: u64,
+        age: u32,
+        curve: Option<Vec<f64>>,
+    ) -> ClassView {
+        ClassView {
+            snapshot: ClassSnapshot {
+                class: ClassId(id),
+                chunk_size_bytes: 96,
+                chunks_per_page: 10,
+                total_pages: pages,
+                used_chunks: pages * 10,
+                free_chunks: 0,
+                items: pages * 10,
+                requested_bytes: 0,
+                tail_age_secs: age,
+                counters: ClassCounters::default(),
+            },
+            requests,
+            misses,
+            evictions,
+            miss_ratio_by_pages: curve,
+        }
+    }
+
+    fn input(classes: &[ClassView]) -> RoundInput<'_> {
+        let pages = classes.iter().map(|c| c.pages()).sum();
+        RoundInput {
+            classes,
+            page_limit: pages,
+            pages_in_use: pages,
+            page_size_bytes: 1 << 20,
+        }
+    }
+
+    fn lama() -> Box<dyn ClassPolicy> {
+        by_name("lama-mr:interval=1000,threshold=0").unwrap()
+    }
+
+    #[test]
+    fn lama_gives_the_cyclic_class_its_working_set() {
+        // LAMA Fig. 1: class 1 streams (never hits), class 2 cycles over 3 pages' worth. Demand filling
+        // left 2 pages each; the optimum takes one from the streaming class.
+        let classes = [
+            view(1, 2, 1000, 1000, 500, 5, Some(vec![1.0; 5])),
+            view(
+                2,
+                2,
+                1000,
+                1000,
+                500,
+                5,
+                Some(vec![1.0, 1.0, 1.0, 0.0, 0.0]),
+            ),
+        ];
+        let round = lama().round(&input(&classes));
+        assert_eq!(
+            round.moves,
+            vec![ClassMove {
+                src: ClassId(1),
+                dst: Some(ClassId(2)),
+                pages: 1
+            }]
+        );
+        assert_eq!(round.predicted_miss_ratio, Some(0.5));
+    }
+
+    #[test]
+    fn lama_waits_for_full_memory_and_keeps_a_page_per_class() {
+        let classes = [
+            view(1, 2, 1000, 1000, 0, 5, Some(vec![1.0; 5])),
+            view(2, 2, 1000, 1000, 0, 5, Some(vec![1.0, 1.0, 1.0, 0.0, 0.0])),
+        ];
+        let mut not_full = input(&classes);
+        not_full.page_limit = 10;
+        assert!(lama().round(&not_full).moves.is_empty());
+        // Class 2 would like every page, but class 1 keeps one.
+        let classes = [
+            view(1, 3, 1000, 1000, 0, 5, Some(vec![1.0; 5])),
+            view(2, 1, 1000, 1000, 0, 5, Some(vec![1.0, 0.9, 0.8, 0.7, 0.6])),
+        ];
+        let round = lama().round(&input(&classes));
+        assert_eq!(round.moves.iter().map(|m| m.pages).sum::<usize>(), 2);
+    }
+
+    #[test]
+    fn lama_moves_nothing_below_the_threshold_or_without_curves() {
+        let classes = [
+            view(1, 2, 1000, 500, 0, 5, Some(vec![1.0, 0.6, 0.5, 0.5, 0.5])),
+            view(
+                2,
+                2,
+                1000,
+                500,
+                0,
+                5,
+                Some(vec![1.0, 0.6, 0.5, 0.499, 0.499]),
+            ),
+        ];
+        let mut strict = by_name("lama-mr:threshold=0.05").unwrap();
+        assert!(strict.round(&input(&classes)).moves.is_empty());
+        let blind = [
+            view(1, 2, 1000, 1000, 0, 5, None),
+            view(2, 2, 10, 0, 0, 5, None),
+        ];
+        assert!(lama().round(&input(&blind)).moves.is_empty());
+    }
+
+    #[test]
+    fn lama_takes_victims_by_lowest_risk() {
+        // Classes 1 and 3 gain nothing from pages; class 1 is hotter (higher risk), so class 3 gives.
+        let flat = Some(vec![0.5; 8]);
+        let classes = [
+            view(1, 3, 9000, 10, 0, 5, flat.clone()),
+            view(
+                2,
+                1,
+                1000,
+                1000,
+                0,
+                5,
+                Some(vec![1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+            ),
+            view(3, 3, 30, 10, 0, 5, flat),
+        ];
+        let mut policy = by_name("lama-mr:threshold=0,moves=1").unwrap();
+        let round = policy.round(&input(&classes));
+        assert_eq!(round.moves.len(), 1);
+        assert_eq!(round.moves[0].src, ClassId(3));
+        assert_eq!(round.moves[0].dst, Some(ClassId(2)));
+    }
+
+    #[test]
+    fn lama_art_weighs_misses_of_large_items_more() {
+        let mut small = view(1, 2, 1000, 500, 0, 5, Some(vec![1.0, 0.6, 0.5, 0.4, 0.3]));
+        let mut large = view(2, 2, 1000, 500, 0, 5, Some(vec![1.0, 0.6, 0.5, 0.4, 0.3]));
+        small.snapshot.chunk_size_bytes = 100;
+        large.snapshot.chunk_size_bytes = 100_000;
+        let classes = [small, large];
+        let mut art = by_name("lama-art:threshold=0").unwrap();
+        let round = art.round(&input(&classes));
+        assert_eq!(round.moves[0].dst, Some(ClassId(2)), "{round:?}");
+        // Minimising misses alone, the identical curves leave nothing to gain.
+        assert!(lama().round(&input(&classes)).moves.is_empty());
+    }
+
+    #[test]
+    fn eq8_sizes_the_interval_from_the_neediest_class() {
+        let classes = [
+            // mr 0.5, p 0.5, S 2: min(4, 2 + 50) pages of 10 items / (0.5 * 0.5) = 160 accesses.
+            view(1, 2, 1000, 500, 0, 5, Some(vec![1.0; 5])),
+            // Few misses: ignored.
+            view(2, 2, 1000, 1, 0, 5, Some(vec![1.0; 5])),
+        ];
+        let mut policy = Lama::new(LamaTarget::MissRatio, Interval::Auto { min: 1, max: 1_000 });
+        policy.round(&input(&classes));
+        assert_eq!(policy.next_interval(), 160);
+    }
+
+    #[test]
+    fn psa_moves_from_lowest_risk_to_most_misses() {
+        let classes = [
+            view(1, 4, 100, 10, 0, 5, None),
+            view(2, 4, 4000, 900, 0, 5, None),
+            view(3, 4, 2000, 50, 0, 5, None),
+        ];
+        let mut psa = by_name("psa:misses=10").unwrap();
+        assert!(psa.due(&Progress {
+            accesses: 0,
+            misses: 10,
+            seconds: 0
+        }));
+        assert_eq!(
+            psa.round(&input(&classes)),
+            Round::one(ClassId(1), Some(ClassId(2)))
+        );
+    }
+
+    #[test]
+    fn facebook_feeds_a_young_evictor_from_the_oldest_tail() {
+        let classes = [
+            view(1, 4, 100, 10, 0, 100, None),
+            view(2, 4, 4000, 900, 50, 10, None),
+            view(3, 4, 2000, 50, 0, 60, None),
+        ];
+        let mut fb = by_name("facebook").unwrap();
+        assert_eq!(
+            fb.round(&input(&classes)),
+            Round::one(ClassId(1), Some(ClassId(2)))
+        );
+        // Balanced ages: nobody is needy.
+        let balanced = [
+            view(1, 4, 100, 10, 5, 50, None),
+            view(2, 4, 4000, 900, 50, 48, None),
+        ];
+        assert_eq!(fb.round(&input(&balanced)), Round::none());
+    }
+
+    #[test]
+    fn names_and_parameters_are_checked() {
+        for name in NAMES {
+            assert_eq!(by_name(name).unwrap().name(), *name);
+        }
+        assert!(by_name("lru")
+            .unwrap_err()
+            .contains("unknown slab policy `lru`"));
+        assert!(by_name("psa:mises=3").unwrap_err().contains("`mises`"));
+        assert!(by_name("lama-mr:moves=x").unwrap_err().contains("`moves`"));
+        assert!(by_name("lama-mr:granularity=0").is_err());
+        assert!(by_name("twemcache").unwrap().random_page_eviction());
+        assert_eq!(
+            by_name("lama-mr:interval=5000,moves=20")
+                .unwrap()
+                .describe(),
+            "lama-mr:interval=5000,period=300,moves=20,granularity=auto,threshold=0.01"
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! The rebalancer: the one driver of class policies, shared by the server's background thread and the
+//! simulator. `poll` reads the engine's counters, asks the policy whether a round is due, and if so shows
+//! it every class (counters since the last round and, for LAMA, the curve of that window) and carries out
+//! the page moves it returns, one `Engine::move_page` at a time (each one page under one shard lock, so
+//! requests wait at most one page's relocation).
+//!
+//! Windows: the counters and curves a round sees cover the accesses since the previous round. Curves
+//! come from the engine's cumulative reuse-time histograms, minus the snapshot kept at the last round
+//! (`ReuseTimeHistogram::since`), evaluated at every page count up to the memory limit.
+//!
+//! Time comes in through the `Clock` argument; nothing here reads a wall clock or does I/O.
+
+use mrcache_engine::{ClassId, Clock, Engine, EngineStats};
+use mrcache_profile::{MrcQuery, ReuseTimeHistogram, ReuseTimeMethod, SizeUnit};
+
+use crate::class::{ClassPolicy, ClassView, Progress, RoundInput};
+
+/// What the rebalancer has done (the server's `stats` shows it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RebalanceStats {
+    /// Rounds run (whether or not they moved anything).
+    pub rounds: u64,
+    /// Pages moved by rounds.
+    pub pages_moved: u64,
+    /// Moves a round asked for that the engine could not make (the source had no page left).
+    pub moves_failed: u64,
+    /// The miss ratio the last curve-driven round predicted for the window that followed it...
+    pub predicted_miss_ratio: Option<f64>,
+    /// ...and the miss ratio observed in that window (stores of absent keys over uses).
+    pub observed_miss_ratio: Option<f64>,
+}
+
+/// Counters at the last round.
+#[derive(Clone, Debug, Default)]
+struct Baseline {
+    now: u32,
+    /// Per class: hits, inserts, evictions.
+    classes: Vec<(u64, u64, u64)>,
+}
+
+impl Baseline {
+    fn of(stats: &EngineStats, now: u32) -> Baseline {
+        Baseline {
+            now,
+            classes: stats
+                .classes
+                .iter()
+                .map(|c| (c.counters.get_hits, c.counters.inserts, c.counters.evicted))
+                .collect(),
+        }
+    }
+}
+
+/// A class policy and the state that feeds it.
+pub struct Rebalancer {
+    policy: Box<dyn ClassPolicy>,
+    baseline: Option<Baseline>,
+    /// Each class's histogram at the last round (indexed by class), to cut the next window from.
+    histograms: Vec<Option<ReuseTimeHistogram>>,
+    /// The prediction of the last round, waiting for its window to end.
+    pending_prediction: Option<f64>,
+    stats: RebalanceStats,
+}
+
+impl Rebalancer {
+    /// Starts `policy` on `engine` (Twemcache's random page eviction is switched on or off to match).
+    pub fn new(policy: Box<dyn ClassPolicy>, engine: &Engine) -> Rebalancer {
+        engine.set_random_page_eviction(policy.random_page_eviction());
+        Rebalancer {
+            policy,
+            baseline: None,
+            histograms: Vec::new(),
+            pending_prediction: None,
+            stats: RebalanceStats::default(),
+        }
+    }
+
+    /// Replaces the policy; the counts so far are kept, the windows start again.
+    pub fn set_policy(&mut self, policy: Box<dyn ClassPolicy>, engine: &Engine) {
+        engine.set_random_page_eviction(policy.random_page_eviction());
+        self.policy = policy;
+        self.baseline = None;
+        self.histograms.clear();
+        self.pending_prediction = None;
+    }
+
+    pub fn policy(&self) -> &dyn ClassPolicy {
+        self.policy.as_ref()
+    }
+
+    pub fn policy_mut(&mut self) -> &mut dyn ClassPolicy {
+        self.policy.as_mut()
+    }
+
+    pub fn stats(&self) -> &RebalanceStats {
+        &self.stats
+    }
+
+    /// Runs a round if one is due; returns the pages moved.
+    pub fn poll(&mut self, engine: &Engine, clock: Clock) -> u64 {
+        let stats = engine.stats(clock);
+        let Some(baseline) = &self.baseline else {
+            self.start_window(engine, &stats, clock);
+            return 0;
+        };
+        let mut progress = Progress {
+            seconds: clock.now.saturating_sub(baseline.now),
+            ..Progress::default()
+        };
+        let mut deltas = Vec::with_capacity(stats.classes.len());
+        for (i, c) in stats.classes.iter().enumerate() {
+            let (hits, inserts, evicted) = baseline.classes.get(i).copied().unwrap_or_default();
+            // `stats reset` zeroes the counters: then the window restarts from zero.
+            let d_hits = c
+                .counters
+                .get_hits
+                .checked_sub(hits)
+                .unwrap_or(c.counters.get_hits);
+            let d_inserts = c
+                .counters
+                .inserts
+                .checked_sub(inserts)
+                .unwrap_or(c.counters.inserts);
+            let d_evicted = c
+                .counters
+                .evicted
+                .checked_sub(evicted)
+                .unwrap_or(c.counters.evicted);
+            progress.accesses += d_hits + d_inserts;
+            progress.misses += d_inserts;
+            deltas.push((d_hits + d_inserts, d_inserts, d_evicted));
+        }
+        if !self.policy.due(&progress) {
+            return 0;
+        }
+        let curves = if self.policy.needs_curves() {
+            self.window_curves(engine, &stats)
+        } else {
+            Vec::new()
+        };
+        let views: Vec<ClassView> = stats
+            .classes
+            .iter()
+            .zip(&deltas)
+            .enumerate()
+            .map(|(i, (c, &(requests, misses, evictions)))| ClassView {
+                snapshot: c.clone(),
+                requests,
+                misses,
+                evictions,
+                miss_ratio_by_pages: curves.get(i).cloned().flatten(),
+            })
+            .collect();
+        let round = self.policy.round(&RoundInput {
+            classes: &views,
+            page_limit: stats.page_limit,
+            pages_in_use: stats.pages_in_use,
+            page_size_bytes: stats.page_size_bytes,
+        });
+        self.stats.rounds += 1;
+        if progress.accesses > 0 {
+            if let Some(predicted) = self.pending_prediction {
+                self.stats.predicted_miss_ratio = Some(predicted);
+                self.stats.observed_miss_ratio =
+                    Some(progress.misses as f64 / progress.accesses as f64);
+            }
+        }
+        self.pending_prediction = round.predicted_miss_ratio;
+        let mut moved = 0;
+        for m in &round.moves {
+            for _ in 0..m.pages {
+                match engine.move_page(m.src, m.dst) {
+                    Some(_) => moved += 1,
+                    None => self.stats.moves_failed += 1,
+                }
+            }
+        }
+        self.stats.pages_moved += moved;
+        let after = if moved > 0 {
+            engine.stats(clock)
+        } else {
+            stats
+        };
+        self.baseline = Some(Baseline::of(&after, clock.now));
+        moved
+    }
+
+    fn start_window(&mut self, engine: &Engine, stats: &EngineStats, clock: Clock) {
+        self.baseline = Some(Baseline::of(stats, clock.now));
+        if self.policy.needs_curves() {
+            self.histograms = vec![None; stats.classes.len()];
+            for h in engine.reuse_histograms(None) {
+                self.histograms[h.class.index()] = Some(h.histogram);
+            }
+        }
+    }
+
+    /// Each class's curve over the window since the last round, at every page count up to the limit;
+    /// the snapshots are kept for the next window.
+    fn window_curves(&mut self, engine: &Engine, stats: &EngineStats) -> Vec<Option<Vec<f64>>> {
+        let mut curves = vec![None; stats.classes.len()];
+        self.histograms.resize(stats.classes.len(), None);
+        let pages = stats.page_limit.max(stats.pages_in_use);
+        for h in engine.reuse_histograms(None) {
+            let i = h.class.index();
+            let window = match &self.histograms[i] {
+                Some(before) => h.histogram.since(before),
+                None => h.histogram.clone(),
+            };
+            self.histograms[i] = Some(h.histogram);
+            if window.requests() == 0 {
+                continue;
+            }
+            let per_page = stats.classes[i].chunks_per_page as u64;
+            let sizes: Vec<u64> = (0..=pages as u64).map(|j| j * per_page).collect();
+            let curve = window.mrc(
+                ReuseTimeMethod::Aet,
+                &MrcQuery::exactly(SizeUnit::Objects, &sizes),
+            );
+            if curve.points().is_empty() {
+                continue;
+            }
+            // The query's sizes are positive: point k is page k + 1. Nothing fits in no pages.
+            let by_pages: Vec<f64> = std::iter::once(1.0)
+                .chain(sizes[1..].iter().map(|&s| curve.miss_ratio_at(s as f64)))
+                .collect();
+            curves[i] = Some(by_pages);
+        }
+        curves
+    }
+}
+
+/// The class a move names, for logs.
+pub fn class_label(c: Option<ClassId>) -> String {
+    c.map_or("pool".to_string(), |c| c.0.to_string())
+}
