@@ -8,10 +8,13 @@
 //!   lama-art), each a function of class counters and curves.
 //! - `rebalance` — the driver the server and the simulator share: reads the engine, runs the policy
 //!   when it is due, moves the pages, keeps the counts.
+//! - `predict` — LAMA §3.5: memcached's demand-filled allocation from footprints (eq. 6) and the miss
+//!   ratio it gives (eq. 3), without running the cache.
 
 pub mod class;
 pub mod optimizer;
 pub mod rebalance;
+pub mod predict;
 
 pub use class::{by_name, ClassPolicy};
 pub use optimizer::{
@@ -19,3 +22,4 @@ pub use optimizer::{
     Partition, Problem,
 };
 pub use rebalance::{RebalanceStats, Rebalancer};
+pub use predict::{overall_miss_ratio, predict_default, ClassDemand, DefaultPrediction, Footprint};

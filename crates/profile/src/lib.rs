@@ -5,7 +5,8 @@
 //! * [`ExactLru`]: exact LRU stack distances (the reference, `O(log n)` per access).
 //! * [`ShardsProfiler`]: SHARDS, stack distances of a spatially hashed sample of keys.
 //! * [`ReuseTimeProfiler`]: a sampled [`ReuseTimeHistogram`], turned into a curve by the
-//!   footprint theory (LAMA eq. 1-2) or by average eviction time (AET, mPart eq. 2.2-2.3).
+//!   footprint theory (LAMA eq. 1-2) or by average eviction time (AET, mPart eq. 2.2-2.3); its
+//!   [`Footprint`] `fp(w)` also predicts how demand fills memory (LAMA eq. 6).
 //!
 //! Every profiler is fed through the one narrow [`AccessObserver`] interface with the 64-bit
 //! key hash the engine already computed, keeps memory bounded by its configuration, and reports
@@ -28,6 +29,7 @@ mod test_support;
 
 pub use exact::ExactLru;
 pub use mrc::{mean_absolute_error, Mrc, MrcPoint, MrcQuery, SizeUnit};
+pub use reuse_curve::Footprint;
 pub use reuse_time::{ReuseTimeHistogram, ReuseTimeMethod, ReuseTimeProfiler};
 pub use sampler::{SamplingConfig, SpatialSampler};
 pub use shards::ShardsProfiler;

@@ -58,24 +58,17 @@ fn query_sizes(histogram: &ReuseTimeHistogram, query: &MrcQuery) -> Vec<u64> {
     query.sizes(working_set.round() as u64)
 }
 
-/// Miss-ratio curve by the footprint theory.
-pub(crate) fn footprint_mrc(histogram: &ReuseTimeHistogram, query: &MrcQuery) -> Mrc {
-    if histogram.access_weight <= 0.0 {
-        return Mrc::from_points(query.unit, Vec::new());
-    }
+/// LAMA eq. 1 at the reuse-time bucket boundaries: `footprints[k] = fp(low_k - 1)` for
+/// `k = 1..=buckets`, made monotone by a running maximum; `footprints[buckets + 1]` is the
+/// distinct data (every window at least as long as the trace). Index 0 is unused.
+fn footprints(histogram: &ReuseTimeHistogram) -> Vec<f64> {
     let n = histogram.clock_ticks as f64;
-    let buckets = histogram
-        .reuse_times
-        .bucket_count()
-        .max(histogram.first_access_times.bucket_count())
-        .max(histogram.reverse_last_access_times.bucket_count());
+    let buckets = footprint_buckets(histogram);
     let reuse = Suffix::new(&histogram.reuse_times, buckets);
     let first = Suffix::new(&histogram.first_access_times, buckets);
     let last = Suffix::new(&histogram.reverse_last_access_times, buckets);
     let distinct = histogram.distinct_weight;
     let times = &histogram.reuse_times;
-
-    // footprints[k] = fp(low_k - 1), for k = 1..=buckets (bucket 0 holds time 0, unused).
     let mut footprints = vec![0.0; buckets + 2];
     let mut running_max = 0.0f64;
     for (k, footprint) in footprints.iter_mut().enumerate().take(buckets + 1).skip(1) {
@@ -92,6 +85,84 @@ pub(crate) fn footprint_mrc(histogram: &ReuseTimeHistogram, query: &MrcQuery) ->
         *footprint = running_max;
     }
     footprints[buckets + 1] = distinct;
+    footprints
+}
+
+/// Buckets the footprint is evaluated over: enough for the longest time of any of its inputs.
+fn footprint_buckets(histogram: &ReuseTimeHistogram) -> usize {
+    histogram
+        .reuse_times
+        .bucket_count()
+        .max(histogram.first_access_times.bucket_count())
+        .max(histogram.reverse_last_access_times.bucket_count())
+}
+
+/// The footprint function of the histogram's trace (see [`Footprint`]).
+pub(crate) fn footprint(histogram: &ReuseTimeHistogram) -> Footprint {
+    let distinct = histogram.distinct_weight;
+    let mut points = vec![(0.0, 0.0)];
+    if histogram.clock_ticks > 0 {
+        let values = footprints(histogram);
+        let buckets = values.len() - 2;
+        let n = histogram.clock_ticks as f64;
+        for (k, &items) in values.iter().enumerate().take(buckets + 1).skip(1) {
+            let w = (histogram.reuse_times.bucket_low(k) - 1) as f64;
+            if w > 0.0 && w < n {
+                points.push((w, items));
+            }
+        }
+        points.push((n, distinct));
+    }
+    Footprint { points, distinct }
+}
+
+/// `fp(w)`: the average number of distinct data in a window of `w` consecutive accesses of one
+/// trace (LAMA eq. 1, Xiang et al.'s formula), as a monotone table.
+///
+/// Exact at the reuse-time histogram's bucket boundaries (times below 128, then every 0.8%),
+/// read by linear interpolation between them; `fp(0) = 0`, and every window at least as long as
+/// the trace holds all of its distinct data. Windows are counted in the trace's own accesses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Footprint {
+    /// `(window, items)`, windows strictly increasing from 0, items non-decreasing.
+    points: Vec<(f64, f64)>,
+    distinct: f64,
+}
+
+impl Footprint {
+    /// Average distinct data in a window of `window_accesses` accesses.
+    pub fn at(&self, window_accesses: f64) -> f64 {
+        if window_accesses <= 0.0 {
+            return 0.0;
+        }
+        let after = self.points.partition_point(|&(w, _)| w <= window_accesses);
+        if after >= self.points.len() {
+            return self.distinct;
+        }
+        let (w0, fp0) = self.points[after - 1];
+        let (w1, fp1) = self.points[after];
+        fp0 + (fp1 - fp0) * (window_accesses - w0) / (w1 - w0)
+    }
+
+    /// Distinct data of the whole trace: the footprint of any window at least as long.
+    pub fn distinct(&self) -> f64 {
+        self.distinct
+    }
+
+    /// The table's `(window, items)` points, from `(0, 0)` to `(trace length, distinct)`.
+    pub fn points(&self) -> &[(f64, f64)] {
+        &self.points
+    }
+}
+
+/// Miss-ratio curve by the footprint theory.
+pub(crate) fn footprint_mrc(histogram: &ReuseTimeHistogram, query: &MrcQuery) -> Mrc {
+    if histogram.access_weight <= 0.0 {
+        return Mrc::from_points(query.unit, Vec::new());
+    }
+    let buckets = footprint_buckets(histogram);
+    let times = &histogram.reuse_times;
+    let footprints = footprints(histogram);
 
     let key_weighted_total = histogram.key_weighted_reuse_times.total_weight();
     let points = query_sizes(histogram, query)
@@ -208,4 +279,68 @@ pub(crate) fn aet_mrc(histogram: &ReuseTimeHistogram, query: &MrcQuery) -> Mrc {
         })
         .collect();
     Mrc::from_points(query.unit, points)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support::skewed_trace;
+    use crate::{AccessObserver, ReuseTimeMethod, ReuseTimeProfiler, SamplingConfig};
+
+    fn footprint_of(trace: &[u64]) -> super::Footprint {
+        let config = SamplingConfig::FixedRate { rate: 1.0 };
+        let mut profiler = ReuseTimeProfiler::new(ReuseTimeMethod::Footprint, config, 3);
+        for &key in trace {
+            profiler.record(key, 1);
+        }
+        profiler.histogram().footprint()
+    }
+
+    /// Distinct keys per window of `w`, averaged over all `n - w + 1` windows.
+    fn brute_force(trace: &[u64], w: usize) -> f64 {
+        let windows = trace.len() - w + 1;
+        let total: usize = (0..windows)
+            .map(|s| {
+                let mut keys = trace[s..s + w].to_vec();
+                keys.sort_unstable();
+                keys.dedup();
+                keys.len()
+            })
+            .sum();
+        total as f64 / windows as f64
+    }
+
+    #[test]
+    fn cyclic_trace_matches_lama_table_1() {
+        let trace: Vec<u64> = (0..300).map(|i| i % 3).collect();
+        let fp = footprint_of(&trace);
+        for (w, expected) in [(0.0, 0.0), (1.0, 1.0), (2.0, 2.0), (3.0, 3.0), (50.0, 3.0)] {
+            assert!((fp.at(w) - expected).abs() < 1e-9, "fp({w}) = {}", fp.at(w));
+        }
+        assert_eq!(fp.distinct(), 3.0);
+        assert_eq!(fp.at(1e9), 3.0);
+    }
+
+    #[test]
+    fn equals_the_average_over_all_windows() {
+        let trace = skewed_trace(2_000, 4);
+        let fp = footprint_of(&trace);
+        // Windows below 128 are exact bucket boundaries; longer ones are interpolated.
+        for w in [1usize, 2, 7, 50, 127, 128] {
+            let exact = brute_force(&trace, w);
+            assert!(
+                (fp.at(w as f64) - exact).abs() < 1e-6,
+                "w {w}: {} vs {exact}",
+                fp.at(w as f64)
+            );
+        }
+        for w in [300usize, 1_000, 1_999, 2_000] {
+            let exact = brute_force(&trace, w);
+            let relative = (fp.at(w as f64) - exact).abs() / exact;
+            assert!(relative < 2e-3, "w {w}: {} vs {exact}", fp.at(w as f64));
+        }
+        let points = fp.points();
+        assert!(points
+            .windows(2)
+            .all(|p| p[0].0 < p[1].0 && p[0].1 <= p[1].1));
+    }
 }

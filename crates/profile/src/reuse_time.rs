@@ -12,7 +12,7 @@
 use crate::histogram::LogHistogram;
 use crate::keymap::{key_map_memory_bytes, KeyMap};
 use crate::mrc::{Mrc, MrcQuery};
-use crate::reuse_curve;
+use crate::reuse_curve::{self, Footprint};
 use crate::sampler::{SamplingConfig, SpatialSampler};
 use crate::stack_histogram::Adjustment;
 use crate::{AccessObserver, MrcProfiler};
@@ -132,6 +132,17 @@ impl ReuseTimeHistogram {
         } else {
             0.0
         }
+    }
+
+    /// The footprint `fp(w)` of the trace behind this histogram (LAMA eq. 1), in the profiler's
+    /// clock ticks (its own accesses) and weighted items. Exact where every key is sampled.
+    pub fn footprint(&self) -> Footprint {
+        reuse_curve::footprint(self)
+    }
+
+    /// Length `n` of the trace (the profiler's clock) the times were measured on.
+    pub fn clock_ticks(&self) -> u64 {
+        self.clock_ticks
     }
 
     /// The curve by `method` at the sizes `query` asks for. Byte curves scale the object curve

@@ -11,8 +11,10 @@ mod replay;
 mod report;
 pub mod sweep;
 mod trace;
+pub mod upper_bound;
 
 pub use policy::SlabPolicy;
 pub use replay::{key_text, SimConfig, Simulator};
-pub use report::{ClassAllocation, SimReport, Window};
+pub use report::{steady_state_first_request, ClassAllocation, SimReport, Window};
 pub use trace::TraceSizing;
+pub use upper_bound::{MemoryPlan, PlannedAllocation, Span, UpperBound, UpperBoundProfiler};

@@ -65,6 +65,14 @@ impl SimReport {
     }
 }
 
+/// The index of the first request of [`SimReport::steady_state_miss_ratio`]'s last `fraction` of the
+/// windows, for a run of `requests` in windows of `window_requests` (the last one possibly partial).
+pub fn steady_state_first_request(requests: u64, window_requests: u64, fraction: f64) -> u64 {
+    let n = requests.div_ceil(window_requests.max(1)).max(1) as usize;
+    let skip = n - ((n as f64 * fraction).ceil() as usize).clamp(1, n);
+    skip as u64 * window_requests
+}
+
 pub(crate) fn ratio(num: u64, den: u64) -> f64 {
     if den == 0 {
         0.0

@@ -75,8 +75,10 @@ const DEFAULT_MAX_MOVES: usize = 50;
 const DEFAULT_THRESHOLD: f64 = 0.01;
 const DEFAULT_MIN_INTERVAL: u64 = 100_000;
 const DEFAULT_MAX_INTERVAL: u64 = 20_000_000;
-/// Classes whose miss ratio is below this are ignored by eq. 8 (LAMA: "few or no misses").
+/// Classes whose miss ratio is below this, or whose share of all misses is, are ignored by eq. 8
+/// (LAMA: "few or no misses").
 const EQ8_MIN_MISS_RATIO: f64 = 0.01;
+const EQ8_MIN_MISS_SHARE: f64 = 0.05;
 /// A round also runs after this many seconds if at least `min` accesses happened (a quiet server).
 const DEFAULT_PERIOD_SECS: u32 = 300;
 
@@ -179,6 +181,7 @@ impl Lama {
     /// min(2 S_i, S_i + N r) pages.
     fn eq8_interval(&self, input: &RoundInput<'_>, r: usize) -> u64 {
         let total: u64 = input.classes.iter().map(|c| c.requests).sum();
+        let total_misses: u64 = input.classes.iter().map(|c| c.misses).sum();
         if total == 0 {
             return self.next_interval;
         }
@@ -188,7 +191,11 @@ impl Lama {
             .filter(|c| c.requests > 0 && c.pages() > 0)
             .filter_map(|c| {
                 let mr = c.misses as f64 / c.requests as f64;
-                if mr < EQ8_MIN_MISS_RATIO {
+                // "Few or no misses": a low miss ratio, or a small share of all misses (a class
+                // that rarely appears would otherwise set an interval of billions of accesses).
+                if mr < EQ8_MIN_MISS_RATIO
+                    || (c.misses as f64) < EQ8_MIN_MISS_SHARE * total_misses as f64
+                {
                     return None;
                 }
                 let p = c.requests as f64 / total as f64;
