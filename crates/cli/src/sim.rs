@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use clap::Args;
 use mrcache_engine::EngineConfig;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
+use mrcache_sim::upper_bound::UpperBoundProfiler;
 use mrcache_sim::{SimConfig, SimReport, Simulator, SlabPolicy, TraceSizing};
 use mrcache_workload::synth::{Access, ValueSizeModel, WorkloadSpec, WORKLOAD_HELP};
 use mrcache_workload::{open_trace, TraceFormat};
@@ -205,11 +206,16 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     }
     let mut reports = Vec::new();
     for policy in &policies {
-        let report = Simulator::run(
-            base.clone(),
-            SlabPolicy::by_name(policy)?,
-            args.stream(&trace_error)?,
-        )?;
+        let policy = SlabPolicy::by_name(policy)?;
+        let mut config = base.clone();
+        if policy.is_upper_bound() {
+            // LAMA §5.6: exact curves from a first pass, Algorithm 1, the allocation replayed fixed.
+            let ub = UpperBoundProfiler::profile(&config.engine, 0, args.stream(&trace_error)?);
+            check_trace()?;
+            let pages = ub.pages_in(config.engine.memory_limit_bytes);
+            config.page_caps = Some(ub.upper_bound_allocation(pages));
+        }
+        let report = Simulator::run(config, policy, args.stream(&trace_error)?)?;
         check_trace()?;
         if args.json {
             writeln!(

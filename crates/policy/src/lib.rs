@@ -13,13 +13,13 @@
 
 pub mod class;
 pub mod optimizer;
-pub mod rebalance;
 pub mod predict;
+pub mod rebalance;
 
 pub use class::{by_name, ClassPolicy};
 pub use optimizer::{
     optimal_allocation, plan_moves, plan_moves_ranked, Allocation, OptimizeError, PageMove,
     Partition, Problem,
 };
-pub use rebalance::{RebalanceStats, Rebalancer};
 pub use predict::{overall_miss_ratio, predict_default, ClassDemand, DefaultPrediction, Footprint};
+pub use rebalance::{RebalanceStats, Rebalancer};

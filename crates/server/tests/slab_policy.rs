@@ -41,7 +41,9 @@ impl Client {
         let mut hit = false;
         loop {
             self.line.clear();
-            self.reader.read_until(b'\n', &mut self.line).expect("reply");
+            self.reader
+                .read_until(b'\n', &mut self.line)
+                .expect("reply");
             if self.line.starts_with(b"END") {
                 break;
             }

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use mrcache_workload::synth::Access;
 use serde::Serialize;
 
+use crate::upper_bound::UpperBoundProfiler;
 use crate::{SimConfig, SimReport, Simulator, SlabPolicy};
 
 /// One point of a sweep.
@@ -36,9 +37,16 @@ pub fn sweep<F>(
 where
     F: Fn() -> Result<Box<dyn Iterator<Item = Access>>, String> + Sync,
 {
+    let mut needs_upper_bound = false;
     for p in policies {
-        SlabPolicy::by_name(p)?;
+        needs_upper_bound |= SlabPolicy::by_name(p)?.is_upper_bound();
     }
+    // One exact profiling pass serves the upper bound at every size.
+    let upper_bound = if needs_upper_bound {
+        Some(UpperBoundProfiler::profile(&base.engine, 0, stream()?))
+    } else {
+        None
+    };
     let jobs: Vec<(&String, u64)> = policies
         .iter()
         .flat_map(|p| memories.iter().map(move |&m| (p, m)))
@@ -56,7 +64,11 @@ where
                 let run = || -> Result<SweepPoint, String> {
                     let mut config = base.clone();
                     config.engine.memory_limit_bytes = memory;
-                    let report = Simulator::run(config, SlabPolicy::by_name(policy)?, stream()?)?;
+                    let policy_spec = SlabPolicy::by_name(policy)?;
+                    if let (true, Some(ub)) = (policy_spec.is_upper_bound(), &upper_bound) {
+                        config.page_caps = Some(ub.upper_bound_allocation(ub.pages_in(memory)));
+                    }
+                    let report = Simulator::run(config, policy_spec, stream()?)?;
                     Ok(SweepPoint {
                         policy: policy.clone(),
                         memory_bytes: memory,

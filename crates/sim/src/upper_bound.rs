@@ -411,7 +411,8 @@ impl UpperBound {
     }
 
     /// (b) The allocation of `total_pages` with the fewest whole-run GET misses (LAMA Algorithm 1 over
-    /// the exact curves, no lower bounds, no move limit), indexed by class index. Pages that no class can
+    /// the exact curves, no move limit; every class in use keeps one page, as memcached's first-page
+    /// rule forces on any policy), indexed by class index. Pages that no class can
     /// use (memory beyond every class's data) are left out, so the sum may be less than `total_pages`.
     pub fn upper_bound_allocation(&self, total_pages: usize) -> Vec<usize> {
         let tables = self.tables(total_pages, Span::WholeRun);
@@ -429,7 +430,9 @@ impl UpperBound {
                     .map(|mr| mr * c.whole_run.gets as f64)
                     .collect(),
                 current_pages: 0,
-                min_pages: 0,
+                // memcached's first-page rule gives every class in use a page whatever the policy,
+                // so no memcached-compatible allocation (LAMA's included) can do without it.
+                min_pages: usize::from(c.accesses > 0).min(table.len() - 1),
             })
             .collect();
         let problem = Problem {
