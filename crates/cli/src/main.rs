@@ -1,10 +1,12 @@
 //! `mrcache`: the offline tool. Each subcommand lives in its own module and owns its arguments;
 //! `main` only parses, dispatches, and turns an error into a message and a non-zero exit.
-//! Later subcommands (`plan`, `trace`) slot into [`Command`].
+//! Later subcommands (`trace`) slot into [`Command`].
 
 mod bench;
 mod figures;
+mod input;
 mod mrc;
+mod plan;
 mod plot;
 mod sim;
 
@@ -29,6 +31,17 @@ enum Command {
     Mrc(mrc::MrcArgs),
     /// Replay a workload or trace through the real engine under a logical clock (one size or a sweep).
     Sim(sim::SimArgs),
+    /// Predict miss ratios at many memory sizes from one pass: memcached's default (LAMA eq. 6) and the
+    /// optimal allocation (the theoretical upper bound).
+    ///
+    /// The pass attributes every request to its slab class (memcached's item accounting) and measures each
+    /// class's exact LRU stack distances and footprint. Then, per memory size: `default` is memcached's
+    /// demand-filled allocation as LAMA eq. 6 predicts it (the pages each class has asked for when memory
+    /// fills) with its miss ratio (eq. 3); `upper_bound` is the allocation with the fewest misses (LAMA
+    /// Algorithm 1 over the exact curves), the bound no slab policy can beat. Miss ratios are GET misses
+    /// over GETs, over the whole run and over its steady state (the last half of the --window-requests
+    /// windows, as `mrcache sim` reports it); --allocation prints pages per class (class:pages).
+    Plan(plan::PlanArgs),
     /// Load-test memcached-protocol servers: closed or open loop, latency percentiles, QoS search.
     Bench(mrcache_loadgen::BenchArgs),
 }
@@ -38,6 +51,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Mrc(args) => mrc::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Plan(args) => plan::run(&args),
         Command::Bench(args) => bench::run(&args),
     };
     match result {

@@ -3,36 +3,22 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use clap::Args;
 use mrcache_engine::EngineConfig;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
 use mrcache_sim::upper_bound::UpperBoundProfiler;
-use mrcache_sim::{SimConfig, SimReport, Simulator, SlabPolicy, TraceSizing};
-use mrcache_workload::synth::{Access, ValueSizeModel, WorkloadSpec, WORKLOAD_HELP};
-use mrcache_workload::{open_trace, TraceFormat};
+use mrcache_sim::{SimConfig, SimReport, Simulator, SlabPolicy};
+use mrcache_workload::synth::WORKLOAD_HELP;
 
 use crate::figures::{draw, Chart, Series};
+use crate::input::{take_trace_error, SlabArgs, SourceArgs, TraceErrorSlot};
 
 #[derive(Args, Debug)]
 #[command(after_help = WORKLOAD_HELP)]
 pub struct SimArgs {
-    /// Synthetic workload, NAME[:key=value,...] (see below).
-    #[arg(long, conflicts_with = "trace", required_unless_present = "trace")]
-    workload: Option<String>,
-    /// Trace file to replay (compressed files are read directly).
-    #[arg(long)]
-    trace: Option<PathBuf>,
-    /// Trace format: auto, u32be, u64be, oracle-general, arc-lis, twitter-csv, meta-kv-csv, cloudphysics-csv.
-    #[arg(long, default_value = "auto")]
-    format: String,
-    /// Value sizes for key-only traces: N bytes, A-B uniform, or etc (Facebook ETC's distribution).
-    #[arg(long, default_value = "etc")]
-    value_size: String,
-    /// Key size in bytes for traces (they record numeric ids).
-    #[arg(long, default_value_t = 16)]
-    key_size: u8,
+    #[command(flatten)]
+    source: SourceArgs,
     /// Cache memory (memcached's -m), e.g. 64MiB, 1GiB.
     #[arg(long, default_value = "64MiB")]
     memory: String,
@@ -58,15 +44,8 @@ pub struct SimArgs {
     /// Requests per logical second (drives expiry and once-a-second policies).
     #[arg(long, default_value_t = 100_000)]
     requests_per_second: u64,
-    /// Slab growth factor (memcached's -f).
-    #[arg(long, default_value_t = 1.25)]
-    growth_factor: f64,
-    /// Largest item (memcached's -I), e.g. 1MiB.
-    #[arg(long, default_value = "1MiB")]
-    item_size_max: String,
-    /// Random seed for synthetic workloads and size models.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    slab: SlabArgs,
     /// Print one JSON object (per run) instead of text.
     #[arg(long)]
     json: bool,
@@ -84,23 +63,16 @@ pub struct SimArgs {
     threads: Option<usize>,
 }
 
-type Stream = Box<dyn Iterator<Item = Access>>;
-
 impl SimArgs {
     fn base_config(&self) -> Result<SimConfig, String> {
-        let item_size_max =
-            parse_bytes(&self.item_size_max).map_err(|e| format!("--item-size-max {e}"))?;
         if self.window_requests == 0 || self.requests_per_second == 0 {
             return Err("--window-requests and --requests-per-second must be positive".into());
         }
+        let memory = parse_bytes(&self.memory).map_err(|e| format!("--memory {e}"))?;
         Ok(SimConfig {
             engine: EngineConfig {
-                memory_limit_bytes: parse_bytes(&self.memory)
-                    .map_err(|e| format!("--memory {e}"))?,
-                item_size_max_bytes: item_size_max as usize,
-                growth_factor: self.growth_factor,
                 profile_sample_rate: self.mrc_sample_rate,
-                ..EngineConfig::default()
+                ..self.slab.engine_config(memory)?
             },
             window_requests: self.window_requests,
             requests_per_second: self.requests_per_second,
@@ -140,57 +112,13 @@ impl SimArgs {
         }
         Ok(out)
     }
-
-    /// A fresh copy of the request stream. A trace error ends the stream and is left in `trace_error`.
-    fn stream(&self, trace_error: &TraceErrorSlot) -> Result<Stream, String> {
-        if let Some(spec) = &self.workload {
-            return Ok(WorkloadSpec::parse(spec)?.build(self.seed)?);
-        }
-        let path = self.trace.as_ref().ok_or("give --workload or --trace")?;
-        let format: TraceFormat = self.format.parse()?;
-        let reader = open_trace(path, format).map_err(|e| e.to_string())?;
-        let sizing = TraceSizing {
-            key_size: self.key_size.max(8),
-            value_size: parse_value_size(&self.value_size)?,
-            override_sizes: false,
-            seed: self.seed,
-        };
-        let slot = trace_error.clone();
-        Ok(Box::new(reader.map_while(move |r| match r {
-            Ok(r) => Some(sizing.access(&r)),
-            Err(e) => {
-                *slot.lock().unwrap() = Some(e.to_string());
-                None
-            }
-        })))
-    }
-}
-
-/// Where a trace stream leaves the error that ended it.
-type TraceErrorSlot = Arc<Mutex<Option<String>>>;
-
-fn parse_value_size(text: &str) -> Result<ValueSizeModel, String> {
-    let bad = || format!("--value-size {text}: expected N, A-B or etc");
-    if text == "etc" {
-        return Ok(ValueSizeModel::Etc { max: 500_000 });
-    }
-    match text.split_once('-') {
-        Some((a, b)) => Ok(ValueSizeModel::Uniform(
-            a.parse().map_err(|_| bad())?,
-            b.parse().map_err(|_| bad())?,
-        )),
-        None => Ok(ValueSizeModel::Fixed(text.parse().map_err(|_| bad())?)),
-    }
 }
 
 pub fn run(args: &SimArgs) -> Result<(), String> {
     let base = args.base_config()?;
     let policies = args.policies()?;
     let trace_error = TraceErrorSlot::default();
-    let check_trace = || match trace_error.lock().unwrap().take() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    };
+    let check_trace = || take_trace_error(&trace_error);
     let out = &mut std::io::stdout().lock();
     if let Some(range) = &args.sweep {
         let memories = parse_range(range).map_err(|e| format!("--sweep {e}"))?;
@@ -198,7 +126,7 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let points = sweep(&base, &memories, &policies, threads, || {
-            args.stream(&trace_error)
+            args.source.stream(&trace_error)
         })?;
         check_trace()?;
         report_sweep(args, &policies, &points, out)?;
@@ -210,12 +138,13 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         let mut config = base.clone();
         if policy.is_upper_bound() {
             // LAMA §5.6: exact curves from a first pass, Algorithm 1, the allocation replayed fixed.
-            let ub = UpperBoundProfiler::profile(&config.engine, 0, args.stream(&trace_error)?);
+            let ub =
+                UpperBoundProfiler::profile(&config.engine, 0, args.source.stream(&trace_error)?);
             check_trace()?;
             let pages = ub.pages_in(config.engine.memory_limit_bytes);
             config.page_caps = Some(ub.upper_bound_allocation(pages));
         }
-        let report = Simulator::run(config, policy, args.stream(&trace_error)?)?;
+        let report = Simulator::run(config, policy, args.source.stream(&trace_error)?)?;
         check_trace()?;
         if args.json {
             writeln!(
@@ -244,7 +173,7 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         draw(
             path,
             &Chart {
-                title: &format!("Miss ratio over time, {}", workload_name(args)),
+                title: &format!("Miss ratio over time, {}", args.source.name()),
                 x_label: "requests (millions)",
                 y_label: "miss ratio",
                 y_range: Some((0.0, 1.0)),
@@ -271,7 +200,7 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
             &Chart {
                 title: &format!(
                     "Pages per slab class, {} ({})",
-                    workload_name(args),
+                    args.source.name(),
                     r.policy
                 ),
                 x_label: "requests (millions)",
@@ -282,16 +211,6 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         )?;
     }
     Ok(())
-}
-
-fn workload_name(args: &SimArgs) -> String {
-    match (&args.workload, &args.trace) {
-        (Some(w), _) => w.clone(),
-        (None, Some(t)) => t
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-        _ => String::new(),
-    }
 }
 
 fn write_text(out: &mut impl Write, r: &SimReport) -> std::io::Result<()> {
@@ -377,7 +296,7 @@ fn report_sweep(
         draw(
             path,
             &Chart {
-                title: &format!("Steady-state miss ratio vs memory, {}", workload_name(args)),
+                title: &format!("Steady-state miss ratio vs memory, {}", args.source.name()),
                 x_label: "memory (MiB)",
                 y_label: "miss ratio",
                 y_range: None,

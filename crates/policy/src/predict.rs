@@ -105,15 +105,17 @@ pub fn overall_miss_ratio(classes: &[ClassDemand<'_>], pages: &[usize]) -> f64 {
 /// Bisection steps: the interval halves each time, so 200 steps resolve any `M` a `f64` can hold.
 const BISECTION_STEPS: usize = 200;
 
+/// Rounds of deciding which classes arrive after the fill; each round lengthens `M`, so it settles fast.
+const LATE_CLASS_ROUNDS: usize = 8;
+
 /// Eq. 6: memcached's demand-filled allocation of `total_pages` among `classes`, and its miss ratio.
+///
+/// A class that has not stored one item on average by the time memory fills (`fp_i(M q_i) < 1`) takes
+/// no part in the fill; when its first item arrives it takes its first page as the engine does: from
+/// the budget if any is left, else from the class holding the most pages (at least two; the highest
+/// class index among equals), else over the limit.
 pub fn predict_default(classes: &[ClassDemand<'_>], total_pages: usize) -> DefaultPrediction {
     let all_accesses: f64 = classes.iter().map(|c| c.accesses.max(0.0)).sum();
-    let pages_at = |m: f64| -> Vec<usize> {
-        classes
-            .iter()
-            .map(|c| c.pages_after(m * c.accesses.max(0.0) / all_accesses))
-            .collect()
-    };
     let finish = |cold_start_accesses, pages: Vec<usize>| DefaultPrediction {
         miss_ratio: overall_miss_ratio(classes, &pages),
         cold_start_accesses,
@@ -128,13 +130,62 @@ pub fn predict_default(classes: &[ClassDemand<'_>], total_pages: usize) -> Defau
     if first_pages.iter().sum::<usize>() >= total_pages {
         return finish(Some(0.0), first_pages);
     }
+    let mut late = vec![false; classes.len()];
+    let (mut cold_start, mut pages) = fill(classes, all_accesses, total_pages, &late);
+    for _ in 0..LATE_CLASS_ROUNDS {
+        let Some(m) = cold_start else { break };
+        let now_late: Vec<bool> = classes
+            .iter()
+            .map(|c| c.accesses > 0.0 && c.footprint.items(m * c.accesses / all_accesses) < 1.0)
+            .collect();
+        if now_late == late {
+            break;
+        }
+        late = now_late;
+        (cold_start, pages) = fill(classes, all_accesses, total_pages, &late);
+    }
+    for (i, _) in late.iter().enumerate().filter(|(_, &l)| l) {
+        if pages.iter().sum::<usize>() >= total_pages {
+            let donor = pages
+                .iter()
+                .enumerate()
+                .filter(|&(j, &p)| j != i && p >= 2)
+                .max_by_key(|&(_, &p)| p)
+                .map(|(j, _)| j);
+            if let Some(j) = donor {
+                pages[j] -= 1;
+            }
+        }
+        pages[i] = 1;
+    }
+    finish(cold_start, pages)
+}
+
+/// Solves eq. 6 among the classes not `excluded`: the first `M` at which their pages reach `total_pages`
+/// (`None` and every page they could use, if they never do).
+fn fill(
+    classes: &[ClassDemand<'_>],
+    all_accesses: f64,
+    total_pages: usize,
+    excluded: &[bool],
+) -> (Option<f64>, Vec<usize>) {
+    let pages_at = |m: f64| -> Vec<usize> {
+        classes
+            .iter()
+            .zip(excluded)
+            .map(|(c, &out)| match out {
+                true => 0,
+                false => c.pages_after(m * c.accesses.max(0.0) / all_accesses),
+            })
+            .collect()
+    };
     let filled = |m: f64| pages_at(m).iter().sum::<usize>() >= total_pages;
     let mut high = 1.0;
     while !filled(high) {
         high *= 2.0;
         if !high.is_finite() {
-            // Footprints that approach their distinct items only in the limit.
-            return finish(None, everything);
+            // Everything fits, or footprints approach their distinct items only in the limit.
+            return (None, pages_at(f64::INFINITY));
         }
     }
     let mut low = 0.0;
@@ -150,8 +201,7 @@ pub fn predict_default(classes: &[ClassDemand<'_>], total_pages: usize) -> Defau
         }
     }
     let (before, mut pages) = (pages_at(low), pages_at(high));
-    let excess = pages.iter().sum::<usize>() - total_pages;
-    if excess > 0 {
+    if pages.iter().sum::<usize>() > total_pages {
         // Several classes asked for a page at the same `M`: the last pages go to them in class order.
         let mut left = total_pages - before.iter().sum::<usize>();
         for (page, &b) in pages.iter_mut().zip(&before) {
@@ -160,7 +210,7 @@ pub fn predict_default(classes: &[ClassDemand<'_>], total_pages: usize) -> Defau
             left -= wanted.min(left);
         }
     }
-    finish(Some(high), pages)
+    (Some(high), pages)
 }
 
 #[cfg(test)]
@@ -234,6 +284,20 @@ mod tests {
         let classes = [class(&fp, 10, &[1.0]), class(&fp, 10, &[1.0])];
         let p = predict_default(&classes, 3);
         assert_eq!(p.pages, vec![2, 1]);
+    }
+
+    #[test]
+    fn a_class_arriving_after_the_fill_takes_a_page_from_the_largest() {
+        // A and B share the accesses almost equally; C is so rare that it has not stored an item when
+        // 10 pages of 10 items are full (just over 40 accesses each, 5 pages each: M = 40 * 2001 / 1000;
+        // C has seen 0.04 accesses).
+        // C's first page then comes from the largest class, the later of the two equals: B.
+        let fp = Cyclic { keys: 1000.0 };
+        let mut classes = vec![class(&fp, 10, &[1.0]); 3];
+        classes[2].accesses = 1.0;
+        let p = predict_default(&classes, 10);
+        assert_eq!(p.pages, vec![5, 4, 1]);
+        assert!((p.cold_start_accesses.unwrap() - 40.0 * 2001.0 / 1000.0).abs() < 1e-6);
     }
 
     #[test]

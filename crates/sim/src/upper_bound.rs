@@ -623,10 +623,11 @@ mod tests {
             assert_eq!(allocated, held.min(fits_all));
             assert_eq!(plan.upper_bound.pages, ub.upper_bound_allocation(held));
         }
-        assert_eq!(
-            ub.plan(8 << 20),
-            profile(150_000).plan(8 << 20),
-            "deterministic"
+        assert!(
+            gained > 0.01,
+            "the optimum saves misses somewhere: {gained}"
         );
+        let again = profile_of(ETC, 200_000);
+        assert_eq!(ub.plan(32 << 20), again.plan(32 << 20), "deterministic");
     }
 }

@@ -1,0 +1,128 @@
+//! Options shared by the subcommands that replay requests (`sim`, `plan`): where the request stream comes
+//! from (a synthetic workload or a trace, with the sizing of key-only traces) and the slab geometry of the
+//! engine it is replayed for. Each subcommand flattens these into its own arguments.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use clap::Args;
+use mrcache_engine::EngineConfig;
+use mrcache_sim::sweep::parse_bytes;
+use mrcache_sim::TraceSizing;
+use mrcache_workload::synth::{Access, ValueSizeModel, WorkloadSpec};
+use mrcache_workload::{open_trace, TraceFormat};
+
+/// A request stream, consumed on the thread that made it.
+pub type Stream = Box<dyn Iterator<Item = Access>>;
+
+/// Where a trace stream leaves the error that ended it.
+pub type TraceErrorSlot = Arc<Mutex<Option<String>>>;
+
+/// The request stream: `--workload` or `--trace`.
+#[derive(Args, Debug)]
+pub struct SourceArgs {
+    /// Synthetic workload, NAME[:key=value,...] (see below).
+    #[arg(long, conflicts_with = "trace", required_unless_present = "trace")]
+    pub workload: Option<String>,
+    /// Trace file to replay (compressed files are read directly).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Trace format: auto, u32be, u64be, oracle-general, arc-lis, twitter-csv, meta-kv-csv, cloudphysics-csv.
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    /// Value sizes for key-only traces: N bytes, A-B uniform, or etc (Facebook ETC's distribution).
+    #[arg(long, default_value = "etc")]
+    pub value_size: String,
+    /// Key size in bytes for traces (they record numeric ids).
+    #[arg(long, default_value_t = 16)]
+    pub key_size: u8,
+    /// Random seed for synthetic workloads and size models.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl SourceArgs {
+    /// A fresh copy of the request stream. A trace error ends the stream and is left in `trace_error`.
+    pub fn stream(&self, trace_error: &TraceErrorSlot) -> Result<Stream, String> {
+        if let Some(spec) = &self.workload {
+            return Ok(WorkloadSpec::parse(spec)?.build(self.seed)?);
+        }
+        let path = self.trace.as_ref().ok_or("give --workload or --trace")?;
+        let format: TraceFormat = self.format.parse()?;
+        let reader = open_trace(path, format).map_err(|e| e.to_string())?;
+        let sizing = TraceSizing {
+            key_size: self.key_size.max(8),
+            value_size: parse_value_size(&self.value_size)?,
+            override_sizes: false,
+            seed: self.seed,
+        };
+        let slot = trace_error.clone();
+        Ok(Box::new(reader.map_while(move |r| match r {
+            Ok(r) => Some(sizing.access(&r)),
+            Err(e) => {
+                *slot.lock().unwrap() = Some(e.to_string());
+                None
+            }
+        })))
+    }
+
+    /// The workload spec, or the trace's file name, for titles.
+    pub fn name(&self) -> String {
+        match (&self.workload, &self.trace) {
+            (Some(w), _) => w.clone(),
+            (None, Some(t)) => Path::new(t)
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The error a trace stream ended with, if any (taking it out of the slot).
+pub fn take_trace_error(slot: &TraceErrorSlot) -> Result<(), String> {
+    match slot.lock().unwrap().take() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn parse_value_size(text: &str) -> Result<ValueSizeModel, String> {
+    let bad = || format!("--value-size {text}: expected N, A-B or etc");
+    if text == "etc" {
+        return Ok(ValueSizeModel::Etc { max: 500_000 });
+    }
+    match text.split_once('-') {
+        Some((a, b)) => Ok(ValueSizeModel::Uniform(
+            a.parse().map_err(|_| bad())?,
+            b.parse().map_err(|_| bad())?,
+        )),
+        None => Ok(ValueSizeModel::Fixed(text.parse().map_err(|_| bad())?)),
+    }
+}
+
+/// The slab geometry: memcached's `-f` and `-I`.
+#[derive(Args, Debug)]
+pub struct SlabArgs {
+    /// Slab growth factor (memcached's -f).
+    #[arg(long, default_value_t = 1.25)]
+    pub growth_factor: f64,
+    /// Largest item (memcached's -I), e.g. 1MiB.
+    #[arg(long, default_value = "1MiB")]
+    pub item_size_max: String,
+}
+
+impl SlabArgs {
+    /// The simulator's engine configuration at `memory_bytes`: one shard (exact LRU per class), no online
+    /// profiling.
+    pub fn engine_config(&self, memory_bytes: u64) -> Result<EngineConfig, String> {
+        let item_size_max =
+            parse_bytes(&self.item_size_max).map_err(|e| format!("--item-size-max {e}"))?;
+        Ok(EngineConfig {
+            memory_limit_bytes: memory_bytes,
+            item_size_max_bytes: item_size_max as usize,
+            growth_factor: self.growth_factor,
+            profile_sample_rate: None,
+            ..EngineConfig::default()
+        })
+    }
+}
