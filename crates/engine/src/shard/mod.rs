@@ -429,7 +429,7 @@ impl Shard {
 
     // ----- allocation -----
 
-    /// A chunk for an item of `total_bytes` (memcached accounting): a free chunk, a carved chunk, a new
+    /// A chunk for an item of `total_bytes` (accounted size, `Geometry::item_total_bytes`): a free chunk, a carved chunk, a new
     /// page, an expired tail item, or the LRU tail evicted. The chunk is not linked; the caller writes and
     /// links it at once (`write_and_link`).
     pub(crate) fn alloc(
@@ -705,6 +705,13 @@ impl Shard {
         clock: Clock,
     ) -> Result<(u32, u64), AllocError> {
         let value_len = parts.iter().map(|p| p.len()).sum();
+        // `-I` is memcached's limit whatever the accounting; `alloc` only checks the accounted size.
+        if !self
+            .geometry
+            .within_item_limit(key.len(), client_flags, value_len)
+        {
+            return Err(AllocError::TooLarge);
+        }
         let total = self
             .geometry
             .item_total_bytes(key.len(), client_flags, value_len);
