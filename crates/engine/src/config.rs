@@ -11,8 +11,8 @@ pub const DEFAULT_PAGE_SIZE_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_GROWTH_FACTOR: f64 = 1.25;
 /// `-n 48`: minimum space for key + value + flags in the smallest chunk.
 pub const DEFAULT_MIN_CHUNK_DATA_BYTES: usize = 48;
-/// memcached's `sizeof(item)` on 64-bit builds; used for item size accounting so that every item lands in the
-/// same slab class as in memcached.
+/// memcached's `sizeof(item)` on 64-bit builds: the base of its slab ladder and of its item size accounting,
+/// which decides the `-I` limit always and the slab class under `ItemAccounting::Memcached`.
 pub const MEMCACHED_ITEM_HEADER_BYTES: usize = 48;
 /// The CAS field memcached adds to each item unless `-C`.
 pub const MEMCACHED_CAS_BYTES: usize = 8;
@@ -23,12 +23,46 @@ pub const MIN_ITEM_SIZE_MAX_BYTES: usize = 1024;
 /// Largest `-I` memcached accepts.
 pub const MAX_ITEM_SIZE_MAX_BYTES: usize = 1024 * 1024 * 1024;
 
+/// How an item's size is counted when it is placed in a slab class (and in `bytes`, `mem_requested` and
+/// the profilers' byte curves). Either way the `-I` limit is memcached's accounting, so an item memcached
+/// refuses as too large is refused here too, and one it stores is stored.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum ItemAccounting {
+    /// memcached 1.6.18's: its 48-byte header, CAS, key + NUL, flags suffix, value + CRLF, on memcached's
+    /// ladder (class 1 = 48 + `-n`). Every item lands in the class memcached gives it, so simulations of
+    /// memcached's allocation stay faithful; 30+ bytes of each chunk are never written (our header is 26).
+    #[default]
+    Memcached,
+    /// The bytes the item occupies in its chunk (`item::stored_bytes`: our 26-byte header, key, value), on
+    /// a ladder based on that header (class 1 = 26 + `-n`, rounded to 8). More items fit in each page;
+    /// classes differ from memcached's.
+    Compact,
+}
+
+impl ItemAccounting {
+    /// The `-o item_accounting=` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            ItemAccounting::Memcached => "memcached",
+            ItemAccounting::Compact => "compact",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ItemAccounting> {
+        match s {
+            "memcached" => Some(ItemAccounting::Memcached),
+            "compact" => Some(ItemAccounting::Compact),
+            _ => None,
+        }
+    }
+}
+
 /// How the engine is sized and how it behaves when full.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EngineConfig {
     /// `-m`: bytes of item memory; divided into pages.
     pub memory_limit_bytes: u64,
-    /// `-I`: the largest item (memcached's accounting: header, CAS, key, suffix, value and CRLF).
+    /// `-I`: the largest item, always by memcached's accounting (header, CAS, key, suffix, value and CRLF).
     /// The page size is `max(1 MiB, item_size_max_bytes)`, so that the largest item always fits one page.
     pub item_size_max_bytes: usize,
     /// `-f`: chunk growth factor between slab classes.
@@ -37,6 +71,8 @@ pub struct EngineConfig {
     pub min_chunk_data_bytes: usize,
     /// `!-C`: items carry a CAS value.
     pub use_cas: bool,
+    /// How item sizes pick slab classes. memcached's by default, so the simulator reproduces memcached.
+    pub item_accounting: ItemAccounting,
     /// `!-M`: evict the least recently used item when a class is full, instead of failing the store.
     pub evict_when_full: bool,
     /// Independent lock domains (hash-partitioned key space, each with its own pages and LRUs).
@@ -58,6 +94,7 @@ impl Default for EngineConfig {
             growth_factor: DEFAULT_GROWTH_FACTOR,
             min_chunk_data_bytes: DEFAULT_MIN_CHUNK_DATA_BYTES,
             use_cas: true,
+            item_accounting: ItemAccounting::Memcached,
             evict_when_full: true,
             shards: 1,
             profile_sample_rate: Some(crate::profiling::DEFAULT_SAMPLE_RATE),
@@ -89,8 +126,9 @@ impl EngineConfig {
         ((self.memory_limit_bytes / self.page_size_bytes() as u64) as usize).max(1)
     }
 
-    /// Fixed per-item overhead of memcached's accounting: header, plus CAS unless `-C`.
-    pub fn item_overhead_bytes(&self) -> usize {
+    /// Fixed per-item overhead of memcached's accounting: header, plus CAS unless `-C`. This decides the
+    /// `-I` limit whatever the `item_accounting`.
+    pub fn memcached_item_overhead_bytes(&self) -> usize {
         MEMCACHED_ITEM_HEADER_BYTES + if self.use_cas { MEMCACHED_CAS_BYTES } else { 0 }
     }
 

@@ -1,14 +1,24 @@
 //! Slab geometry: the chunk size of every slab class, and which class an item of a given size belongs to.
 //!
-//! Classes follow memcached 1.6's `slabs_init` exactly: class 1 holds `48 + -n` bytes, each next class is
-//! `-f` times larger (truncated, then rounded up to 8 bytes) while it stays below `chunk_max / -f`, and the
-//! last regular class is `chunk_max` = page/2. Defaults give memcached's 39 classes, 96 B to 512 KiB.
-//! memcached stores items above `chunk_max` as chains of 512 KiB chunks; we add one final class whose chunk
-//! is a whole page instead, so every item is one contiguous chunk. An item's size is accounted exactly as
-//! memcached accounts it (header, CAS, key + NUL, flags suffix, value + CRLF), so items land in the same
-//! class as in memcached and simulations of memcached's allocation stay faithful.
+//! Classes follow memcached 1.6's `slabs_init` exactly: class 1 holds `header + -n` bytes, each next class
+//! is `-f` times larger (truncated, then rounded up to 8 bytes) while it stays below `chunk_max / -f`, and
+//! the last regular class is `chunk_max` = page/2. memcached stores items above `chunk_max` as chains of
+//! 512 KiB chunks; we add one final class whose chunk is a whole page instead, so every item is one
+//! contiguous chunk.
+//!
+//! Item accounting (`config::ItemAccounting`) decides `header` and how an item's size is counted:
+//! - `Memcached`: header 48, so defaults give memcached's 39 classes, 96 B to 512 KiB; an item counts as
+//!   memcached counts it (header, CAS, key + NUL, flags suffix, value + CRLF), so it lands in the same
+//!   class as in memcached and simulations of memcached's allocation stay faithful.
+//! - `Compact`: header 26 (`item::HEADER_BYTES`), so class 1 is 80 B by default; an item counts as the
+//!   bytes it occupies (`item::stored_bytes`).
+//!
+//! Invariants: an item's accounted size is at least `item::stored_bytes`, so its class's chunk holds it;
+//! and whether an item is too large is decided by memcached's accounting against `-I` under both, so
+//! `SERVER_ERROR object too large for cache` answers exactly the items memcached refuses.
 
-use crate::config::{EngineConfig, MAX_SLAB_CLASSES};
+use crate::config::{EngineConfig, ItemAccounting, MAX_SLAB_CLASSES, MEMCACHED_ITEM_HEADER_BYTES};
+use crate::item;
 
 /// memcached's `CHUNK_ALIGN_BYTES`.
 const CHUNK_ALIGN_BYTES: usize = 8;
@@ -42,7 +52,9 @@ pub struct Geometry {
     classes: Vec<ClassGeometry>,
     page_size_bytes: usize,
     item_size_max_bytes: usize,
-    item_overhead_bytes: usize,
+    /// memcached's fixed bytes per item (header and CAS): the `-I` limit, and the class under `Memcached`.
+    memcached_item_overhead_bytes: usize,
+    accounting: ItemAccounting,
 }
 
 impl Geometry {
@@ -51,7 +63,11 @@ impl Geometry {
         let chunk_max = page_size_bytes / 2;
         let factor = config.growth_factor;
         let mut classes = Vec::new();
-        let mut size = crate::config::MEMCACHED_ITEM_HEADER_BYTES + config.min_chunk_data_bytes;
+        let header = match config.item_accounting {
+            ItemAccounting::Memcached => MEMCACHED_ITEM_HEADER_BYTES,
+            ItemAccounting::Compact => item::HEADER_BYTES,
+        };
+        let mut size = header + config.min_chunk_data_bytes;
         while classes.len() < MAX_SLAB_CLASSES - 2 && (size as f64) < chunk_max as f64 / factor {
             if !size.is_multiple_of(CHUNK_ALIGN_BYTES) {
                 size += CHUNK_ALIGN_BYTES - size % CHUNK_ALIGN_BYTES;
@@ -75,7 +91,8 @@ impl Geometry {
             classes,
             page_size_bytes,
             item_size_max_bytes: config.item_size_max_bytes,
-            item_overhead_bytes: config.item_overhead_bytes(),
+            memcached_item_overhead_bytes: config.memcached_item_overhead_bytes(),
+            accounting: config.item_accounting,
         }
     }
 
@@ -108,13 +125,53 @@ impl Geometry {
         id >= 1 && id as usize <= self.classes.len()
     }
 
-    /// memcached's accounted size of an item (`item_make_header` + CAS): what decides its class.
-    pub fn item_total_bytes(&self, key_len: usize, client_flags: u32, value_len: usize) -> usize {
-        let suffix = if client_flags == 0 { 0 } else { 4 };
-        self.item_overhead_bytes + key_len + 1 + suffix + value_len + 2
+    pub fn accounting(&self) -> ItemAccounting {
+        self.accounting
     }
 
-    /// The smallest class that holds an item of `total_bytes`, or `None` if it exceeds `-I`.
+    /// memcached's size of an item (`item_make_header` + CAS), saturating: what `-I` limits.
+    pub fn memcached_item_bytes(
+        &self,
+        key_len: usize,
+        client_flags: u32,
+        value_len: usize,
+    ) -> usize {
+        let suffix = if client_flags == 0 { 0 } else { 4 };
+        self.memcached_item_overhead_bytes
+            .saturating_add(key_len + 1 + suffix + 2)
+            .saturating_add(value_len)
+    }
+
+    /// The accounted size of an item: what decides its class, and what `bytes` and the profilers count.
+    pub fn item_total_bytes(&self, key_len: usize, client_flags: u32, value_len: usize) -> usize {
+        match self.accounting {
+            ItemAccounting::Memcached => {
+                self.memcached_item_bytes(key_len, client_flags, value_len)
+            }
+            ItemAccounting::Compact => item::stored_bytes(key_len, value_len),
+        }
+    }
+
+    /// Whether memcached would store an item this large (`item_size_ok`): its size within `-I`.
+    pub fn within_item_limit(&self, key_len: usize, client_flags: u32, value_len: usize) -> bool {
+        self.memcached_item_bytes(key_len, client_flags, value_len) <= self.item_size_max_bytes
+    }
+
+    /// The class of an item, or `None` if it is larger than memcached allows (`-I`).
+    pub fn class_for_item(
+        &self,
+        key_len: usize,
+        client_flags: u32,
+        value_len: usize,
+    ) -> Option<ClassId> {
+        if !self.within_item_limit(key_len, client_flags, value_len) {
+            return None;
+        }
+        self.class_for(self.item_total_bytes(key_len, client_flags, value_len))
+    }
+
+    /// The smallest class that holds `total_bytes` of accounted size, or `None` if it exceeds `-I` (which
+    /// alone does not make an item too large under `Compact`: see `class_for_item`).
     pub fn class_for(&self, total_bytes: usize) -> Option<ClassId> {
         if total_bytes == 0 || total_bytes > self.item_size_max_bytes {
             return None;
@@ -158,5 +215,86 @@ mod tests {
         assert_eq!(g.class_for(97), Some(ClassId(2)));
         assert_eq!(g.class_for(524_288), Some(ClassId(39)));
         assert_eq!(g.class_for(524_289), Some(ClassId(40)));
+    }
+
+    fn compact(config: EngineConfig) -> Geometry {
+        Geometry::new(&EngineConfig {
+            item_accounting: ItemAccounting::Compact,
+            ..config
+        })
+    }
+
+    #[test]
+    fn compact_ladder_starts_at_our_header_plus_n() {
+        let g = compact(EngineConfig::default());
+        let sizes: Vec<usize> = g.classes().map(|(_, c)| c.chunk_size_bytes).collect();
+        // 26 + 48 = 74, rounded to 80; then x1.25 truncated and rounded up to 8, as memcached does.
+        assert_eq!(&sizes[..6], &[80, 104, 136, 176, 224, 280]);
+        assert_eq!(&sizes[sizes.len() - 2..], &[524_288, 1 << 20]);
+        assert_eq!(g.class(ClassId(1)).chunks_per_page, 13_107);
+        // -n still sets the smallest chunk's payload: 26 + 100 = 126, rounded to 128.
+        let g = compact(EngineConfig {
+            min_chunk_data_bytes: 100,
+            ..EngineConfig::default()
+        });
+        assert_eq!(g.class(ClassId(1)).chunk_size_bytes, 128);
+    }
+
+    #[test]
+    fn compact_accounting_counts_the_stored_bytes() {
+        let g = compact(EngineConfig::default());
+        // A 32-byte key and a 10-byte ETC value: 68 bytes in the 80-byte class, where memcached accounts
+        // 56 + 33 + 12 = 101 bytes and uses its 120-byte class 2.
+        assert_eq!(g.item_total_bytes(32, 0, 10), 68);
+        assert_eq!(g.item_total_bytes(32, 0, 10), item::stored_bytes(32, 10));
+        assert_eq!(g.memcached_item_bytes(32, 0, 10), 101);
+        assert_eq!(g.class_for_item(32, 0, 10), Some(ClassId(1)));
+        // Flags cost nothing extra: they are in our header.
+        assert_eq!(g.item_total_bytes(32, 7, 10), 68);
+        assert_eq!(
+            g.class_for_item(32, 0, 22),
+            Some(ClassId(1)),
+            "80 bytes fit"
+        );
+        assert_eq!(g.class_for_item(32, 0, 23), Some(ClassId(2)));
+        let m = Geometry::new(&EngineConfig::default());
+        assert_eq!(m.class_for_item(32, 0, 10), Some(ClassId(2)));
+        assert_eq!(m.item_total_bytes(32, 0, 10), 101);
+    }
+
+    #[test]
+    fn the_item_limit_is_memcached_s_under_both_accountings() {
+        for accounting in [ItemAccounting::Memcached, ItemAccounting::Compact] {
+            for item_size_max_bytes in [1 << 20, 2 << 20, 1024, 4000] {
+                let g = Geometry::new(&EngineConfig {
+                    item_accounting: accounting,
+                    item_size_max_bytes,
+                    memory_limit_bytes: 64 << 20,
+                    ..EngineConfig::default()
+                });
+                // memcached: 56 + key + 1 + value + 2 (+ 4 with flags) <= -I.
+                let max_value = item_size_max_bytes - 60;
+                assert!(
+                    g.class_for_item(1, 0, max_value).is_some(),
+                    "{accounting:?}"
+                );
+                assert!(g.class_for_item(1, 0, max_value + 1).is_none());
+                assert!(g.class_for_item(1, 9, max_value - 4).is_some());
+                assert!(g.class_for_item(1, 9, max_value - 3).is_none());
+                assert!(g.within_item_limit(250, 0, item_size_max_bytes - 309));
+                assert!(!g.within_item_limit(250, 0, item_size_max_bytes - 308));
+                assert!(!g.within_item_limit(1, 0, usize::MAX));
+            }
+        }
+        // -C: memcached's header has no CAS, so 8 more value bytes fit, under both.
+        for accounting in [ItemAccounting::Memcached, ItemAccounting::Compact] {
+            let g = Geometry::new(&EngineConfig {
+                item_accounting: accounting,
+                use_cas: false,
+                ..EngineConfig::default()
+            });
+            assert!(g.class_for_item(1, 0, 1_048_524).is_some());
+            assert!(g.class_for_item(1, 0, 1_048_525).is_none());
+        }
     }
 }

@@ -6,9 +6,10 @@
 //!         |    cas    | expiry | atime | flags  |  vlen  |nkey| bits| key | value |
 //!         +-----------+--------+-------+--------+--------+----+-----+-----+-------+
 //! ```
-//! `expiry` and `atime` are relative seconds (see `clock`). All integers are little-endian. 26 header bytes
-//! is less than memcached's 56 (item + CAS), so every item fits the chunk that memcached's accounting
-//! chooses for it. The LRU and free-list links are not here but in a dense array beside each page
+//! `expiry` and `atime` are relative seconds (see `clock`). All integers are little-endian. An item
+//! occupies `stored_bytes` of its chunk: 26 header bytes, less than memcached's 56 (item + CAS), so every
+//! item fits the chunk that memcached's accounting chooses for it, and exactly the chunk that compact
+//! accounting chooses (`config::ItemAccounting`). The LRU and free-list links are not here but in a dense array beside each page
 //! (`shard`), so that relinking a hit touches 8-byte entries instead of its neighbours' whole items.
 
 /// Bytes before the key.

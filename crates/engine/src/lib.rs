@@ -5,7 +5,7 @@
 //! time, the simulator logical time, and both run this same code.
 //!
 //! - `config`   — `EngineConfig`, memcached's defaults, validation
-//! - `geometry` — slab classes and item-size accounting (memcached 1.6.18's, byte for byte)
+//! - `geometry` — slab classes and item-size accounting (memcached 1.6.18's byte for byte, or compact)
 //! - `item`     — the item layout inside a chunk
 //! - `globals`  — page budget, CAS counter, flush horizon shared by shards
 //! - `shard`    — hash index + pages + per-class LRU + allocation, eviction, page moves (single-threaded)
@@ -26,7 +26,7 @@ pub mod shard;
 pub mod stats;
 
 pub use clock::Clock;
-pub use config::{ConfigError, EngineConfig};
+pub use config::{ConfigError, EngineConfig, ItemAccounting};
 pub use engine::{
     parse_decimal, ArithOutcome, ClassHistogram, ClassMrc, Delta, Engine, Entry, ItemFlag,
     ItemView, ReassignOutcome, StoreArgs, StoreMode, StoreOutcome,

@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 
 use mrcache_engine::{
-    ArithOutcome, Clock, Delta, Engine, EngineConfig, StoreArgs, StoreMode, StoreOutcome,
+    ArithOutcome, Clock, Delta, Engine, EngineConfig, ItemAccounting, StoreArgs, StoreMode,
+    StoreOutcome,
 };
 use proptest::prelude::*;
 
@@ -61,6 +62,13 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Flush),
         1 => (1i64..42, 1i64..42).prop_map(|(src, dst)| Op::Reassign { src, dst }),
         1 => Just(Op::Reap),
+    ]
+}
+
+fn accounting() -> impl Strategy<Value = ItemAccounting> {
+    prop_oneof![
+        Just(ItemAccounting::Memcached),
+        Just(ItemAccounting::Compact)
     ]
 }
 
@@ -307,14 +315,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn matches_model_with_room_to_spare(ops in prop::collection::vec(op().prop_filter("no page moves", |o| !matches!(o, Op::Reassign { .. })), 1..300)) {
-        let config = EngineConfig { memory_limit_bytes: 512 << 20, ..EngineConfig::default() };
+    fn matches_model_with_room_to_spare(ops in prop::collection::vec(op().prop_filter("no page moves", |o| !matches!(o, Op::Reassign { .. })), 1..300), item_accounting in accounting()) {
+        let config = EngineConfig { memory_limit_bytes: 512 << 20, item_accounting, ..EngineConfig::default() };
         run(&ops, config, true)?;
     }
 
     #[test]
-    fn sound_under_pressure_and_page_moves(ops in prop::collection::vec(op(), 1..400), shards in prop_oneof![Just(1usize), Just(2), Just(4)]) {
-        let config = EngineConfig { memory_limit_bytes: 3 << 20, shards, ..EngineConfig::default() };
+    fn sound_under_pressure_and_page_moves(ops in prop::collection::vec(op(), 1..400), shards in prop_oneof![Just(1usize), Just(2), Just(4)], item_accounting in accounting()) {
+        let config = EngineConfig { memory_limit_bytes: 3 << 20, shards, item_accounting, ..EngineConfig::default() };
         run(&ops, config, false)?;
     }
 }

@@ -45,7 +45,7 @@ impl Session {
         let config = ctx.engine.config();
         let limits = Limits {
             item_size_max: config.item_size_max_bytes,
-            item_overhead: config.item_overhead_bytes(),
+            item_overhead: config.memcached_item_overhead_bytes(),
             // memcached negotiates the protocol on a connection's first byte: under `-B auto` a leading 0x80
             // is a binary client, which we close; afterwards (and under `-B ascii`) it is an ordinary byte.
             binary_magic_closes: ctx.settings.protocol != Protocol::Ascii,

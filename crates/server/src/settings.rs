@@ -14,7 +14,7 @@ use mrcache_engine::config::{
     DEFAULT_GROWTH_FACTOR, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_MIN_CHUNK_DATA_BYTES,
     DEFAULT_PAGE_SIZE_BYTES,
 };
-use mrcache_engine::EngineConfig;
+use mrcache_engine::{EngineConfig, ItemAccounting};
 
 /// The memcached release whose behaviour and `stats` we reproduce.
 pub const MEMCACHED_COMPAT_VERSION: &str = "1.6.18";
@@ -42,6 +42,10 @@ pub const HASHPOWER_RANGE: std::ops::RangeInclusive<u32> = 12..=64;
 /// Each default shard should own at least this many pages of `-m`: a shard takes pages on its own, so
 /// with too many shards a small cache strands partly used pages in every shard.
 pub const MIN_PAGES_PER_DEFAULT_SHARD: usize = 32;
+/// `-o item_accounting=compact`: the server places items by the bytes they occupy (class 1 = 80 B), which
+/// fits more items in `-m` than memcached's accounting (docs/results.md §6); `-I` stays memcached's either
+/// way. The engine's own default stays memcached's, for the simulator.
+pub const DEFAULT_ITEM_ACCOUNTING: ItemAccounting = ItemAccounting::Compact;
 /// The admin HTTP port listens on loopback unless told otherwise: it shows the cache's traffic shape.
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1";
 
@@ -199,6 +203,8 @@ pub struct Settings {
     pub hashpower_init: u32,
     /// `-o shards=N` (ours): independent engine lock domains; see [`default_shards`].
     pub shards: usize,
+    /// `-o item_accounting=compact|memcached` (ours): how item sizes pick slab classes.
+    pub item_accounting: ItemAccounting,
     /// `-o mrc_sample_rate=F` (ours): initial sampling rate of the per-class MRC profilers; 0 turns
     /// profiling off.
     pub mrc_sample_rate: f64,
@@ -237,6 +243,7 @@ impl Default for Settings {
             lru_crawler: true,
             hashpower_init: 0,
             shards: 1,
+            item_accounting: DEFAULT_ITEM_ACCOUNTING,
             mrc_sample_rate: mrcache_engine::profiling::DEFAULT_SAMPLE_RATE,
             admin_port: None,
             admin_listen: DEFAULT_ADMIN_LISTEN.to_string(),
@@ -294,6 +301,9 @@ Extended options (-o key[=value],...):
    modern, no_modern       no_modern turns slab_reassign and automove off, as in memcached
    shards=N                mrcached: engine lock domains, a power of two (default: threads rounded up
                            to a power of two, at most one per 32 pages of -m)
+   item_accounting=A       mrcached: how an item's size picks its slab class: compact (the bytes it
+                           occupies; class 1 is 80 B; default) or memcached (memcached's item header and
+                           classes, as in the simulator). -I limits items as memcached does either way
    mrc_sample_rate=F       mrcached: initial sampling rate of the per-class miss-ratio-curve profilers,
                            in [0, 1]; 0 turns profiling off (default: 0.01; profilers use at most 1% of -m)
    ignored for compatibility: hashpower=N, no_hashexpand, hash_algorithm, maxconns_fast,
@@ -651,6 +661,10 @@ impl Settings {
                 }
                 self.mrc_sample_rate = rate;
             }
+            "item_accounting" => {
+                self.item_accounting = ItemAccounting::parse(need("compact or memcached")?)
+                    .ok_or_else(|| bad("must be compact or memcached"))?;
+            }
             "shards" => {
                 let n: usize = need("a power of two")?
                     .parse()
@@ -735,6 +749,7 @@ impl Settings {
             growth_factor: self.growth_factor,
             min_chunk_data_bytes: self.min_chunk_data_bytes,
             use_cas: self.use_cas,
+            item_accounting: self.item_accounting,
             evict_when_full: self.evict_when_full,
             shards: self.shards,
             profile_sample_rate: (self.mrc_sample_rate > 0.0).then_some(self.mrc_sample_rate),
@@ -786,6 +801,7 @@ impl Settings {
             ("lru_crawler", self.lru_crawler.to_string()),
             ("hashpower_init", self.hashpower_init.to_string()),
             ("shards", self.shards.to_string()),
+            ("item_accounting", self.item_accounting.name().to_string()),
             ("mrc_sample_rate", self.mrc_sample_rate.to_string()),
             (
                 "admin",

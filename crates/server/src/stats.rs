@@ -320,6 +320,11 @@ pub fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
             .lock()
             .map_or_else(|e| e.into_inner().clone(), |s| s.clone()),
     );
+    stat(
+        out,
+        "item_accounting",
+        ctx.engine.config().item_accounting.name(),
+    );
     end(out);
 }
 
@@ -482,10 +487,13 @@ pub fn reset(ctx: &ServerContext) {
 mod tests {
     use super::*;
     use crate::settings::Settings;
-    use mrcache_engine::{Engine, StoreArgs, StoreMode};
+    use mrcache_engine::{Engine, ItemAccounting, StoreArgs, StoreMode};
 
     fn ctx() -> ServerContext {
-        let settings = Settings::default();
+        ctx_with(Settings::default())
+    }
+
+    fn ctx_with(settings: Settings) -> ServerContext {
         let engine = Engine::new(settings.engine_config()).unwrap();
         ServerContext::new(engine, settings, 2)
     }
@@ -567,7 +575,26 @@ mod tests {
 
     #[test]
     fn slabs_and_items_after_one_set() {
-        let ctx = ctx();
+        // memcached's figures under its accounting (as `-o item_accounting=memcached`); compact accounts
+        // the 28 bytes the item occupies, in the 80-byte class 1.
+        for (accounting, chunk, per_page, bytes) in [
+            (ItemAccounting::Memcached, "96", "10922", "61"),
+            (ItemAccounting::Compact, "80", "13107", "28"),
+        ] {
+            slabs_and_items_after_one_set_under(accounting, chunk, per_page, bytes);
+        }
+    }
+
+    fn slabs_and_items_after_one_set_under(
+        accounting: ItemAccounting,
+        chunk: &str,
+        per_page: &str,
+        bytes: &str,
+    ) {
+        let ctx = ctx_with(Settings {
+            item_accounting: accounting,
+            ..Settings::default()
+        });
         let clock = ctx.clock();
         ctx.engine.store(
             &StoreArgs {
@@ -584,8 +611,8 @@ mod tests {
         );
         let mut out = Vec::new();
         slabs(&ctx, &mut out);
-        assert_eq!(value(&out, "1:chunk_size"), "96");
-        assert_eq!(value(&out, "1:chunks_per_page"), "10922");
+        assert_eq!(value(&out, "1:chunk_size"), chunk);
+        assert_eq!(value(&out, "1:chunks_per_page"), per_page);
         assert_eq!(value(&out, "1:used_chunks"), "1");
         assert_eq!(value(&out, "active_slabs"), "1");
         assert_eq!(value(&out, "total_malloced"), "1048576");
@@ -597,13 +624,13 @@ mod tests {
         let mut out = Vec::new();
         items(&ctx, &mut out);
         assert_eq!(value(&out, "items:1:number"), "1");
-        assert_eq!(value(&out, "items:1:mem_requested"), "61");
+        assert_eq!(value(&out, "items:1:mem_requested"), bytes);
         assert_eq!(names(&out).len(), 28);
 
         let mut out = Vec::new();
         general(&ctx, &mut out);
         assert_eq!(value(&out, "curr_items"), "1");
-        assert_eq!(value(&out, "bytes"), "61");
+        assert_eq!(value(&out, "bytes"), bytes);
         reset(&ctx);
         let mut out = Vec::new();
         general(&ctx, &mut out);

@@ -29,7 +29,14 @@ fn replay_live(stream: &[Access], memory_mib: u64) -> (u64, u64) {
     let mem = memory_mib.to_string();
     let server = Server::start(
         &mrcached,
-        &["-m", &mem, "-t", "1", "-o", "slab_automove=0,shards=1"],
+        &[
+            "-m",
+            &mem,
+            "-t",
+            "1",
+            "-o",
+            "slab_automove=0,shards=1,item_accounting=memcached",
+        ],
     );
     let conn = server.connect(Duration::from_secs(5)).expect("connect");
     conn.set_read_timeout(Some(Duration::from_secs(10)))

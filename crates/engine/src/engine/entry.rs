@@ -185,7 +185,8 @@ impl Entry<'_> {
         self.handle.map(|h| self.shard.class_of_item(h))
     }
 
-    /// memcached's accounted size of the item (meta `me` `size=`).
+    /// The item's accounted size (meta `me` `size=`): memcached's under `ItemAccounting::Memcached`, the
+    /// bytes it occupies under `Compact`; the size its class (`cls=`) was chosen by.
     pub fn total_bytes(&self) -> Option<usize> {
         self.handle.map(|h| {
             let it = self.shard.item(h);

@@ -263,10 +263,10 @@ impl Engine {
 
     /// set/add/replace/append/prepend/cas, with memcached's rules.
     pub fn store(&self, args: &StoreArgs<'_>, clock: Clock) -> StoreOutcome {
-        let total =
+        let class =
             self.geometry
-                .item_total_bytes(args.key.len(), args.client_flags, args.value.len());
-        let Some(class) = self.geometry.class_for(total) else {
+                .class_for_item(args.key.len(), args.client_flags, args.value.len());
+        let Some(class) = class else {
             if args.mode == StoreMode::Set {
                 // memcached drops the old value so that a failed set never leaves stale data.
                 self.delete(args.key, clock);
@@ -343,12 +343,11 @@ impl Engine {
                 } else {
                     [args.value, &old_value]
                 };
-                let joined = self.geometry.item_total_bytes(
-                    args.key.len(),
-                    old_flags,
-                    old_value.len() + args.value.len(),
-                );
-                if self.geometry.class_for(joined).is_none() {
+                let joined_len = old_value.len() + args.value.len();
+                if !self
+                    .geometry
+                    .within_item_limit(args.key.len(), old_flags, joined_len)
+                {
                     return StoreOutcome::NotStored;
                 }
                 match shard.write_and_link(args.key, hash, old_flags, old_expiry, &parts, clock) {

@@ -151,6 +151,17 @@ fn extended_options() {
         (2, 0.5, 10)
     );
     assert_eq!((s.hashpower_init, s.lru_crawler, s.shards), (20, false, 16));
+    let s = run(&["-o", "item_accounting=memcached"]).unwrap();
+    assert_eq!(s.item_accounting, ItemAccounting::Memcached);
+    assert_eq!(s.engine_config().item_accounting, ItemAccounting::Memcached);
+    let s = run(&[]).unwrap();
+    assert_eq!(
+        s.item_accounting,
+        ItemAccounting::Compact,
+        "the server's default"
+    );
+    assert!(err(&["-o", "item_accounting=tight"]).contains("compact or memcached"));
+    assert!(err(&["-o", "item_accounting"]).contains("needs a value"));
     let s = run(&["-o", "no_modern"]).unwrap();
     assert!(!s.slab_reassign);
     assert_eq!(s.slab_automove, 0);
@@ -213,6 +224,10 @@ fn help_version_and_print_config() {
     ));
     let d = Settings::default().describe();
     assert!(d.iter().any(|(k, v)| *k == "shards" && v == "2"));
+    assert!(d
+        .iter()
+        .any(|(k, v)| *k == "item_accounting" && v == "compact"));
+    assert!(help("-h").contains("item_accounting"));
 }
 
 #[test]
