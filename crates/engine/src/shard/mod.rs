@@ -10,10 +10,6 @@
 //! - Pages are taken from the engine-wide `PageBudget` and returned to it when released, so the sum of pages
 //!   over all shards never exceeds the limit, except for first pages (see `alloc`).
 //! - Handles are `page_slot << chunk_bits | chunk_index`; a handle is valid while its page is held.
-//! - The index holds bare handles (4 bytes a slot plus hashbrown's control byte, about 6 to 11 bytes an
-//!   item): an entry's table hash is recomputed from its item's key, so every indexed handle points at a
-//!   linked item whose key is written. Growing the table reads each item's key once; lookups compare keys
-//!   only on a 7-bit control-byte match.
 
 use std::sync::Arc;
 
@@ -38,12 +34,11 @@ pub fn hash_key(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }
 
-/// The table hash of a key hash: its low half (the high half chooses the shard, so it is nearly constant
-/// within one) spread over 64 bits, as hashbrown takes the bucket from the low bits and the control byte
-/// from the top 7.
+/// The index stores `tag << 32 | handle` where `tag` is the low 32 bits of the key hash; this spreads a tag
+/// into the 64-bit hash the table probes with, so resizing never touches item memory.
 #[inline]
-fn table_hash(hash: u64) -> u64 {
-    (hash as u32 as u64 | 1 << 32).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+fn spread(tag: u32) -> u64 {
+    (tag as u64 | 1 << 32).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 struct Page {
@@ -113,7 +108,7 @@ pub struct Shard {
     globals: Arc<Globals>,
     evict_when_full: bool,
     chunk_bits: u32,
-    index: HashTable<u32>,
+    index: HashTable<u64>,
     pages: Vec<Option<Page>>,
     free_slots: Vec<u32>,
     classes: Vec<ClassState>,
@@ -265,35 +260,38 @@ impl Shard {
     // ----- index -----
 
     fn index_find(&self, key: &[u8], hash: u64) -> Option<u32> {
+        let tag = hash as u32;
         let (pages, bits) = (&self.pages, self.chunk_bits);
         self.index
-            .find(table_hash(hash), |&e| {
-                Item(chunk_of(pages, bits, e)).key() == key
+            .find(spread(tag), |&e| {
+                (e >> 32) as u32 == tag && Item(chunk_of(pages, bits, e as u32)).key() == key
             })
-            .copied()
+            .map(|&e| e as u32)
     }
 
-    /// Indexes linked item `h`; its key must be written (growing the table rehashes from keys).
     fn index_insert(&mut self, hash: u64, h: u32) {
-        let (pages, bits) = (&self.pages, self.chunk_bits);
-        self.index.insert_unique(table_hash(hash), h, |&e| {
-            table_hash(hash_key(Item(chunk_of(pages, bits, e)).key()))
-        });
+        let tag = hash as u32;
+        self.index
+            .insert_unique(spread(tag), (tag as u64) << 32 | h as u64, |&e| {
+                spread((e >> 32) as u32)
+            });
     }
 
     /// Points the index entry of the item at `old` to `new` (same key, relocated or replaced).
     fn index_repoint(&mut self, old: u32, new: u32) {
         let hash = hash_key(self.item(old).key());
+        let tag = hash as u32;
         let entry = self
             .index
-            .find_mut(table_hash(hash), |&e| e == old)
+            .find_mut(spread(tag), |&e| e as u32 == old)
             .expect("linked item is indexed");
-        *entry = new;
+        *entry = (tag as u64) << 32 | new as u64;
     }
 
     fn index_remove(&mut self, h: u32) {
         let hash = hash_key(self.item(h).key());
-        match self.index.find_entry(table_hash(hash), |&e| e == h) {
+        let tag = hash as u32;
+        match self.index.find_entry(spread(tag), |&e| e as u32 == h) {
             Ok(entry) => {
                 entry.remove();
             }
