@@ -523,7 +523,7 @@ mod tests {
         // With memory to spare nothing is evicted: each class holds exactly the keys it was asked for.
         let report = Simulator::run(
             SimConfig::with_memory(256 << 20),
-            SlabPolicy::Memcached,
+            SlabPolicy::memcached(),
             stream(),
         )
         .unwrap();
@@ -556,7 +556,7 @@ mod tests {
             let plan = ub.plan(memory_mib << 20);
             let mut config = SimConfig::with_memory(memory_mib << 20);
             config.window_requests = window_requests;
-            let report = Simulator::run(config, SlabPolicy::Memcached, stream()).unwrap();
+            let report = Simulator::run(config, SlabPolicy::memcached(), stream()).unwrap();
             let measured_pages: Vec<usize> = (0..ub.class_count())
                 .map(|i| {
                     let class = ClassId::from_index(i).0;
