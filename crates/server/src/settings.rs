@@ -31,7 +31,11 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_REQS_PER_EVENT: usize = 20;
 /// `-b 1024`: the listen(2) backlog.
 pub const DEFAULT_LISTEN_BACKLOG: i32 = 1024;
-/// `-o slab_automove=1`: memcached 1.6's age-balancing mover is on by default.
+/// The class policy when neither `--slab-policy` nor `-o slab_automove` is given: LAMA minimising
+/// misses (pages go where the classes' curves say they save the most).
+pub const DEFAULT_SLAB_POLICY: &str = "lama-mr";
+/// `-o slab_automove=1`: memcached 1.6's mode, reported in `stats settings` (the policy actually run is
+/// `slab_policy`).
 pub const DEFAULT_SLAB_AUTOMOVE: u32 = 1;
 /// `-o slab_automove_ratio=0.8`: the youngest class must be this much younger than the oldest to get a page.
 pub const DEFAULT_SLAB_AUTOMOVE_RATIO: f64 = 0.8;
@@ -195,8 +199,11 @@ pub struct Settings {
     pub slab_automove_ratio: f64,
     /// `-o slab_automove_window=N` (seconds of samples).
     pub slab_automove_window: u32,
-    /// `--slab-policy`: a class policy by name; `None` follows `slab_automove`.
+    /// `--slab-policy`: a class policy by name; `None` follows `slab_automove` if it was given, else
+    /// runs [`DEFAULT_SLAB_POLICY`].
     pub slab_policy: Option<String>,
+    /// `-o slab_automove` (or `no_modern`) was given: the operator asked for memcached's mover.
+    pub slab_automove_given: bool,
     /// `-o lru_crawler` / `no_lru_crawler`: the maintenance thread reaps expired items.
     pub lru_crawler: bool,
     /// `-o hashpower=N`: accepted and ignored (our index grows by itself); shown in `stats settings`.
@@ -240,6 +247,7 @@ impl Default for Settings {
             slab_automove_ratio: DEFAULT_SLAB_AUTOMOVE_RATIO,
             slab_automove_window: DEFAULT_SLAB_AUTOMOVE_WINDOW,
             slab_policy: None,
+            slab_automove_given: false,
             lru_crawler: true,
             hashpower_init: 0,
             shards: 1,
@@ -293,7 +301,8 @@ fn prev_power_of_two(n: usize) -> usize {
 const AFTER_HELP: &str = "\
 Extended options (-o key[=value],...):
    slab_reassign           allow `slabs reassign` (default: on)
-   slab_automove=N         0: manual only, 1: memcached's age balancer (default), 2: move on eviction
+   slab_automove=N         memcached's movers instead of the default lama-mr (see --slab-policy):
+                           0: manual only, 1: memcached's age balancer, 2: move on eviction
    slab_automove_ratio=F   youngest/oldest age ratio that triggers a move (default: 0.8)
    slab_automove_window=N  seconds of samples per class (default: 30)
    slab_chunk_max=N        only the default (half a page) is supported
@@ -387,7 +396,7 @@ struct Cli {
     /// slab allocation policy, NAME[:key=value,...]: memcached (no moves), automove, automove2
     /// (memcached's slab_automove=1 and 2), twemcache, psa, facebook, lama-mr, lama-art (LAMA: pages go
     /// where the classes' miss-ratio curves say they save the most misses or response time); overrides
-    /// -o slab_automove (default: what slab_automove says, memcached's automove)
+    /// -o slab_automove (default: lama-mr, or memcached's mover when -o slab_automove is given)
     #[arg(long = "slab-policy", value_name = "POLICY")]
     slab_policy: Option<String>,
     /// admin HTTP port for /mrc (JSON curves) and /metrics; 0 picks a free port; off when not given
@@ -604,6 +613,7 @@ impl Settings {
                     return Err(bad("must be 0, 1 or 2"));
                 }
                 self.slab_automove = n;
+                self.slab_automove_given = true;
             }
             "slab_automove_ratio" => {
                 let f: f64 = need("a ratio")?
@@ -651,6 +661,7 @@ impl Settings {
             "no_modern" => {
                 self.slab_reassign = false;
                 self.slab_automove = 0;
+                self.slab_automove_given = true;
             }
             "mrc_sample_rate" => {
                 let rate: f64 = need("a rate in [0, 1]")?
@@ -815,11 +826,15 @@ impl Settings {
 }
 
 impl Settings {
-    /// The class policy to run: `--slab-policy`, or the one `slab_automove` names (0: memcached, no
-    /// moves; 1: memcached's automove with this window and ratio; 2: automove2).
+    /// The class policy to run: `--slab-policy`; else, if `-o slab_automove` was given, the one it names
+    /// (0: memcached, no moves; 1: memcached's automove with this window and ratio; 2: automove2); else
+    /// LAMA.
     pub fn slab_policy_spec(&self) -> String {
         if let Some(spec) = &self.slab_policy {
             return spec.clone();
+        }
+        if !self.slab_automove_given {
+            return DEFAULT_SLAB_POLICY.to_string();
         }
         automove_policy_spec(
             self.slab_automove,

@@ -252,3 +252,30 @@ fn listen_spec_forms() {
         vec!["127.0.0.1:5".parse::<SocketAddr>().unwrap()]
     );
 }
+
+#[test]
+fn slab_policy_defaults_to_lama_and_memcached_flags_still_choose_its_movers() {
+    assert_eq!(run(&[]).unwrap().slab_policy_spec(), "lama-mr");
+    assert_eq!(
+        run(&["-o", "slab_automove=0"]).unwrap().slab_policy_spec(),
+        "memcached"
+    );
+    assert_eq!(
+        run(&["-o", "slab_automove=1,slab_automove_window=10"])
+            .unwrap()
+            .slab_policy_spec(),
+        "automove:window=10,ratio=0.8"
+    );
+    assert_eq!(
+        run(&["-o", "no_modern"]).unwrap().slab_policy_spec(),
+        "memcached"
+    );
+    assert_eq!(
+        run(&["-o", "slab_automove=2", "--slab-policy", "psa:misses=50"])
+            .unwrap()
+            .slab_policy_spec(),
+        "psa:misses=50"
+    );
+    assert!(err(&["--slab-policy", "lru"]).contains("--slab-policy"));
+    assert!(err(&["--slab-policy", "lama-mr:movs=3"]).contains("`movs`"));
+}
