@@ -109,7 +109,7 @@ fn switch_load(policy: &str, max_phase2: u64) -> (f64, u64, u64) {
         &ServerKind::mrcached(),
         &[
             "-m",
-            "24",
+            "16",
             "-t",
             "1",
             "-o",
@@ -120,18 +120,19 @@ fn switch_load(policy: &str, max_phase2: u64) -> (f64, u64, u64) {
     );
     let mut client = Client::new(&server);
     let mut rng = Lcg(7);
-    // Phase 1: 150k small keys, uniform: memory fills with 100-byte values.
-    for _ in 0..200_000 {
-        let k = rng.below(150_000);
+    // Phase 1: 150k small keys, each stored once: 100-byte values overflow the 16 MiB.
+    for k in 0..150_000 {
         client.lookaside(&format!("s{k}"), 100);
     }
-    // Phase 2: 7,000 keys of 2,000 bytes (about 16 MB in their class), uniform.
+    let evicted: u64 = client.stat("evictions").parse().unwrap();
+    assert!(evicted > 0, "phase 1 must fill memory");
+    // Phase 2: 5,000 keys of 2,000 bytes (about 12 pages of their class), uniform.
     let (mut window_hits, mut window_n) = (0u64, 0u64);
     let mut last = 0.0;
     let mut requests = 0;
     let started = Instant::now();
     while requests < max_phase2 && started.elapsed() < Duration::from_secs(120) {
-        let k = rng.below(7_000);
+        let k = rng.below(5_000);
         window_hits += client.lookaside(&format!("L{k}"), 2_000) as u64;
         window_n += 1;
         requests += 1;
