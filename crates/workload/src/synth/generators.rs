@@ -107,19 +107,18 @@ pub struct ThreePhase {
 }
 
 impl ThreePhase {
-    pub fn new(objects: u64, requests: u64, get_ratio: f64, seed: u64) -> ThreePhase {
-        let app = |popularity| {
-            SingleApp::new(
-                popularity,
-                KeySizeModel::Etc,
-                ValueSizeModel::Etc { max: 500_000 },
-                get_ratio,
-                seed,
-            )
-        };
+    /// Phase 1 draws from `first`, phase 3 from `second` (ids after the first set's), phase 2 moves
+    /// from one to the other linearly.
+    pub fn new(
+        first: SingleApp,
+        second: SingleApp,
+        objects: u64,
+        requests: u64,
+        seed: u64,
+    ) -> ThreePhase {
         ThreePhase {
-            first: app(Popularity::pareto(objects, 214.476, 0.348238)),
-            second: app(Popularity::pareto(objects, 312.6175, 0.05)),
+            first,
+            second,
             objects,
             rng: SmallRng::seed_from_u64(seed),
             requests,
@@ -243,7 +242,22 @@ mod tests {
 
     #[test]
     fn three_phase_moves_from_the_first_set_to_the_second() {
-        let w = ThreePhase::new(10_000, 30_000, 1.0, 1);
+        let set = |popularity| {
+            SingleApp::new(
+                popularity,
+                KeySizeModel::Etc,
+                ValueSizeModel::Etc { max: 500_000 },
+                1.0,
+                1,
+            )
+        };
+        let w = ThreePhase::new(
+            set(Popularity::pareto(10_000, 214.476, 0.348238)),
+            set(Popularity::pareto(10_000, 312.6175, 0.05)),
+            10_000,
+            30_000,
+            1,
+        );
         let all: Vec<Access> = w.collect();
         let second =
             |range: std::ops::Range<usize>| all[range].iter().filter(|a| a.key >= 10_000).count();

@@ -24,8 +24,9 @@ Workloads (NAME[:key=value,...]):
                objects=1000000 requests=5000000 popularity=zipf:0.9 get_ratio=0.968
   zipf         Zipf popularity with fixed or uniform sizes.
                objects=1000000 requests=5000000 alpha=0.9 key_size=16 value_size=200 (or A-B) get_ratio=1
-  three-phase  LAMA's three-phase workload (two sets of `objects`, GPD popularity, ETC sizes).
-               objects=7000000 requests=200000000 get_ratio=1
+  three-phase  LAMA's three-phase workload: set 1, a transition, set 2 (two sets of `objects`).
+               objects=7000000 requests=200000000 get_ratio=1 popularity1=pareto:214.476:0.348238
+               popularity2=pareto:312.6175:0.05 value_size1=etc value_size2=etc
   mpart-six    mPart's six Zipf applications (Table 4.1), one tenant each, 200-byte values.
                scale=1 requests=100000000 (per application) get_ratio=1
   diurnal      mPart 4.2: the six applications with request rates on a day curve (cosine, peak at hour
@@ -114,7 +115,18 @@ impl WorkloadSpec {
                 let objects = p.num("objects", 7_000_000)?;
                 let requests = p.num("requests", 200_000_000)?;
                 let get_ratio = p.float("get_ratio", 1.0)?;
-                Box::new(ThreePhase::new(objects, requests, get_ratio, seed))
+                let set = |popularity, value_size| {
+                    SingleApp::new(popularity, KeySizeModel::Etc, value_size, get_ratio, seed)
+                };
+                let first = set(
+                    p.popularity_named("popularity1", objects, "pareto:214.476:0.348238")?,
+                    p.value_size("value_size1", "etc")?,
+                );
+                let second = set(
+                    p.popularity_named("popularity2", objects, "pareto:312.6175:0.05")?,
+                    p.value_size("value_size2", "etc")?,
+                );
+                Box::new(ThreePhase::new(first, second, objects, requests, seed))
             }
             "mpart-six" => {
                 let scale = p.num("scale", 1)?;
@@ -210,11 +222,18 @@ impl Params<'_> {
     }
 
     fn popularity(&mut self, objects: u64, default: &str) -> Result<Popularity, String> {
-        let v = self.raw("popularity").unwrap_or(default).to_string();
+        self.popularity_named("popularity", objects, default)
+    }
+
+    fn popularity_named(
+        &mut self,
+        key: &'static str,
+        objects: u64,
+        default: &str,
+    ) -> Result<Popularity, String> {
+        let v = self.raw(key).unwrap_or(default).to_string();
         let bad = || {
-            format!(
-                "workload parameter popularity={v}: expected uniform, zipf:ALPHA or pareto:SIGMA:K"
-            )
+            format!("workload parameter {key}={v}: expected uniform, zipf:ALPHA or pareto:SIGMA:K")
         };
         let parts: Vec<&str> = v.split(':').collect();
         match parts.as_slice() {
