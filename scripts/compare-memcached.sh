@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Side-by-side throughput of Debian's memcached and mrcached under the same load, in one run.
 #
-#   scripts/compare-memcached.sh [-t THREADS] [-m MB] [-d DURATION] [-r ROUNDS] [-- extra mrcache bench flags]
+#   scripts/compare-memcached.sh [-t THREADS] [-m MB] [-d DURATION] [-r ROUNDS] [-b "MRCACHED FLAGS"]
+#                                [-- extra mrcache bench flags]
+#
+# -b adds a third server, mrcached with the given extra flags (e.g. "-o mrc_sample_rate=0 --slab-policy
+# memcached": profiling and the rebalancer off), benchmarked in the same rounds and compared with the
+# default mrcached.
 #
 # Both servers get the same -m and -t, listen on 127.0.0.1 only, and (with 2+ cores) are pinned to core 0
 # while the load generator runs on core 1. Each round benchmarks memcached then mrcached with the same
@@ -10,11 +15,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-threads=1 memory=64 duration=10s rounds=3
-while getopts "t:m:d:r:" opt; do
+threads=1 memory=64 duration=10s rounds=3 variant=""
+while getopts "t:m:d:r:b:" opt; do
     case "$opt" in
         t) threads=$OPTARG ;; m) memory=$OPTARG ;; d) duration=$OPTARG ;; r) rounds=$OPTARG ;;
-        *) echo "usage: $0 [-t THREADS] [-m MB] [-d DURATION] [-r ROUNDS] [-- bench flags]" >&2; exit 64 ;;
+        b) variant=$OPTARG ;;
+        *) echo "usage: $0 [-t THREADS] [-m MB] [-d DURATION] [-r ROUNDS] [-b MRCACHED_FLAGS] [-- bench flags]" >&2; exit 64 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -62,12 +68,32 @@ rport=$(free_port)
 pids+=($!)
 wait_port "$mport"
 wait_port "$rport"
+if [ -n "$variant" ]; then
+    vport=$(free_port)
+    # shellcheck disable=SC2086 # the variant's flags are meant to split
+    "${server_cpu[@]}" "$mrcached" -l 127.0.0.1 -p "$vport" -m "$memory" -t "$threads" $variant &
+    pids+=($!)
+    wait_port "$vport"
+fi
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); -m $memory -t $threads; load: closed loop, 50 conns, 90/10, 32 B keys, 200 B values, $duration"
-printf '%-6s %14s %10s %14s %10s %8s\n' round memcached_ops p99_us mrcached_ops p99_us ratio
+[ -n "$variant" ] && echo "variant: mrcached $variant"
+if [ -z "$variant" ]; then
+    printf '%-6s %14s %10s %14s %10s %8s\n' round memcached_ops p99_us mrcached_ops p99_us ratio
+else
+    printf '%-6s %14s %10s %14s %10s %8s %14s %10s %14s\n' round memcached_ops p99_us mrcached_ops p99_us ratio \
+        variant_ops p99_us default/variant
+fi
 for round in $(seq 1 "$rounds"); do
     read -r m_ops m_p99 < <(bench "$mport" "$@")
     read -r r_ops r_p99 < <(bench "$rport" "$@")
     ratio=$(/usr/bin/python3 -c "print(f'{$r_ops / $m_ops:.2f}')")
-    printf '%-6s %14s %10s %14s %10s %8s\n' "$round" "$m_ops" "$m_p99" "$r_ops" "$r_p99" "$ratio"
+    if [ -z "$variant" ]; then
+        printf '%-6s %14s %10s %14s %10s %8s\n' "$round" "$m_ops" "$m_p99" "$r_ops" "$r_p99" "$ratio"
+    else
+        read -r v_ops v_p99 < <(bench "$vport" "$@")
+        vratio=$(/usr/bin/python3 -c "print(f'{$r_ops / $v_ops:.3f}')")
+        printf '%-6s %14s %10s %14s %10s %8s %14s %10s %14s\n' "$round" "$m_ops" "$m_p99" "$r_ops" "$r_p99" \
+            "$ratio" "$v_ops" "$v_p99" "$vratio"
+    fi
 done

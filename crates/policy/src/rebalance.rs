@@ -10,7 +10,7 @@
 //!
 //! Time comes in through the `Clock` argument; nothing here reads a wall clock or does I/O.
 
-use mrcache_engine::{ClassId, Clock, Engine, EngineStats};
+use mrcache_engine::{Clock, Engine, EngineStats};
 use mrcache_profile::{MrcQuery, ReuseTimeHistogram, ReuseTimeMethod, SizeUnit};
 
 use crate::class::{ClassPolicy, ClassView, Progress, RoundInput};
@@ -28,6 +28,16 @@ pub struct RebalanceStats {
     pub predicted_miss_ratio: Option<f64>,
     /// ...and the miss ratio observed in that window (stores of absent keys over uses).
     pub observed_miss_ratio: Option<f64>,
+    /// Windows with both a prediction and an observation, and the sum of |predicted - observed|.
+    pub predictions: u64,
+    pub prediction_error_sum: f64,
+}
+
+impl RebalanceStats {
+    /// Mean absolute difference between predicted and observed window miss ratios.
+    pub fn mean_prediction_error(&self) -> Option<f64> {
+        (self.predictions > 0).then(|| self.prediction_error_sum / self.predictions as f64)
+    }
 }
 
 /// Counters at the last round.
@@ -86,10 +96,6 @@ impl Rebalancer {
 
     pub fn policy(&self) -> &dyn ClassPolicy {
         self.policy.as_ref()
-    }
-
-    pub fn policy_mut(&mut self) -> &mut dyn ClassPolicy {
-        self.policy.as_mut()
     }
 
     pub fn stats(&self) -> &RebalanceStats {
@@ -160,9 +166,11 @@ impl Rebalancer {
         self.stats.rounds += 1;
         if progress.accesses > 0 {
             if let Some(predicted) = self.pending_prediction {
+                let observed = progress.misses as f64 / progress.accesses as f64;
                 self.stats.predicted_miss_ratio = Some(predicted);
-                self.stats.observed_miss_ratio =
-                    Some(progress.misses as f64 / progress.accesses as f64);
+                self.stats.observed_miss_ratio = Some(observed);
+                self.stats.predictions += 1;
+                self.stats.prediction_error_sum += (predicted - observed).abs();
             }
         }
         self.pending_prediction = round.predicted_miss_ratio;
@@ -228,9 +236,4 @@ impl Rebalancer {
         }
         curves
     }
-}
-
-/// The class a move names, for logs.
-pub fn class_label(c: Option<ClassId>) -> String {
-    c.map_or("pool".to_string(), |c| c.0.to_string())
 }

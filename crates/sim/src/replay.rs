@@ -237,6 +237,7 @@ impl Simulator {
             evictions: stats.class_totals().evicted,
             page_moves: self.page_moves,
             rounds: self.rebalancer.stats().rounds,
+            mean_prediction_error: self.rebalancer.stats().mean_prediction_error(),
             windows: self.windows,
             allocation: stats
                 .classes

@@ -42,6 +42,9 @@ pub struct SimReport {
     pub page_moves: u64,
     /// Rounds the slab policy ran.
     pub rounds: u64,
+    /// For curve-driven policies: mean |predicted - observed| miss ratio of the windows between rounds
+    /// (the prediction a round makes for the allocation it chose, against what the next window saw).
+    pub mean_prediction_error: Option<f64>,
     /// Mean modelled response time of a GET (hit time or miss penalty by item size), µs.
     pub mean_response_us: f64,
     pub windows: Vec<Window>,
