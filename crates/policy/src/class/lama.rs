@@ -5,8 +5,8 @@
 //! Invariants of a round:
 //! - nothing moves while memory is still being demand-filled (pages in use below the limit), as LAMA
 //!   repartitions only a fully allocated cache;
-//! - a class that holds pages keeps at least one (memcached gives every used class a first page anyway,
-//!   so taking the last would only be undone);
+//! - a class used in the window keeps at least one page (memcached gives every used class a first page
+//!   anyway, so taking the last would only be undone); a class unused in the window may lose them all;
 //! - a class with pages but no curve (not profiled) keeps exactly what it has;
 //! - at most N·r pages move, taken first from the classes of lowest PSA risk (requests per page), as
 //!   LAMA §3.4 chooses its victims;
@@ -274,12 +274,14 @@ impl ClassPolicy for Lama {
         for c in &held {
             let current = c.pages();
             let partition = match (&c.miss_ratio_by_pages, c.requests) {
+                // Unused in the window: its pages are free to go, the last one included (should
+                // the class come back, memcached's first-page rule gives it a page again).
                 (_, 0) => Partition {
                     cost: (0..=total_pages)
                         .map(|j| nudge * j.abs_diff(current) as f64)
                         .collect(),
                     current_pages: current,
-                    min_pages: 1,
+                    min_pages: 0,
                 },
                 (Some(curve), _) if !curve.is_empty() => Partition {
                     cost: (0..=total_pages)
