@@ -579,7 +579,7 @@ mod tests {
         // the 28 bytes the item occupies, in the 80-byte class 1.
         for (accounting, chunk, per_page, bytes) in [
             (ItemAccounting::Memcached, "96", "10922", "61"),
-            (ItemAccounting::Compact, "80", "13107", "28"),
+            (ItemAccounting::Compact, "80", "13107", "30"),
         ] {
             slabs_and_items_after_one_set_under(accounting, chunk, per_page, bytes);
         }
@@ -599,7 +599,7 @@ mod tests {
         ctx.engine.store(
             &StoreArgs {
                 mode: StoreMode::Set,
-                key: b"a",
+                key: mrcache_engine::Key::default_tenant(b"a"),
                 client_flags: 0,
                 exptime: 0,
                 value: b"x",

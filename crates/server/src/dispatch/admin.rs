@@ -43,7 +43,9 @@ pub(crate) fn flush_all(
         reply(out, noreply, "CLIENT_ERROR invalid exptime argument");
         return Flow::Continue;
     };
-    ctx.server.engine.flush_all(delay, ctx.clock);
+    ctx.server
+        .engine
+        .flush_all(ctx.tenancy.flush_tenant(), delay, ctx.clock);
     reply(out, noreply, "OK");
     Flow::Continue
 }

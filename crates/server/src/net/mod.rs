@@ -93,7 +93,7 @@ impl Server {
     ) -> io::Result<Server>
     where
         S: ProtocolSession,
-        F: Fn(Arc<ServerContext>, Arc<ThreadStats>) -> S + Clone + Send + 'static,
+        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr) -> S + Clone + Send + 'static,
     {
         let bound = listener::bind_all(&ctx.settings)?;
         let local_addrs = bound
