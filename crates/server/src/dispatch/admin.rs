@@ -130,6 +130,10 @@ pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Fl
             }
         }
         StatsRequest::Other { sub: b"mrc", args } => stats_mrc(ctx, args, out),
+        StatsRequest::Other {
+            sub: b"tenants",
+            args: b"",
+        } => stats::tenants(server, ctx.tenancy.own_tenant(), out),
         StatsRequest::Other { .. } => response::line(out, "ERROR"),
     }
     Flow::Continue

@@ -268,6 +268,14 @@ impl Tenancy {
         }
     }
 
+    /// The one tenant a fixed connection is (what `stats tenants` shows it); `None` when routed.
+    pub fn own_tenant(&self) -> Option<TenantId> {
+        match self {
+            Tenancy::Fixed(id) => Some(*id),
+            Tenancy::Routed { .. } => None,
+        }
+    }
+
     /// The tenant `flush_all` flushes.
     pub fn flush_tenant(&self) -> TenantId {
         match self {
