@@ -305,7 +305,7 @@ mod tests {
         let stats = &s.stats;
         assert_eq!(
             stats.auth_cmds.load(std::sync::atomic::Ordering::Relaxed),
-            3
+            2
         );
         assert_eq!(
             stats.auth_errors.load(std::sync::atomic::Ordering::Relaxed),
