@@ -30,11 +30,11 @@ pub const MAX_ITEM_SIZE_MAX_BYTES: usize = 1024 * 1024 * 1024;
 pub enum ItemAccounting {
     /// memcached 1.6.18's: its 48-byte header, CAS, key + NUL, flags suffix, value + CRLF, on memcached's
     /// ladder (class 1 = 48 + `-n`). Every item lands in the class memcached gives it, so simulations of
-    /// memcached's allocation stay faithful; 30+ bytes of each chunk are never written (our header is 26).
+    /// memcached's allocation stay faithful; 30+ bytes of each chunk are never written (our header is 28).
     #[default]
     Memcached,
-    /// The bytes the item occupies in its chunk (`item::stored_bytes`: our 26-byte header, key, value), on
-    /// a ladder based on that header (class 1 = 26 + `-n`, rounded to 8). More items fit in each page;
+    /// The bytes the item occupies in its chunk (`item::stored_bytes`: our 28-byte header, key, value), on
+    /// a ladder based on that header (class 1 = 28 + `-n`, rounded to 8). More items fit in each page;
     /// classes differ from memcached's.
     Compact,
 }

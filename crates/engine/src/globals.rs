@@ -1,10 +1,23 @@
-//! State shared by all shards of one engine: the page budget, the CAS counter and the flush horizon.
+//! State shared by all shards of one engine: the page budget, the CAS counter and each tenant's flush
+//! horizon.
 //!
-//! All fields are atomics touched only on stores, page moves and flushes, never on a plain read path
-//! (a hit reads `flush` with one relaxed load). Memory ordering is relaxed throughout: each value is
-//! independent, and every shard decision that depends on them is made under that shard's lock.
+//! All fields are atomics touched only on stores, page moves and flushes, never written on a plain read
+//! path (a hit reads its tenant's horizon with two or three relaxed loads). Memory ordering is relaxed
+//! throughout: each value is independent, and every shard decision that depends on them is made under that
+//! shard's lock.
+//!
+//! Flush horizons are per tenant (`flush_all` flushes only the caller's tenant). They live in blocks of
+//! `HORIZONS_PER_BLOCK`, each allocated the first time a tenant in it flushes, so the whole `u16` id space
+//! costs a table of pointers until tenants flush; a tenant whose block does not exist has never flushed.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::OnceLock;
+
+use crate::tenant::TenantId;
+
+/// Tenants per lazily allocated block of flush horizons: 256 x 16 bytes, and 256 blocks span every id.
+const HORIZONS_PER_BLOCK: usize = 256;
+const HORIZON_BLOCKS: usize = (u16::MAX as usize + 1) / HORIZONS_PER_BLOCK;
 
 /// Pages of `-m` handed out to shards. `in_use` may exceed `limit` only by first pages
 /// (`take_over_limit`) or after the limit is lowered; `over_limit` tells shards to give pages back, and
@@ -77,10 +90,8 @@ pub struct Globals {
     pub budget: PageBudget,
     use_cas: bool,
     cas: AtomicU64,
-    /// memcached's `settings.oldest_live`: items last accessed at or before it are flushed, once it is due.
-    oldest_live: AtomicU32,
-    /// memcached's `settings.oldest_cas`: items with a smaller CAS are flushed (immediate flush with CAS).
-    oldest_cas: AtomicU64,
+    /// Each tenant's flush horizon, in blocks allocated on a tenant's first flush.
+    horizons: Box<[OnceLock<Box<[FlushHorizon]>>]>,
     /// Twemcache's random slab eviction: a full class takes a random page (of any class), evicting all it
     /// holds, instead of evicting its own LRU tail.
     random_page_eviction: AtomicBool,
@@ -92,8 +103,7 @@ impl Globals {
             budget: PageBudget::new(page_limit),
             use_cas,
             cas: AtomicU64::new(0),
-            oldest_live: AtomicU32::new(0),
-            oldest_cas: AtomicU64::new(0),
+            horizons: (0..HORIZON_BLOCKS).map(|_| OnceLock::new()).collect(),
             random_page_eviction: AtomicBool::new(false),
         }
     }
@@ -115,28 +125,72 @@ impl Globals {
         }
     }
 
-    /// memcached's `flush_all [delay]` at relative time `now`; `new_oldest` is the relative time the flush
-    /// takes effect (`now` for an immediate flush).
-    pub fn flush(&self, new_oldest: u32, now: u32) {
+    fn horizon(&self, tenant: TenantId) -> Option<&FlushHorizon> {
+        let block = self.horizons[tenant.index() / HORIZONS_PER_BLOCK].get()?;
+        Some(&block[tenant.index() % HORIZONS_PER_BLOCK])
+    }
+
+    /// memcached's `flush_all [delay]` for one tenant at relative time `now`; `new_oldest` is the relative
+    /// time the flush takes effect (`now` for an immediate flush).
+    pub fn flush(&self, tenant: TenantId, new_oldest: u32, now: u32) {
+        let block = self.horizons[tenant.index() / HORIZONS_PER_BLOCK].get_or_init(|| {
+            (0..HORIZONS_PER_BLOCK)
+                .map(|_| FlushHorizon::default())
+                .collect()
+        });
+        let horizon = &block[tenant.index() % HORIZONS_PER_BLOCK];
         if self.use_cas {
             let oldest_live = new_oldest.saturating_sub(1);
-            self.oldest_live.store(oldest_live, Relaxed);
+            horizon.oldest_live.store(oldest_live, Relaxed);
             if oldest_live <= now {
-                self.oldest_cas.store(self.next_cas(), Relaxed);
+                horizon.oldest_cas.store(self.next_cas(), Relaxed);
             }
         } else {
-            self.oldest_live.store(new_oldest, Relaxed);
+            horizon.oldest_live.store(new_oldest, Relaxed);
         }
     }
 
-    /// memcached's `item_is_flushed`.
+    /// memcached's `item_is_flushed`, against the item's tenant's horizon.
     #[inline]
-    pub fn is_flushed(&self, atime: u32, cas: u64, now: u32) -> bool {
-        let oldest_live = self.oldest_live.load(Relaxed);
+    pub fn is_flushed(&self, tenant: TenantId, atime: u32, cas: u64, now: u32) -> bool {
+        let Some(horizon) = self.horizon(tenant) else {
+            return false;
+        };
+        let oldest_live = horizon.oldest_live.load(Relaxed);
         if oldest_live == 0 || oldest_live > now {
             return false;
         }
-        let oldest_cas = self.oldest_cas.load(Relaxed);
+        let oldest_cas = horizon.oldest_cas.load(Relaxed);
         atime <= oldest_live || (oldest_cas != 0 && cas != 0 && cas < oldest_cas)
+    }
+}
+
+/// One tenant's flush horizon.
+#[derive(Debug, Default)]
+struct FlushHorizon {
+    /// memcached's `settings.oldest_live`: items last accessed at or before it are flushed, once it is due.
+    oldest_live: AtomicU32,
+    /// memcached's `settings.oldest_cas`: items with a smaller CAS are flushed (immediate flush with CAS).
+    oldest_cas: AtomicU64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flush_reaches_only_its_tenant() {
+        let g = Globals::new(1, true);
+        let (t1, t300) = (TenantId(1), TenantId(300));
+        let cas = g.next_cas();
+        g.flush(t1, 10, 10);
+        assert!(g.is_flushed(t1, 5, cas, 10));
+        assert!(!g.is_flushed(TenantId::DEFAULT, 5, cas, 10));
+        assert!(
+            !g.is_flushed(t300, 5, cas, 10),
+            "other block never allocated"
+        );
+        g.flush(TenantId(u16::MAX), 10, 10);
+        assert!(g.is_flushed(TenantId(u16::MAX), 5, cas, 10));
     }
 }

@@ -1,19 +1,22 @@
 //! The layout of one item inside its slab chunk, and accessors over the raw bytes.
 //!
 //! ```text
-//! offset  0           8        12      16       20       24   25    26
-//!         +-----------+--------+-------+--------+--------+----+-----+-----+-------+
-//!         |    cas    | expiry | atime | flags  |  vlen  |nkey| bits| key | value |
-//!         +-----------+--------+-------+--------+--------+----+-----+-----+-------+
+//! offset  0           8        12      16       20       24   25    26       28
+//!         +-----------+--------+-------+--------+--------+----+-----+--------+-----+-------+
+//!         |    cas    | expiry | atime | flags  |  vlen  |nkey| bits| tenant | key | value |
+//!         +-----------+--------+-------+--------+--------+----+-----+--------+-----+-------+
 //! ```
-//! `expiry` and `atime` are relative seconds (see `clock`). All integers are little-endian. An item
-//! occupies `stored_bytes` of its chunk: 26 header bytes, less than memcached's 56 (item + CAS), so every
+//! `expiry` and `atime` are relative seconds (see `clock`); `tenant` is the item's `TenantId`, part of its
+//! identity (the index compares it with the key). All integers are little-endian. An item
+//! occupies `stored_bytes` of its chunk: 28 header bytes, less than memcached's 56 (item + CAS), so every
 //! item fits the chunk that memcached's accounting chooses for it, and exactly the chunk that compact
 //! accounting chooses (`config::ItemAccounting`). The LRU and free-list links are not here but in a dense array beside each page
 //! (`shard`), so that relinking a hit touches 8-byte entries instead of its neighbours' whole items.
 
+use crate::tenant::{Key, TenantId};
+
 /// Bytes before the key.
-pub const HEADER_BYTES: usize = 26;
+pub const HEADER_BYTES: usize = 28;
 /// The "no chunk" handle, ending LRU and free lists.
 pub const NIL: u32 = u32::MAX;
 
@@ -24,6 +27,7 @@ const FLAGS: usize = 16;
 const VLEN: usize = 20;
 const NKEY: usize = 24;
 const BITS: usize = 25;
+const TENANT: usize = 26;
 
 /// Per-item state bits.
 pub mod bits {
@@ -89,6 +93,16 @@ impl<'a> Item<'a> {
         self.0[BITS] & bit != 0
     }
     #[inline]
+    pub fn tenant(&self) -> TenantId {
+        TenantId(u16::from_le_bytes([self.0[TENANT], self.0[TENANT + 1]]))
+    }
+    /// The item's identity: its tenant and key.
+    #[inline]
+    pub fn tenant_key(&self) -> Key<'a> {
+        Key::new(self.tenant(), self.key())
+    }
+    /// The client's key bytes (without the tenant).
+    #[inline]
     pub fn key(&self) -> &'a [u8] {
         &self.0[HEADER_BYTES..HEADER_BYTES + self.key_len()]
     }
@@ -139,7 +153,15 @@ impl ItemMut<'_> {
 
     /// Writes a fresh item: header, key, and a value assembled from `parts` (append/prepend join two).
     /// The caller has checked that it fits the chunk.
-    pub fn init(&mut self, key: &[u8], client_flags: u32, expiry: u32, now: u32, parts: &[&[u8]]) {
+    pub fn init(
+        &mut self,
+        key: Key<'_>,
+        client_flags: u32,
+        expiry: u32,
+        now: u32,
+        parts: &[&[u8]],
+    ) {
+        let (tenant, key) = (key.tenant, key.bytes);
         let value_len: usize = parts.iter().map(|p| p.len()).sum();
         self.set_cas(0);
         write_u32(self.0, EXPIRY, expiry);
@@ -148,6 +170,7 @@ impl ItemMut<'_> {
         write_u32(self.0, VLEN, value_len as u32);
         self.0[NKEY] = key.len() as u8;
         self.0[BITS] = 0;
+        self.0[TENANT..TENANT + 2].copy_from_slice(&tenant.0.to_le_bytes());
         let mut at = HEADER_BYTES;
         self.0[at..at + key.len()].copy_from_slice(key);
         at += key.len();
@@ -171,17 +194,18 @@ mod tests {
     fn fields_round_trip() {
         let mut chunk = vec![0u8; 96];
         let mut item = ItemMut(&mut chunk);
-        item.init(b"key", 7, 99, 5, &[b"va", b"lue"]);
+        item.init(Key::new(TenantId(513), b"key"), 7, 99, 5, &[b"va", b"lue"]);
         item.set_cas(42);
         item.insert_bits(bits::LINKED | bits::FETCHED);
         let view = Item(&chunk);
         assert_eq!(view.key(), b"key");
+        assert_eq!(view.tenant(), TenantId(513));
         assert_eq!(view.value(), b"value");
         assert_eq!(
             (view.client_flags(), view.expiry(), view.atime(), view.cas()),
             (7, 99, 5, 42)
         );
         assert!(view.has(bits::FETCHED) && !view.has(bits::STALE));
-        assert_eq!(stored_bytes(3, 5), 34);
+        assert_eq!(stored_bytes(3, 5), 36);
     }
 }

@@ -6,6 +6,7 @@
 //!
 //! - `config`   — `EngineConfig`, memcached's defaults, validation
 //! - `geometry` — slab classes and item-size accounting (memcached 1.6.18's byte for byte, or compact)
+//! - `tenant`   — `TenantId` and `Key`: every keyed operation names its tenant's namespace
 //! - `item`     — the item layout inside a chunk
 //! - `globals`  — page budget, CAS counter, flush horizon shared by shards
 //! - `shard`    — hash index + pages + per-class LRU + allocation, eviction, page moves (single-threaded)
@@ -24,6 +25,7 @@ pub mod item;
 pub mod profiling;
 pub mod shard;
 pub mod stats;
+pub mod tenant;
 
 pub use clock::Clock;
 pub use config::{ConfigError, EngineConfig, ItemAccounting};
@@ -33,4 +35,5 @@ pub use engine::{
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
 pub use shard::{AllocError, Miss, PageMove};
-pub use stats::{ClassCounters, ClassSnapshot, EngineStats, GlobalCounters};
+pub use stats::{ClassCounters, ClassSnapshot, EngineStats, GlobalCounters, TenantCounters};
+pub use tenant::{Key, TenantId};

@@ -4,6 +4,7 @@
 //! memcached's `stats`, `stats slabs` and `stats items` so the server can print them unchanged.
 
 use crate::geometry::ClassId;
+use crate::tenant::TenantId;
 
 /// Per-class counters (memcached's `stats slabs` and `stats items` figures).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -98,6 +99,31 @@ impl GlobalCounters {
     }
 }
 
+/// One tenant's figures: what `stats tenants` reports and what a tenant arbiter weighs. Kept per shard in
+/// a vector indexed by `TenantId` (grown on a tenant's first use) and summed by `Engine::stats`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TenantCounters {
+    /// Linked items.
+    pub items: u64,
+    /// Accounted bytes of linked items (`Geometry::item_total_bytes`, as `requested_bytes`).
+    pub bytes: u64,
+    /// get-type lookups that found a live item (get/gets/gat/gats/mg).
+    pub get_hits: u64,
+    pub get_misses: u64,
+    /// Storage commands (set/add/replace/append/prepend/cas/ms) that reached the engine.
+    pub set_cmds: u64,
+}
+
+impl TenantCounters {
+    pub fn add(&mut self, o: &TenantCounters) {
+        self.items += o.items;
+        self.bytes += o.bytes;
+        self.get_hits += o.get_hits;
+        self.get_misses += o.get_misses;
+        self.set_cmds += o.set_cmds;
+    }
+}
+
 /// One class's state and counters at the moment of the snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassSnapshot {
@@ -127,9 +153,19 @@ pub struct EngineStats {
     pub page_limit: usize,
     pub page_size_bytes: usize,
     pub classes: Vec<ClassSnapshot>,
+    /// Per tenant, indexed by `TenantId::index`, up to the highest id that was ever used.
+    pub tenants: Vec<TenantCounters>,
 }
 
 impl EngineStats {
+    /// One tenant's counters (zero for a tenant never used).
+    pub fn tenant(&self, tenant: TenantId) -> TenantCounters {
+        self.tenants
+            .get(tenant.index())
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// Sum of per-class counters.
     pub fn class_totals(&self) -> ClassCounters {
         let mut total = ClassCounters::default();

@@ -3,7 +3,7 @@
 //! exactly as memcached does (too large for a set, not stored for an append that would exceed it).
 
 use mrcache_engine::{
-    ClassId, Clock, Engine, EngineConfig, ItemAccounting, StoreArgs, StoreMode, StoreOutcome,
+    ClassId, Clock, Engine, EngineConfig, ItemAccounting, Key, StoreArgs, StoreMode, StoreOutcome,
 };
 
 fn engine(accounting: ItemAccounting, mb: u64) -> Engine {
@@ -19,7 +19,7 @@ fn store(e: &Engine, mode: StoreMode, key: &[u8], flags: u32, value: &[u8]) -> S
     e.store(
         &StoreArgs {
             mode,
-            key,
+            key: Key::default_tenant(key),
             client_flags: flags,
             exptime: 0,
             value,
@@ -40,7 +40,7 @@ fn compact_items_land_in_the_class_of_their_stored_bytes() {
     let c = Clock::logical(100);
     for (accounting, class, size) in [
         (ItemAccounting::Memcached, ClassId(2), 101),
-        (ItemAccounting::Compact, ClassId(1), 68),
+        (ItemAccounting::Compact, ClassId(1), 70),
     ] {
         let e = engine(accounting, 8);
         assert!(stored(store(
@@ -50,7 +50,7 @@ fn compact_items_land_in_the_class_of_their_stored_bytes() {
             0,
             &[b'v'; 10]
         )));
-        let (cls, total) = e.with_entry(&[b'k'; 32], c, |entry| {
+        let (cls, total) = e.with_entry(Key::default_tenant(&[b'k'; 32]), c, |entry| {
             (entry.class().unwrap(), entry.total_bytes().unwrap())
         });
         assert_eq!((cls, total), (class, size), "{accounting:?}");
@@ -81,7 +81,9 @@ fn compact_fits_more_items_in_the_same_memory() {
         held.push(stats.curr_items);
         // The newest items are all readable, byte for byte.
         for i in 40_000 - stats.curr_items..40_000 {
-            let v = e.get(&key(i), c, |it| it.value().to_vec()).unwrap();
+            let v = e
+                .get(Key::default_tenant(&key(i)), c, |it| it.value().to_vec())
+                .unwrap();
             assert_eq!(v, [b'v'; 40]);
         }
         e.check_invariants().unwrap();
@@ -106,7 +108,10 @@ fn too_large_is_memcached_s_answer_under_both_accountings() {
             StoreOutcome::TooLarge
         );
         // A failed set drops the old value, as memcached does.
-        assert_eq!(e.get(b"a", Clock::logical(100), |_| ()), None);
+        assert_eq!(
+            e.get(Key::default_tenant(b"a"), Clock::logical(100), |_| ()),
+            None
+        );
         // Flags add memcached's 4-byte suffix to its accounting, and so to the limit.
         assert_eq!(
             store(&e, StoreMode::Set, b"a", 1, &max),
@@ -119,7 +124,9 @@ fn too_large_is_memcached_s_answer_under_both_accountings() {
             StoreOutcome::NotStored
         );
         assert_eq!(
-            e.get(b"a", Clock::logical(100), |it| it.value().len()),
+            e.get(Key::default_tenant(b"a"), Clock::logical(100), |it| it
+                .value()
+                .len()),
             Some(1_048_512)
         );
         e.check_invariants().unwrap();

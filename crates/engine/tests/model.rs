@@ -4,12 +4,15 @@
 //! With memory to spare the engine must agree with the model exactly. With tight memory (evictions and page
 //! moves) it may forget items, but every hit must return exactly the model's value and flags, and the
 //! engine's internal invariants (lists, counts, page budget) must hold after every step.
+//!
+//! Keys spread over three tenants with overlapping key bytes (`key_of`), and flushes name a tenant, so
+//! the model also checks that tenants are separate namespaces.
 
 use std::collections::HashMap;
 
 use mrcache_engine::{
-    ArithOutcome, Clock, Delta, Engine, EngineConfig, ItemAccounting, StoreArgs, StoreMode,
-    StoreOutcome,
+    ArithOutcome, Clock, Delta, Engine, EngineConfig, ItemAccounting, Key, StoreArgs, StoreMode,
+    StoreOutcome, TenantId,
 };
 use proptest::prelude::*;
 
@@ -40,7 +43,9 @@ enum Op {
     Advance {
         secs: u32,
     },
-    Flush,
+    Flush {
+        tenant: u8,
+    },
     Reassign {
         src: i64,
         dst: i64,
@@ -59,7 +64,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(key, incr, delta)| Op::Arith { key, incr, delta }),
         1 => (0u8..40, prop_oneof![Just(0i64), 1i64..20]).prop_map(|(key, ttl)| Op::Touch { key, ttl }),
         1 => (1u32..8).prop_map(|secs| Op::Advance { secs }),
-        1 => Just(Op::Flush),
+        1 => (0u8..TENANTS).prop_map(|tenant| Op::Flush { tenant }),
         1 => (1i64..42, 1i64..42).prop_map(|(src, dst)| Op::Reassign { src, dst }),
         1 => Just(Op::Reap),
     ]
@@ -79,8 +84,19 @@ struct Entry {
     expiry: u32,
 }
 
+/// Tenants the keys spread over.
+const TENANTS: u8 = 3;
+
+/// The model's key for key number `k`: its tenant byte, then the key bytes, which repeat across tenants.
 fn key_of(k: u8) -> Vec<u8> {
-    format!("key:{k}").into_bytes()
+    let mut key = vec![k % TENANTS];
+    key.extend_from_slice(format!("key:{}", k / TENANTS).as_bytes());
+    key
+}
+
+/// The engine's key for a model key.
+fn ek(model_key: &[u8]) -> Key<'_> {
+    Key::new(TenantId(model_key[0] as u16), &model_key[1..])
 }
 
 fn value_of(k: u8, len: usize, salt: u64) -> Vec<u8> {
@@ -126,7 +142,7 @@ fn run(ops: &[Op], config: EngineConfig, exact: bool) -> Result<(), TestCaseErro
                 let out = engine.store(
                     &StoreArgs {
                         mode,
-                        key: &k,
+                        key: ek(&k),
                         client_flags: flags,
                         exptime: ttl,
                         value: &v,
@@ -184,7 +200,7 @@ fn run(ops: &[Op], config: EngineConfig, exact: bool) -> Result<(), TestCaseErro
             }
             Op::Get { key } => {
                 let k = key_of(key);
-                let got = engine.get(&k, clock, |it| Entry {
+                let got = engine.get(ek(&k), clock, |it| Entry {
                     value: it.value().to_vec(),
                     flags: it.client_flags(),
                     expiry: 0,
@@ -209,7 +225,7 @@ fn run(ops: &[Op], config: EngineConfig, exact: bool) -> Result<(), TestCaseErro
             }
             Op::Delete { key } => {
                 let k = key_of(key);
-                let removed = engine.delete(&k, clock);
+                let removed = engine.delete(ek(&k), clock);
                 let had = live(&model, &k).is_some();
                 prop_assert!(
                     removed == had || (!exact && !removed),
@@ -220,7 +236,7 @@ fn run(ops: &[Op], config: EngineConfig, exact: bool) -> Result<(), TestCaseErro
             Op::Arith { key, incr, delta } => {
                 let k = key_of(key);
                 let out = engine.arith(
-                    &k,
+                    ek(&k),
                     if incr {
                         Delta::Incr(delta)
                     } else {
@@ -267,7 +283,7 @@ fn run(ops: &[Op], config: EngineConfig, exact: bool) -> Result<(), TestCaseErro
             }
             Op::Touch { key, ttl } => {
                 let k = key_of(key);
-                let touched = engine.touch(&k, ttl, clock);
+                let touched = engine.touch(ek(&k), ttl, clock);
                 match live(&model, &k) {
                     Some(mut e) => {
                         prop_assert!(touched || !exact, "step {step}: touch missed");
@@ -282,9 +298,9 @@ fn run(ops: &[Op], config: EngineConfig, exact: bool) -> Result<(), TestCaseErro
                 }
             }
             Op::Advance { secs } => now += secs,
-            Op::Flush => {
-                engine.flush_all(0, clock);
-                model.clear();
+            Op::Flush { tenant } => {
+                engine.flush_all(TenantId(tenant as u16), 0, clock);
+                model.retain(|k, _| k[0] != tenant);
             }
             Op::Reassign { src, dst } => {
                 engine.reassign(src, dst);
@@ -304,7 +320,7 @@ fn run(ops: &[Op], config: EngineConfig, exact: bool) -> Result<(), TestCaseErro
             if e.expiry != 0 && e.expiry <= now {
                 continue;
             }
-            let got = engine.get(k, clock, |it| it.value().to_vec());
+            let got = engine.get(ek(k), clock, |it| it.value().to_vec());
             prop_assert_eq!(got.as_deref(), Some(&e.value[..]));
         }
     }

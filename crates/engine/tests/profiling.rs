@@ -1,7 +1,7 @@
 //! The engine's online MRC against the exact LRU curve of the same stream of uses, with one shard and with
 //! several (where each shard profiles a hash partition and the histograms are merged).
 
-use mrcache_engine::{ClassId, Clock, Engine, EngineConfig, StoreArgs, StoreMode};
+use mrcache_engine::{ClassId, Clock, Engine, EngineConfig, Key, StoreArgs, StoreMode};
 use mrcache_profile::{AccessObserver, ExactLru, MrcProfiler, MrcQuery, SizeUnit};
 use mrcache_workload::synth::WorkloadSpec;
 
@@ -20,11 +20,14 @@ fn replay(shards: usize, rate: f64) -> (Engine, ExactLru) {
         WorkloadSpec::parse("zipf:objects=40000,requests=600000,alpha=0.8,value_size=200").unwrap();
     for a in stream.build(7).unwrap() {
         let key = format!("key:{:012}", a.key).into_bytes();
-        exact.record(Engine::hash(&key), 1);
-        if engine.get(&key, clock, |_| ()).is_none() {
+        exact.record(Engine::hash(Key::default_tenant(&key)), 1);
+        if engine
+            .get(Key::default_tenant(&key), clock, |_| ())
+            .is_none()
+        {
             let args = StoreArgs {
                 mode: StoreMode::Set,
-                key: &key,
+                key: Key::default_tenant(&key),
                 client_flags: 0,
                 exptime: 0,
                 value: &[b'v'; 200],
@@ -86,7 +89,7 @@ fn profiling_off_records_nothing_and_costs_nothing() {
     let clock = Clock::logical(100);
     let args = StoreArgs {
         mode: StoreMode::Set,
-        key: b"k",
+        key: Key::default_tenant(b"k"),
         client_flags: 0,
         exptime: 0,
         value: b"v",
@@ -120,10 +123,13 @@ fn profiler_memory_stays_within_one_percent_of_memory() {
         let value = vec![b'v'; 30_000];
         for a in stream.build(3).unwrap() {
             let key = format!("key:{:012}", a.key).into_bytes();
-            if engine.get(&key, clock, |_| ()).is_none() {
+            if engine
+                .get(Key::default_tenant(&key), clock, |_| ())
+                .is_none()
+            {
                 let args = StoreArgs {
                     mode: StoreMode::Set,
-                    key: &key,
+                    key: Key::default_tenant(&key),
                     client_flags: 0,
                     exptime: 0,
                     value: &value[..a.value_size as usize],

@@ -2,8 +2,8 @@
 //! page moves that shrink a class by its coldest items, first pages, and `-M`.
 
 use mrcache_engine::{
-    ArithOutcome, ClassId, Clock, Delta, Engine, EngineConfig, ReassignOutcome, StoreArgs,
-    StoreMode, StoreOutcome,
+    ArithOutcome, ClassId, Clock, Delta, Engine, EngineConfig, Key, ReassignOutcome, StoreArgs,
+    StoreMode, StoreOutcome, TenantId,
 };
 
 fn engine(mb: u64) -> Engine {
@@ -29,7 +29,7 @@ fn store(
     e.store(
         &StoreArgs {
             mode,
-            key,
+            key: Key::default_tenant(key),
             client_flags: 0,
             exptime: 0,
             value,
@@ -42,7 +42,7 @@ fn store(
 }
 
 fn get(e: &Engine, key: &[u8], clock: Clock) -> Option<Vec<u8>> {
-    e.get(key, clock, |it| it.value().to_vec())
+    e.get(Key::default_tenant(key), clock, |it| it.value().to_vec())
 }
 
 #[test]
@@ -69,13 +69,13 @@ fn cas_values_count_up_from_one_and_guard_updates() {
 fn flush_all_hides_older_items_and_consumes_a_cas_value() {
     let (e, c) = (engine(64), Clock::logical(100));
     set(&e, b"a", b"1", c);
-    e.flush_all(0, c);
+    e.flush_all(TenantId::DEFAULT, 0, c);
     assert_eq!(get(&e, b"a", c), None);
     // memcached's immediate flush takes a CAS id for oldest_cas: the next store gets 3, not 2.
     assert_eq!(set(&e, b"a", b"2", c), StoreOutcome::Stored { cas: 3 });
     assert_eq!(get(&e, b"a", c).as_deref(), Some(&b"2"[..]));
     // A delayed flush takes effect later.
-    e.flush_all(10, c);
+    e.flush_all(TenantId::DEFAULT, 10, c);
     assert!(get(&e, b"a", c).is_some());
     assert_eq!(get(&e, b"a", Clock::logical(111)), None);
 }
@@ -85,31 +85,31 @@ fn decr_shrinks_in_place_with_spaces_and_incr_wraps() {
     let (e, c) = (engine(64), Clock::logical(100));
     set(&e, b"n", b"10", c);
     assert!(matches!(
-        e.arith(b"n", Delta::Decr(1), 0, c),
+        e.arith(Key::default_tenant(b"n"), Delta::Decr(1), 0, c),
         ArithOutcome::Value { value: 9, .. }
     ));
     assert_eq!(get(&e, b"n", c).as_deref(), Some(&b"9 "[..]));
     assert!(matches!(
-        e.arith(b"n", Delta::Decr(100), 0, c),
+        e.arith(Key::default_tenant(b"n"), Delta::Decr(100), 0, c),
         ArithOutcome::Value { value: 0, .. }
     ));
     set(&e, b"m", b"18446744073709551615", c);
     assert!(matches!(
-        e.arith(b"m", Delta::Incr(2), 0, c),
+        e.arith(Key::default_tenant(b"m"), Delta::Incr(2), 0, c),
         ArithOutcome::Value { value: 1, .. }
     ));
     set(&e, b"x", b"12abc", c);
     assert_eq!(
-        e.arith(b"x", Delta::Incr(1), 0, c),
+        e.arith(Key::default_tenant(b"x"), Delta::Incr(1), 0, c),
         ArithOutcome::NonNumeric
     );
     assert_eq!(
-        e.arith(b"nope", Delta::Incr(1), 0, c),
+        e.arith(Key::default_tenant(b"nope"), Delta::Incr(1), 0, c),
         ArithOutcome::NotFound
     );
     set(&e, b"g", b"99", c);
     assert!(matches!(
-        e.arith(b"g", Delta::Incr(1), 0, c),
+        e.arith(Key::default_tenant(b"g"), Delta::Incr(1), 0, c),
         ArithOutcome::Value { value: 100, .. }
     ));
     assert_eq!(get(&e, b"g", c).as_deref(), Some(&b"100"[..]));
@@ -120,7 +120,7 @@ fn expiry_is_lazy_and_negative_exptime_is_already_expired() {
     let (e, c) = (engine(64), Clock::logical(100));
     let args = |exptime| StoreArgs {
         mode: StoreMode::Set,
-        key: b"t",
+        key: Key::default_tenant(b"t"),
         client_flags: 0,
         exptime,
         value: b"v",
@@ -274,7 +274,7 @@ fn append_prepend_keep_flags_and_exptime() {
     e.store(
         &StoreArgs {
             mode: StoreMode::Set,
-            key: b"k",
+            key: Key::default_tenant(b"k"),
             client_flags: 42,
             exptime: 50,
             value: b"mid",
@@ -287,7 +287,7 @@ fn append_prepend_keep_flags_and_exptime() {
     store(&e, StoreMode::Append, b"k", b">", 0, c);
     store(&e, StoreMode::Prepend, b"k", b"<", 0, c);
     let (v, f, ttl) = e
-        .get(b"k", c, |it| {
+        .get(Key::default_tenant(b"k"), c, |it| {
             (it.value().to_vec(), it.client_flags(), it.ttl_secs())
         })
         .unwrap();

@@ -9,7 +9,8 @@
 //!
 //! Layout: `tokens` (line framing, tokenizer, number parsing) → one module per command family
 //! (`storage`, `retrieval`, `arith`, `delete_touch`, `meta`, `admin`) → `request` (the types `parse`
-//! returns). `base64` serves meta's `b` flag.
+//! returns). `base64` serves meta's `b` flag. `auth` parses what a connection may send before it has
+//! authenticated (`-Y`): [`auth::parse_auth`].
 //!
 //! Invariants: `parse` never panics, never allocates, and reports a request only once every byte it
 //! needs (line and data block) is in the buffer — except an item that is too large, which is reported
@@ -20,6 +21,7 @@
 
 mod admin;
 mod arith;
+pub mod auth;
 pub mod base64;
 mod contract;
 mod delete_touch;

@@ -167,6 +167,7 @@ fn metrics(ctx: &ServerContext) -> String {
         "Heap bytes of the MRC profilers.",
         ctx.engine.profile_memory_bytes() as f64,
     );
+    tenant_metrics(ctx, &mut out);
     let _ = writeln!(out, "# HELP mrcached_class_pages Pages held by each slab class.\n# TYPE mrcached_class_pages gauge");
     for c in stats.classes.iter().filter(|c| c.total_pages > 0) {
         let _ = writeln!(
@@ -176,4 +177,69 @@ fn metrics(ctx: &ServerContext) -> String {
         );
     }
     out
+}
+
+/// Per-tenant series, labelled `tenant="<name>"` (names are `[A-Za-z0-9_.-]`, so need no escaping).
+fn tenant_metrics(ctx: &ServerContext, out: &mut String) {
+    let rows = crate::stats::tenant_rows(ctx, None);
+    type Field = fn(&crate::stats::TenantRow) -> f64;
+    let series: [(&str, &str, &str, Field); 8] = [
+        (
+            "tenant_items",
+            "gauge",
+            "Items stored by each tenant.",
+            |r| r.counters.items as f64,
+        ),
+        (
+            "tenant_bytes",
+            "gauge",
+            "Bytes of each tenant's items (engine accounting).",
+            |r| r.counters.bytes as f64,
+        ),
+        (
+            "tenant_get_hits_total",
+            "counter",
+            "GET-type lookups of each tenant that hit.",
+            |r| r.counters.get_hits as f64,
+        ),
+        (
+            "tenant_get_misses_total",
+            "counter",
+            "GET-type lookups of each tenant that missed.",
+            |r| r.counters.get_misses as f64,
+        ),
+        (
+            "tenant_sets_total",
+            "counter",
+            "Storage commands of each tenant.",
+            |r| r.counters.set_cmds as f64,
+        ),
+        (
+            "tenant_reserved_bytes",
+            "gauge",
+            "Configured reserved memory of each tenant.",
+            |r| r.reserved_bytes as f64,
+        ),
+        (
+            "tenant_max_bytes",
+            "gauge",
+            "Configured memory limit of each tenant (0: none).",
+            |r| r.max_bytes as f64,
+        ),
+        (
+            "tenant_target_hit_ratio",
+            "gauge",
+            "Configured hit-ratio target of each tenant (0: none).",
+            |r| r.target_hit_ratio,
+        ),
+    ];
+    for (name, kind, help, field) in series {
+        let _ = writeln!(
+            out,
+            "# HELP mrcached_{name} {help}\n# TYPE mrcached_{name} {kind}"
+        );
+        for r in &rows {
+            let _ = writeln!(out, "mrcached_{name}{{tenant=\"{}\"}} {}", r.name, field(r));
+        }
+    }
 }

@@ -19,6 +19,7 @@ use mrcache_engine::{Clock, Engine};
 
 use crate::net::registry::{ConnRegistry, ListenerInfo};
 use crate::settings::Settings;
+use crate::tenants::Tenants;
 
 /// memcached starts its relative clock this many seconds in (`ITEM_UPDATE_INTERVAL + 2`), so that relative
 /// time 0 ("never expires") is never "now".
@@ -62,6 +63,8 @@ pub struct ConnCounters {
 pub struct ServerContext {
     pub engine: Engine,
     pub settings: Settings,
+    /// The tenant directory (`--config`, `-Y`), reloaded on SIGHUP.
+    pub tenants: Tenants,
     pub conns: ConnCounters,
     /// One per worker thread, indexed by worker id.
     pub thread_stats: Vec<Arc<ThreadStats>>,
@@ -100,6 +103,12 @@ impl ServerContext {
             automove_ratio_bits: AtomicU64::new(settings.slab_automove_ratio.to_bits()),
             slab_policy: std::sync::Mutex::new(settings.slab_policy_spec()),
             slab_policy_generation: AtomicU64::new(0),
+            tenants: Tenants::new(
+                settings.tenants.clone(),
+                settings.config_file.clone(),
+                settings.auth_file.clone(),
+            )
+            .expect("a validated config has fewer than 65536 tenants"),
             engine,
             settings,
             conns: ConnCounters::default(),

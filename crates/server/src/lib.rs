@@ -8,6 +8,7 @@
 //! - `stats`    — the `stats` families under memcached's names
 //! - `mrc_report` — the online miss-ratio curves (`stats mrc`, `/mrc`)
 //! - `admin`    — the admin HTTP port (`/mrc`, `/metrics`)
+//! - `tenants`  — tenant identity (password, prefix, port), the `--config`/`-Y` files, reload
 
 pub mod admin;
 pub mod context;
@@ -17,3 +18,4 @@ pub mod net;
 pub mod session;
 pub mod settings;
 pub mod stats;
+pub mod tenants;

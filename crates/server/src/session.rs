@@ -5,18 +5,35 @@
 //! and says how many bytes it consumed. State that outlives one call:
 //! - `swallow`: data bytes still to discard after a refused storage command (memcached's `conn_swallow`),
 //!   consumed as they arrive without being buffered;
-//! - `watching`: after `watch`, input is discarded (the connection only receives).
+//! - `watching`: after `watch`, input is discarded (the connection only receives);
+//! - `tenancy`: who the connection is (`tenants`), fixed when it opens or authenticates;
+//! - `auth`: while the connection must still authenticate, its input goes to memcached's auth parser
+//!   (`mrcache_protocol::auth`) instead of the command parser.
 //!
 //! Invariants: `consumed` never exceeds `input.len()`; replies are only appended; a request is run only
 //! once complete, so a partial request costs nothing but its buffered bytes.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
+use mrcache_engine::TenantId;
+use mrcache_protocol::auth::{parse_auth, AuthParsed, AUTH_FAILURE};
 use mrcache_protocol::{parse, response, Limits, Parsed};
 
 use crate::context::{ServerContext, ThreadStats};
 use crate::dispatch::{dispatch, Flow};
 use crate::settings::Protocol;
+use crate::tenants::Tenancy;
+
+/// Whether the connection must still authenticate.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Auth {
+    Done,
+    /// Credentials are required; `only` is the tenant of the port it arrived on, if any.
+    Required {
+        only: Option<TenantId>,
+    },
+}
 
 /// What one [`Session::process`] call did.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -38,17 +55,36 @@ pub struct Session {
     limits: Limits,
     swallow: usize,
     watching: bool,
+    tenancy: Tenancy,
+    auth: Auth,
 }
 
 impl Session {
-    pub fn new(ctx: Arc<ServerContext>, stats: Arc<ThreadStats>) -> Session {
+    /// A session for a connection accepted on `local` (its port may name a tenant).
+    pub fn new(ctx: Arc<ServerContext>, stats: Arc<ThreadStats>, local: SocketAddr) -> Session {
+        let table = ctx.tenants.current();
+        let (tenancy, auth) = match table.port_tenant(local.port()) {
+            Some((id, spec)) => (
+                Tenancy::Fixed(id),
+                match spec.password {
+                    Some(_) => Auth::Required { only: Some(id) },
+                    None => Auth::Done,
+                },
+            ),
+            None if table.auth_required() => (
+                Tenancy::Fixed(TenantId::DEFAULT),
+                Auth::Required { only: None },
+            ),
+            None => (Tenancy::routed(&ctx.tenants), Auth::Done),
+        };
         let config = ctx.engine.config();
         let limits = Limits {
             item_size_max: config.item_size_max_bytes,
             item_overhead: config.memcached_item_overhead_bytes(),
             // memcached negotiates the protocol on a connection's first byte: under `-B auto` a leading 0x80
             // is a binary client, which we close; afterwards (and under `-B ascii`) it is an ordinary byte.
-            binary_magic_closes: ctx.settings.protocol != Protocol::Ascii,
+            // Before authentication every byte goes to the auth parser, so nothing negotiates there.
+            binary_magic_closes: ctx.settings.protocol != Protocol::Ascii && auth == Auth::Done,
             ..Limits::default()
         };
         Session {
@@ -57,6 +93,60 @@ impl Session {
             limits,
             swallow: 0,
             watching: false,
+            tenancy,
+            auth,
+        }
+    }
+
+    /// The auth exchange of memcached's `-Y`: one refusal or credentials check per call. Returns what
+    /// was consumed and whether to stop (incomplete input or close).
+    fn authenticate(&mut self, rest: &[u8], out: &mut Vec<u8>, progress: &mut Progress) -> bool {
+        let Auth::Required { only } = self.auth else {
+            return false;
+        };
+        match parse_auth(rest) {
+            AuthParsed::Incomplete { needed } => {
+                progress.want_bytes = needed;
+                true
+            }
+            AuthParsed::Close => {
+                progress.close = true;
+                true
+            }
+            AuthParsed::Refused {
+                line,
+                consumed,
+                swallow,
+            } => {
+                progress.consumed += consumed;
+                self.swallow = swallow;
+                if line == AUTH_FAILURE {
+                    ThreadStats::add(&self.stats.auth_cmds, 1);
+                    ThreadStats::add(&self.stats.auth_errors, 1);
+                }
+                response::line(out, line);
+                false
+            }
+            AuthParsed::Credentials {
+                user,
+                password,
+                consumed,
+            } => {
+                progress.consumed += consumed;
+                ThreadStats::add(&self.stats.auth_cmds, 1);
+                match self.ctx.tenants.authenticate(user, password, only) {
+                    Some(id) => {
+                        self.tenancy = Tenancy::Fixed(id);
+                        self.auth = Auth::Done;
+                        response::line(out, "STORED");
+                    }
+                    None => {
+                        ThreadStats::add(&self.stats.auth_errors, 1);
+                        response::line(out, AUTH_FAILURE);
+                    }
+                }
+                false
+            }
         }
     }
 
@@ -88,6 +178,13 @@ impl Session {
                 return progress;
             }
             requests += 1;
+            if self.auth != Auth::Done {
+                if self.authenticate(rest, out, &mut progress) {
+                    return progress;
+                }
+                continue;
+            }
+            self.tenancy.refresh(&self.ctx.tenants);
             let parsed = parse(rest, &self.limits);
             if !matches!(parsed, Parsed::Incomplete { .. }) {
                 self.limits.binary_magic_closes = false;
@@ -95,7 +192,7 @@ impl Session {
             match parsed {
                 Parsed::Request { request, consumed } => {
                     progress.consumed += consumed;
-                    match dispatch(&self.ctx, &self.stats, request, out) {
+                    match dispatch(&self.ctx, &self.stats, &self.tenancy, request, out) {
                         Flow::Continue => {}
                         Flow::Swallow(n) => self.swallow = n,
                         Flow::Close => {
@@ -135,11 +232,31 @@ mod tests {
         let engine = Engine::new(EngineConfig::default()).expect("default engine");
         let ctx = Arc::new(ServerContext::new(engine, settings, 1));
         let stats = ctx.thread_stats[0].clone();
-        Session::new(ctx, stats)
+        Session::new(ctx, stats, "127.0.0.1:11211".parse().unwrap())
     }
 
     fn session() -> Session {
         session_with(Settings::default())
+    }
+
+    /// Two sessions on one server whose tenants are `a` (password `pa`), `b` (password `pb`) and a
+    /// prefix tenant `p` (`p:`), on the main port.
+    fn tenant_server() -> Arc<ServerContext> {
+        let config = crate::tenants::config::parse_config(
+            "[[tenant]]\nname = \"a\"\npassword = \"pa\"\n[[tenant]]\nname = \"b\"\npassword = \"pb\"\n[[tenant]]\nname = \"p\"\nprefix = \"p:\"\nport = 11300\n",
+        )
+        .unwrap();
+        let settings = Settings {
+            tenants: crate::tenants::TenantsConfig::merge(config, Vec::new()).unwrap(),
+            ..Settings::default()
+        };
+        let engine = Engine::new(EngineConfig::default()).expect("default engine");
+        Arc::new(ServerContext::new(engine, settings, 1))
+    }
+
+    fn session_on(ctx: &Arc<ServerContext>, port: u16) -> Session {
+        let stats = ctx.thread_stats[0].clone();
+        Session::new(ctx.clone(), stats, SocketAddr::from(([127, 0, 0, 1], port)))
     }
 
     /// Runs `input` to completion and returns the replies.
@@ -164,6 +281,72 @@ mod tests {
             .unwrap()
             .parse()
             .unwrap()
+    }
+
+    #[test]
+    fn unauthenticated_connections_get_memcached_s_auth_replies() {
+        let ctx = tenant_server();
+        let mut s = session_on(&ctx, 11211);
+        assert_eq!(
+            run(&mut s, b"get a\r\nmg a v\r\nset a 0 0 1 noreply\r\nx\r\n"),
+            "CLIENT_ERROR unauthenticated\r\nCLIENT_ERROR unauthenticated\r\nCLIENT_ERROR bad authentication token format\r\n"
+        );
+        assert_eq!(
+            run(&mut s, b"set a 0 0 4\r\na pb\r\nset a 0 0 3\r\nabcde\r\n"),
+            "CLIENT_ERROR authentication failure\r\nCLIENT_ERROR bad command line termination\r\nCLIENT_ERROR unauthenticated\r\n"
+        );
+        assert_eq!(
+            run(
+                &mut s,
+                b"set k 1 2 4 noreply\r\na pa\r\nset k 0 0 1\r\nx\r\nget k\r\n"
+            ),
+            "STORED\r\nSTORED\r\nVALUE k 0 1\r\nx\r\nEND\r\n"
+        );
+        let stats = &s.stats;
+        assert_eq!(
+            stats.auth_cmds.load(std::sync::atomic::Ordering::Relaxed),
+            2
+        );
+        assert_eq!(
+            stats.auth_errors.load(std::sync::atomic::Ordering::Relaxed),
+            1
+        );
+    }
+
+    #[test]
+    fn tenants_cannot_reach_each_other() {
+        let ctx = tenant_server();
+        let mut a = session_on(&ctx, 11211);
+        let mut b = session_on(&ctx, 11211);
+        run(&mut a, b"set x 0 0 4\r\na pa\r\n");
+        run(&mut b, b"set x 0 0 4\r\nb pb\r\n");
+        assert_eq!(run(&mut a, b"set k 0 0 2\r\n10\r\n"), "STORED\r\n");
+        assert_eq!(
+            run(&mut b, b"get k\r\nincr k 1\r\ntouch k 0\r\ndelete k\r\nappend k 0 0 1\r\nx\r\nmg k v\r\nmd k\r\nma k\r\n"),
+            "END\r\nNOT_FOUND\r\nNOT_FOUND\r\nNOT_FOUND\r\nNOT_STORED\r\nEN\r\nNF\r\nNF\r\n"
+        );
+        assert_eq!(
+            run(&mut b, b"set k 0 0 1\r\nb\r\nflush_all\r\n"),
+            "STORED\r\nOK\r\n"
+        );
+        assert_eq!(run(&mut a, b"get k\r\n"), "VALUE k 0 2\r\n10\r\nEND\r\n");
+        // The prefix tenant's port is that tenant; its flush_all flushes only it.
+        let mut p = session_on(&ctx, 11300);
+        assert_eq!(
+            run(&mut p, b"set k 0 0 1\r\np\r\nget k\r\n"),
+            "STORED\r\nVALUE k 0 1\r\np\r\nEND\r\n"
+        );
+        assert_eq!(run(&mut a, b"get k\r\n"), "VALUE k 0 2\r\n10\r\nEND\r\n");
+        let only_a = String::from_utf8({
+            let mut out = Vec::new();
+            a.process(b"stats tenants\r\n", &mut out, usize::MAX);
+            out
+        })
+        .unwrap();
+        assert!(
+            only_a.contains("STAT tenant:a:items 1\r\n") && !only_a.contains("tenant:b:"),
+            "{only_a}"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 
 use clap::{ArgAction, Parser};
 use mrcache_engine::config::{
@@ -15,6 +16,8 @@ use mrcache_engine::config::{
     DEFAULT_PAGE_SIZE_BYTES,
 };
 use mrcache_engine::{EngineConfig, ItemAccounting};
+
+use crate::tenants::TenantsConfig;
 
 /// The memcached release whose behaviour and `stats` we reproduce.
 pub const MEMCACHED_COMPAT_VERSION: &str = "1.6.18";
@@ -219,6 +222,12 @@ pub struct Settings {
     pub admin_port: Option<u16>,
     /// `--admin-listen` (ours): its address, loopback by default.
     pub admin_listen: String,
+    /// `-Y`: memcached's `user:password` file; each user is a tenant (see `tenants`).
+    pub auth_file: Option<PathBuf>,
+    /// `--config` (ours): the tenant configuration file (TOML).
+    pub config_file: Option<PathBuf>,
+    /// The tenants the two files above give, as loaded at start-up (SIGHUP reloads them).
+    pub tenants: TenantsConfig,
 }
 
 impl Default for Settings {
@@ -255,6 +264,9 @@ impl Default for Settings {
             mrc_sample_rate: mrcache_engine::profiling::DEFAULT_SAMPLE_RATE,
             admin_port: None,
             admin_listen: DEFAULT_ADMIN_LISTEN.to_string(),
+            auth_file: None,
+            config_file: None,
+            tenants: TenantsConfig::default(),
         };
         s.shards = default_shards(s.threads, s.page_budget());
         s
@@ -321,7 +333,7 @@ Extended options (-o key[=value],...):
                            worker_logbuf_size, watcher_logbuf_size
 
 Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P, -D.
-Not supported: -d (use your service manager), -s/-a (UNIX sockets), -S and -Y (authentication),
+Not supported: -d (use your service manager), -s/-a (UNIX sockets), -S (SASL authentication),
 -e (restartable cache), -Z (TLS), -U other than 0 (UDP), -B binary.";
 
 /// memcached's command line, as clap sees it. Field docs are the `-h` text.
@@ -444,9 +456,14 @@ struct Cli {
     /// not supported
     #[arg(short = 'S', long = "enable-sasl", hide = true)]
     enable_sasl: bool,
-    /// not supported
-    #[arg(short = 'Y', long = "auth-file", hide = true)]
-    auth_file: Option<String>,
+    /// memcached's text-protocol authentication: a file of `user:password` lines; every connection
+    /// must authenticate (a `set` whose data is `user password`) and then acts as tenant `user`
+    #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
+    auth_file: Option<PathBuf>,
+    /// tenant configuration (TOML: [[tenant]] name, password, prefix, port, reserved, max,
+    /// target_hit_ratio, weight); SIGHUP reloads it and the -Y file
+    #[arg(long = "config", value_name = "FILE")]
+    config: Option<PathBuf>,
     /// not supported
     #[arg(short = 'e', long = "memory-file", hide = true)]
     memory_file: Option<String>,
@@ -506,12 +523,6 @@ impl Settings {
         if cli.enable_sasl {
             return refuse("-S/--enable-sasl", "SASL authentication is not supported");
         }
-        if cli.auth_file.is_some() {
-            return refuse(
-                "-Y/--auth-file",
-                "ASCII authentication is not supported yet",
-            );
-        }
         if cli.memory_file.is_some() {
             return refuse("-e/--memory-file", "the restartable cache is not supported");
         }
@@ -567,6 +578,18 @@ impl Settings {
             admin_port: cli.admin_port,
             admin_listen: cli.admin_listen.clone(),
             slab_policy: cli.slab_policy.clone(),
+            tenants: TenantsConfig::load(cli.config.as_deref(), cli.auth_file.as_deref()).map_err(
+                |e| {
+                    let flag = if cli.config.is_some() {
+                        "--config"
+                    } else {
+                        "-Y/--auth-file"
+                    };
+                    SettingsError(format!("{flag}: {e}"))
+                },
+            )?,
+            auth_file: cli.auth_file.clone(),
+            config_file: cli.config.clone(),
             ..Settings::default()
         };
         let mut shards = None;
@@ -739,6 +762,14 @@ impl Settings {
         if self.item_size_max_bytes as u64 > self.memory_limit_bytes / 2 {
             return err("-I/--max-item-size: cannot be larger than half of -m");
         }
+        for t in &self.tenants.tenants {
+            if t.port.is_some() && t.port == Some(self.port) {
+                return Err(SettingsError(format!(
+                    "--config: tenant {}: port {} is the main port (-p)",
+                    t.name, self.port
+                )));
+            }
+        }
         Ok(())
     }
 
@@ -821,6 +852,27 @@ impl Settings {
             ),
             ("page_size_bytes", self.page_size_bytes().to_string()),
             ("page_budget", self.page_budget().to_string()),
+            (
+                "auth_file",
+                self.auth_file
+                    .as_ref()
+                    .map_or("none".to_string(), |p| p.display().to_string()),
+            ),
+            (
+                "config_file",
+                self.config_file
+                    .as_ref()
+                    .map_or("none".to_string(), |p| p.display().to_string()),
+            ),
+            (
+                "tenants",
+                self.tenants
+                    .tenants
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
         ]
     }
 }

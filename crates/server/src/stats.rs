@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 
-use mrcache_engine::EngineStats;
+use mrcache_engine::{EngineStats, TenantCounters, TenantId};
 
 use crate::context::ServerContext;
 use crate::settings::{MEMCACHED_COMPAT_VERSION, MRCACHED_VERSION};
@@ -78,6 +78,74 @@ fn rusage() -> (String, String) {
 }
 
 /// `stats`: the general figures.
+/// One tenant as `stats tenants` and `/metrics` report it.
+pub struct TenantRow {
+    pub id: TenantId,
+    pub name: String,
+    /// Whether the configuration in force names it (a removed tenant keeps its items until they go).
+    pub configured: bool,
+    pub counters: TenantCounters,
+    pub reserved_bytes: u64,
+    /// 0: no limit.
+    pub max_bytes: u64,
+    /// 0: no target.
+    pub target_hit_ratio: f64,
+    pub weight: f64,
+}
+
+/// Every tenant ever known (or only `only`), by id: configuration in force and engine counters.
+pub fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
+    let stats = ctx.engine.stats(ctx.clock());
+    let table = ctx.tenants.current();
+    ctx.tenants
+        .known()
+        .into_iter()
+        .filter(|(id, _)| only.is_none_or(|o| o == *id))
+        .map(|(id, name)| {
+            let spec = table.spec(id);
+            TenantRow {
+                id,
+                configured: spec.is_some() || id == TenantId::DEFAULT,
+                counters: stats.tenant(id),
+                reserved_bytes: spec.map_or(0, |s| s.reserved_bytes),
+                max_bytes: spec.and_then(|s| s.max_bytes).unwrap_or(0),
+                target_hit_ratio: spec.and_then(|s| s.target_hit_ratio).unwrap_or(0.0),
+                weight: spec.map_or(crate::tenants::config::DEFAULT_WEIGHT, |s| s.weight),
+                name,
+            }
+        })
+        .collect()
+}
+
+/// `stats tenants`: `STAT tenant:<name>:<field> <value>` for every tenant (a connection that is one
+/// tenant sees only itself). `max` and `target_hit_ratio` are 0 when not set.
+pub fn tenants(ctx: &ServerContext, only: Option<TenantId>, out: &mut Vec<u8>) {
+    for row in tenant_rows(ctx, only) {
+        let n = &row.name;
+        let c = &row.counters;
+        stat(out, &format!("tenant:{n}:id"), row.id.0);
+        stat(
+            out,
+            &format!("tenant:{n}:configured"),
+            u8::from(row.configured),
+        );
+        stat(out, &format!("tenant:{n}:items"), c.items);
+        stat(out, &format!("tenant:{n}:bytes"), c.bytes);
+        stat(out, &format!("tenant:{n}:get_hits"), c.get_hits);
+        stat(out, &format!("tenant:{n}:get_misses"), c.get_misses);
+        stat(out, &format!("tenant:{n}:cmd_set"), c.set_cmds);
+        stat(out, &format!("tenant:{n}:reserved"), row.reserved_bytes);
+        stat(out, &format!("tenant:{n}:max"), row.max_bytes);
+        stat(
+            out,
+            &format!("tenant:{n}:target_hit_ratio"),
+            row.target_hit_ratio,
+        );
+        stat(out, &format!("tenant:{n}:weight"), row.weight);
+    }
+    end(out);
+}
+
 pub fn general(ctx: &ServerContext, out: &mut Vec<u8>) {
     let e = ctx.engine.stats(ctx.clock());
     let classes = e.class_totals();
@@ -272,7 +340,13 @@ pub fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
     stat(out, "tcp_backlog", s.listen_backlog);
     stat(out, "binding_protocol", s.protocol.stats_name());
     stat(out, "auth_enabled_sasl", "no");
-    stat(out, "auth_enabled_ascii", "no");
+    // memcached prints the -Y path; a config that sets passwords turns auth on too.
+    let auth = match (&ctx.settings.auth_file, &ctx.settings.config_file) {
+        (Some(path), _) => path.display().to_string(),
+        (None, Some(path)) if ctx.tenants.current().auth_required() => path.display().to_string(),
+        _ => "no".to_string(),
+    };
+    stat(out, "auth_enabled_ascii", auth);
     stat(out, "item_size_max", s.item_size_max_bytes);
     stat(out, "maxconns_fast", "yes");
     stat(out, "hashpower_init", s.hashpower_init);
@@ -579,7 +653,7 @@ mod tests {
         // the 28 bytes the item occupies, in the 80-byte class 1.
         for (accounting, chunk, per_page, bytes) in [
             (ItemAccounting::Memcached, "96", "10922", "61"),
-            (ItemAccounting::Compact, "80", "13107", "28"),
+            (ItemAccounting::Compact, "80", "13107", "30"),
         ] {
             slabs_and_items_after_one_set_under(accounting, chunk, per_page, bytes);
         }
@@ -599,7 +673,7 @@ mod tests {
         ctx.engine.store(
             &StoreArgs {
                 mode: StoreMode::Set,
-                key: b"a",
+                key: mrcache_engine::Key::default_tenant(b"a"),
                 client_flags: 0,
                 exptime: 0,
                 value: b"x",

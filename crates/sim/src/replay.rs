@@ -1,6 +1,8 @@
 //! Replaying requests through the engine.
 
-use mrcache_engine::{Clock, Engine, EngineConfig, StoreArgs, StoreMode, StoreOutcome};
+use mrcache_engine::{
+    Clock, Engine, EngineConfig, Key, StoreArgs, StoreMode, StoreOutcome, TenantId,
+};
 use mrcache_policy::class::ResponseTimeModel;
 use mrcache_policy::Rebalancer;
 use mrcache_workload::synth::Access;
@@ -140,7 +142,7 @@ impl Simulator {
         let outcome = self.engine.store(
             &StoreArgs {
                 mode: StoreMode::Set,
-                key: &self.key,
+                key: Key::new(TenantId(a.tenant), &self.key),
                 client_flags: 0,
                 exptime: 0,
                 value: &self.value[..len],
@@ -164,7 +166,15 @@ impl Simulator {
                 self.gets += 1;
                 self.window.gets += 1;
                 let bytes = a.key_size as usize + a.value_size as usize;
-                if self.engine.get(&self.key, self.clock(), |_| ()).is_none() {
+                if self
+                    .engine
+                    .get(
+                        Key::new(TenantId(a.tenant), &self.key),
+                        self.clock(),
+                        |_| (),
+                    )
+                    .is_none()
+                {
                     self.misses += 1;
                     self.window.misses += 1;
                     self.response_us += self.config.response_time.miss_time_us(bytes);
@@ -175,7 +185,8 @@ impl Simulator {
             }
             Op::Set | Op::Update => self.set(a),
             Op::Delete => {
-                self.engine.delete(&self.key, self.clock());
+                self.engine
+                    .delete(Key::new(TenantId(a.tenant), &self.key), self.clock());
             }
             Op::Other => {}
         }
@@ -268,7 +279,9 @@ impl Simulator {
 }
 
 /// The text of a key id, valid in the memcached text protocol (so a trace replays identically against a live
-/// server): the id in lowercase hex, prefixed by `t<tenant>:` for tenants other than 0.
+/// server): the id in lowercase hex, prefixed by `t<tenant>:` for tenants other than 0. The simulator also
+/// passes the tenant to the engine (`Key::tenant`), so tenants are separate namespaces there; the prefix
+/// keeps keys distinct for a live server that has no tenants configured.
 pub fn key_text(tenant: u16, id: u64, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.clear();

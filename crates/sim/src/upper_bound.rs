@@ -21,7 +21,7 @@
 //! Deletes are not modelled (the stack cannot forget a key); the synthetic workloads issue none.
 //! Memory is `O(distinct keys)`: one stack entry and one reuse-time entry per key.
 
-use mrcache_engine::{ClassId, Engine, EngineConfig, Geometry};
+use mrcache_engine::{ClassId, Engine, EngineConfig, Geometry, Key, TenantId};
 use mrcache_policy::{
     optimal_allocation, overall_miss_ratio, predict_default, ClassDemand, Partition, Problem,
 };
@@ -127,7 +127,7 @@ impl UpperBoundProfiler {
         let total = self.geometry.item_total_bytes(key_len, 0, value_len);
         (
             self.geometry.class_for(total),
-            Engine::hash(&self.key),
+            Engine::hash(Key::new(TenantId(a.tenant), &self.key)),
             total,
         )
     }

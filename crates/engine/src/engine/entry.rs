@@ -4,6 +4,7 @@
 use crate::geometry::ClassId;
 use crate::item::{bits, Item};
 use crate::shard::{AllocError, Miss, Shard};
+use crate::tenant::{Key, TenantId};
 use crate::Clock;
 
 /// A read-only view of a live item, handed to callbacks under the shard lock.
@@ -14,6 +15,7 @@ pub struct ItemView<'a> {
 }
 
 impl<'a> ItemView<'a> {
+    /// The key as the client sent it: nothing of its tenant.
     pub fn key(&self) -> &'a [u8] {
         self.item.key()
     }
@@ -56,7 +58,7 @@ impl<'a> ItemView<'a> {
 /// A key's slot under its shard lock, for commands that read and modify in one step (the meta protocol).
 pub struct Entry<'s> {
     pub(super) shard: &'s mut Shard,
-    pub(super) key: &'s [u8],
+    pub(super) key: Key<'s>,
     pub(super) hash: u64,
     pub(super) clock: Clock,
     pub(super) handle: Option<u32>,
@@ -154,7 +156,7 @@ impl Entry<'_> {
 
     /// Counts a get-type lookup in the statistics (hit if occupied).
     pub fn count_get(&mut self) {
-        count_get(self.shard, self.handle, self.miss);
+        count_get(self.shard, self.key.tenant, self.handle, self.miss);
     }
 
     /// Counts a touch in the statistics.
@@ -218,15 +220,17 @@ impl ItemFlag {
     }
 }
 
-pub(super) fn count_get(shard: &mut Shard, handle: Option<u32>, miss: Miss) {
+pub(super) fn count_get(shard: &mut Shard, tenant: TenantId, handle: Option<u32>, miss: Miss) {
     shard.counters.get_cmds += 1;
     match handle {
         Some(h) => {
             let class = shard.class_of_item(h);
             shard.class_counters_mut(class).get_hits += 1;
+            shard.tenant_counters_mut(tenant).get_hits += 1;
         }
         None => {
             shard.counters.get_misses += 1;
+            shard.tenant_counters_mut(tenant).get_misses += 1;
             match miss {
                 Miss::Expired => shard.counters.get_expired += 1,
                 Miss::Flushed => shard.counters.get_flushed += 1,

@@ -7,6 +7,10 @@
 //!
 //! Item semantics (add/replace/cas/append/prepend, incr/decr with in-place shrink, touch, flush, lazy expiry)
 //! follow memcached 1.6.18's `do_store_item`, `do_add_delta` and `item_get`.
+//!
+//! Every keyed operation takes a `Key`: a tenant and the client's bytes. Operations see only items of
+//! that tenant, and `flush_all` flushes only its tenant; the default tenant behaves exactly as the
+//! engine did before tenants.
 
 use std::sync::Arc;
 
@@ -18,7 +22,8 @@ use crate::globals::Globals;
 use crate::item::bits;
 use crate::profiling::ProfilingConfig;
 use crate::shard::{hash_key, AllocError, Miss, PageMove, Shard};
-use crate::stats::{ClassSnapshot, EngineStats, GlobalCounters};
+use crate::stats::{ClassSnapshot, EngineStats, GlobalCounters, TenantCounters};
+use crate::tenant::{Key, TenantId};
 use crate::Clock;
 
 mod entry;
@@ -42,7 +47,7 @@ pub enum StoreMode {
 #[derive(Copy, Clone, Debug)]
 pub struct StoreArgs<'a> {
     pub mode: StoreMode,
-    pub key: &'a [u8],
+    pub key: Key<'a>,
     pub client_flags: u32,
     /// Protocol exptime (relative seconds, absolute Unix time, 0 = never, negative = already expired).
     pub exptime: i64,
@@ -192,7 +197,7 @@ impl Engine {
     }
 
     /// The key hash every component uses (shard choice, index, profiler sampling).
-    pub fn hash(key: &[u8]) -> u64 {
+    pub fn hash(key: Key<'_>) -> u64 {
         hash_key(key)
     }
 
@@ -206,12 +211,17 @@ impl Engine {
 
     /// get/gets: calls `f` on the live item under the shard lock and returns its result; `None` on a miss.
     /// The item becomes most recently used.
-    pub fn get<R>(&self, key: &[u8], clock: Clock, f: impl FnOnce(ItemView<'_>) -> R) -> Option<R> {
+    pub fn get<R>(
+        &self,
+        key: Key<'_>,
+        clock: Clock,
+        f: impl FnOnce(ItemView<'_>) -> R,
+    ) -> Option<R> {
         let hash = hash_key(key);
         let mut shard = self.shard_for(hash).lock();
         let found = shard.find(key, hash, clock);
         let (handle, miss) = split(found);
-        count_get(&mut shard, handle, miss);
+        count_get(&mut shard, key.tenant, handle, miss);
         let h = handle?;
         shard.bump(h, hash, clock.now);
         Some(f(ItemView {
@@ -223,7 +233,7 @@ impl Engine {
     /// gat/gats: like `get`, and sets the item's expiry. Counted as a touch and a get, like memcached.
     pub fn get_and_touch<R>(
         &self,
-        key: &[u8],
+        key: Key<'_>,
         exptime: i64,
         clock: Clock,
         f: impl FnOnce(ItemView<'_>) -> R,
@@ -243,7 +253,7 @@ impl Engine {
     /// Runs `f` on the key's entry with the shard locked; expired and flushed items read as vacant.
     pub fn with_entry<R>(
         &self,
-        key: &[u8],
+        key: Key<'_>,
         clock: Clock,
         f: impl FnOnce(&mut Entry<'_>) -> R,
     ) -> R {
@@ -265,7 +275,7 @@ impl Engine {
     pub fn store(&self, args: &StoreArgs<'_>, clock: Clock) -> StoreOutcome {
         let class =
             self.geometry
-                .class_for_item(args.key.len(), args.client_flags, args.value.len());
+                .class_for_item(args.key.bytes.len(), args.client_flags, args.value.len());
         let Some(class) = class else {
             if args.mode == StoreMode::Set {
                 // memcached drops the old value so that a failed set never leaves stale data.
@@ -276,6 +286,7 @@ impl Engine {
         let hash = hash_key(args.key);
         let mut shard = self.shard_for(hash).lock();
         shard.class_counters_mut(class).set_cmds += 1;
+        shard.tenant_counters_mut(args.key.tenant).set_cmds += 1;
         let old = shard.find(args.key, hash, clock).ok();
         let expiry = clock.expiry(args.exptime);
         let result = match (args.mode, old) {
@@ -346,7 +357,7 @@ impl Engine {
                 let joined_len = old_value.len() + args.value.len();
                 if !self
                     .geometry
-                    .within_item_limit(args.key.len(), old_flags, joined_len)
+                    .within_item_limit(args.key.bytes.len(), old_flags, joined_len)
                 {
                     return StoreOutcome::NotStored;
                 }
@@ -393,7 +404,7 @@ impl Engine {
     }
 
     /// delete: whether an item was removed.
-    pub fn delete(&self, key: &[u8], clock: Clock) -> bool {
+    pub fn delete(&self, key: Key<'_>, clock: Clock) -> bool {
         self.with_entry(key, clock, |entry| {
             entry.count_delete();
             entry.remove()
@@ -401,7 +412,7 @@ impl Engine {
     }
 
     /// touch: sets a new expiry; whether the item exists.
-    pub fn touch(&self, key: &[u8], exptime: i64, clock: Clock) -> bool {
+    pub fn touch(&self, key: Key<'_>, exptime: i64, clock: Clock) -> bool {
         self.with_entry(key, clock, |entry| {
             entry.count_touch();
             if !entry.is_occupied() {
@@ -416,7 +427,7 @@ impl Engine {
     /// incr/decr with memcached's rules: 64-bit wrap on incr, floor at 0 on decr, and a result no longer than
     /// the old value is written in place, padded with spaces (memcached's `do_add_delta`). `cas` non-zero
     /// must match (meta `ma C`).
-    pub fn arith(&self, key: &[u8], delta: Delta, cas: u64, clock: Clock) -> ArithOutcome {
+    pub fn arith(&self, key: Key<'_>, delta: Delta, cas: u64, clock: Clock) -> ArithOutcome {
         let hash = hash_key(key);
         let mut shard = self.shard_for(hash).lock();
         let Ok(h) = shard.find(key, hash, clock) else {
@@ -471,14 +482,15 @@ impl Engine {
         }
     }
 
-    /// flush_all [delay]: every item stored before the flush takes effect reads as missing.
-    pub fn flush_all(&self, delay: i64, clock: Clock) {
+    /// flush_all [delay] for one tenant: every item of `tenant` stored before the flush takes effect reads
+    /// as missing; other tenants' items are untouched.
+    pub fn flush_all(&self, tenant: TenantId, delay: i64, clock: Clock) {
         let new_oldest = if delay > 0 {
             clock.expiry(delay)
         } else {
             clock.now
         };
-        self.globals.flush(new_oldest, clock.now);
+        self.globals.flush(tenant, new_oldest, clock.now);
     }
 
     /// `slabs reassign src dst`: moves one page from class `src` to class `dst`, in the shard where `src`
@@ -549,9 +561,17 @@ impl Engine {
         let mut counters = GlobalCounters::default();
         let mut classes: Vec<ClassSnapshot> = Vec::new();
         let mut curr_items = 0;
+        let mut tenants: Vec<TenantCounters> = Vec::new();
         for shard in self.shards.iter() {
             let shard = shard.lock();
             counters.add(&shard.counters);
+            let shard_tenants = shard.tenant_counters();
+            if tenants.len() < shard_tenants.len() {
+                tenants.resize(shard_tenants.len(), TenantCounters::default());
+            }
+            for (acc, t) in tenants.iter_mut().zip(shard_tenants) {
+                acc.add(t);
+            }
             curr_items += shard.len();
             let snap = shard.snapshot(clock);
             if classes.is_empty() {
@@ -576,6 +596,7 @@ impl Engine {
             page_limit: self.globals.budget.limit(),
             page_size_bytes: self.geometry.page_size_bytes(),
             classes,
+            tenants,
         }
     }
 

@@ -21,7 +21,7 @@ impl Shard {
                     return Err(format!("class {}: bad LRU node {h:#x}", class.0));
                 }
                 if self.class_of(h) != class
-                    || self.index_find(it.key(), hash_key(it.key())) != Some(h)
+                    || self.index_find(it.tenant_key(), hash_key(it.tenant_key())) != Some(h)
                 {
                     return Err(format!(
                         "class {}: LRU item {h:#x} not indexed here",
@@ -78,6 +78,12 @@ impl Shard {
             return Err(format!(
                 "{linked} linked items but {} indexed",
                 self.index.len()
+            ));
+        }
+        let tenant_items: u64 = self.tenants.iter().map(|t| t.items).sum();
+        if tenant_items != linked as u64 {
+            return Err(format!(
+                "{linked} linked items but tenants count {tenant_items}"
             ));
         }
         if pages_held != self.pages.len() - self.free_slots.len() {

@@ -19,7 +19,8 @@ use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{bits, Item, ItemMut, NIL};
 use crate::profiling::{ClassProfilers, ProfilingConfig};
-use crate::stats::{ClassCounters, ClassSnapshot, GlobalCounters};
+use crate::stats::{ClassCounters, ClassSnapshot, GlobalCounters, TenantCounters};
+use crate::tenant::{Key, TenantId};
 use crate::Clock;
 
 mod invariants;
@@ -28,10 +29,11 @@ mod page_move;
 /// How many LRU tail items an allocation inspects for an expired one before evicting (memcached's 5 tries).
 const RECLAIM_SEARCH_DEPTH: usize = 5;
 
-/// A 64-bit hash of a key. Shards use the high half, the index the low half, profilers the whole.
+/// A 64-bit hash of a key in its tenant (`Key::hash`). Shards use the high half, the index the low half,
+/// profilers the whole.
 #[inline]
-pub fn hash_key(key: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(key)
+pub fn hash_key(key: Key<'_>) -> u64 {
+    key.hash()
 }
 
 /// The index stores `tag << 32 | handle` where `tag` is the low 32 bits of the key hash; this spreads a tag
@@ -114,6 +116,8 @@ pub struct Shard {
     classes: Vec<ClassState>,
     pub(crate) profilers: ClassProfilers,
     pub(crate) counters: GlobalCounters,
+    /// Per-tenant counters, indexed by `TenantId::index`, grown on a tenant's first use here.
+    tenants: Vec<TenantCounters>,
     /// Most pages each class may hold in this shard (a fixed allocation), or `None` for demand filling.
     page_caps: Option<Vec<usize>>,
     /// State of the random page choice of `evict_random_page`.
@@ -167,6 +171,7 @@ impl Shard {
             profilers: ClassProfilers::new(profiling, classes.len(), profilers_created),
             classes,
             counters: GlobalCounters::default(),
+            tenants: Vec::new(),
             page_caps: None,
             rng: seed | 1,
         }
@@ -259,12 +264,12 @@ impl Shard {
 
     // ----- index -----
 
-    fn index_find(&self, key: &[u8], hash: u64) -> Option<u32> {
+    fn index_find(&self, key: Key<'_>, hash: u64) -> Option<u32> {
         let tag = hash as u32;
         let (pages, bits) = (&self.pages, self.chunk_bits);
         self.index
             .find(spread(tag), |&e| {
-                (e >> 32) as u32 == tag && Item(chunk_of(pages, bits, e as u32)).key() == key
+                (e >> 32) as u32 == tag && Item(chunk_of(pages, bits, e as u32)).tenant_key() == key
             })
             .map(|&e| e as u32)
     }
@@ -279,7 +284,7 @@ impl Shard {
 
     /// Points the index entry of the item at `old` to `new` (same key, relocated or replaced).
     fn index_repoint(&mut self, old: u32, new: u32) {
-        let hash = hash_key(self.item(old).key());
+        let hash = hash_key(self.item(old).tenant_key());
         let tag = hash as u32;
         let entry = self
             .index
@@ -289,7 +294,7 @@ impl Shard {
     }
 
     fn index_remove(&mut self, h: u32) {
-        let hash = hash_key(self.item(h).key());
+        let hash = hash_key(self.item(h).tenant_key());
         let tag = hash as u32;
         match self.index.find_entry(spread(tag), |&e| e as u32 == h) {
             Ok(entry) => {
@@ -360,13 +365,19 @@ impl Shard {
     fn link(&mut self, class: ClassId, hash: u64, h: u32) -> u64 {
         let cas = self.globals.next_cas();
         let geometry = self.geometry.clone();
-        let requested = {
+        let (requested, tenant) = {
             let mut it = self.item_mut(h);
             it.set_cas(cas);
             it.insert_bits(bits::LINKED);
             let v = it.view();
-            geometry.item_total_bytes(v.key_len(), v.client_flags(), v.value_len())
+            (
+                geometry.item_total_bytes(v.key_len(), v.client_flags(), v.value_len()),
+                v.tenant(),
+            )
         };
+        let t = self.tenant_counters_mut(tenant);
+        t.items += 1;
+        t.bytes += requested as u64;
         self.index_insert(hash, h);
         self.lru_push_head(class, h);
         self.profilers.record(class.index(), hash, requested);
@@ -380,11 +391,17 @@ impl Shard {
     /// Removes a linked item from the index and LRU and frees its chunk.
     pub(crate) fn unlink(&mut self, h: u32) {
         let class = self.class_of(h);
-        let requested = {
+        let (requested, tenant) = {
             let v = self.item(h);
-            self.geometry
-                .item_total_bytes(v.key_len(), v.client_flags(), v.value_len())
+            (
+                self.geometry
+                    .item_total_bytes(v.key_len(), v.client_flags(), v.value_len()),
+                v.tenant(),
+            )
         };
+        let t = self.tenant_counters_mut(tenant);
+        t.items -= 1;
+        t.bytes -= requested as u64;
         self.index_remove(h);
         self.lru_unlink(class, h);
         let c = self.class_state(class);
@@ -427,14 +444,17 @@ impl Shard {
     // ----- lookup -----
 
     /// Finds a live item. Expired and flushed items found on the way are unlinked (lazy expiry).
-    pub(crate) fn find(&mut self, key: &[u8], hash: u64, clock: Clock) -> Result<u32, Miss> {
+    pub(crate) fn find(&mut self, key: Key<'_>, hash: u64, clock: Clock) -> Result<u32, Miss> {
         let h = self.index_find(key, hash).ok_or(Miss::Absent)?;
         let it = self.item(h);
         if clock.is_expired(it.expiry()) {
             self.unlink(h);
             return Err(Miss::Expired);
         }
-        if self.globals.is_flushed(it.atime(), it.cas(), clock.now) {
+        if self
+            .globals
+            .is_flushed(key.tenant, it.atime(), it.cas(), clock.now)
+        {
             self.unlink(h);
             return Err(Miss::Flushed);
         }
@@ -443,7 +463,10 @@ impl Shard {
 
     fn is_dead(&self, h: u32, clock: Clock) -> bool {
         let it = self.item(h);
-        clock.is_expired(it.expiry()) || self.globals.is_flushed(it.atime(), it.cas(), clock.now)
+        clock.is_expired(it.expiry())
+            || self
+                .globals
+                .is_flushed(it.tenant(), it.atime(), it.cas(), clock.now)
     }
 
     // ----- allocation -----
@@ -685,6 +708,19 @@ impl Shard {
         given
     }
 
+    /// A tenant's counters in this shard, created on its first use.
+    pub(crate) fn tenant_counters_mut(&mut self, tenant: TenantId) -> &mut TenantCounters {
+        if self.tenants.len() <= tenant.index() {
+            self.tenants
+                .resize(tenant.index() + 1, TenantCounters::default());
+        }
+        &mut self.tenants[tenant.index()]
+    }
+
+    pub(crate) fn tenant_counters(&self) -> &[TenantCounters] {
+        &self.tenants
+    }
+
     pub(crate) fn class_counters_mut(&mut self, class: ClassId) -> &mut ClassCounters {
         &mut self.class_state(class).counters
     }
@@ -729,6 +765,14 @@ impl Shard {
         for c in &mut self.classes {
             c.counters = ClassCounters::default();
         }
+        // Items and bytes are state, not counters: they survive `stats reset`.
+        for t in &mut self.tenants {
+            *t = TenantCounters {
+                items: t.items,
+                bytes: t.bytes,
+                ..TenantCounters::default()
+            };
+        }
     }
 
     /// Number of linked items.
@@ -742,7 +786,7 @@ impl Shard {
     /// the allocation, which may have evicted it). Returns the chunk and its CAS.
     pub(crate) fn write_and_link(
         &mut self,
-        key: &[u8],
+        key: Key<'_>,
         hash: u64,
         client_flags: u32,
         expiry: u32,
@@ -753,13 +797,13 @@ impl Shard {
         // `-I` is memcached's limit whatever the accounting; `alloc` only checks the accounted size.
         if !self
             .geometry
-            .within_item_limit(key.len(), client_flags, value_len)
+            .within_item_limit(key.bytes.len(), client_flags, value_len)
         {
             return Err(AllocError::TooLarge);
         }
         let total = self
             .geometry
-            .item_total_bytes(key.len(), client_flags, value_len);
+            .item_total_bytes(key.bytes.len(), client_flags, value_len);
         // Allocation may evict the old item itself; find it again afterwards.
         let (class, h) = self.alloc(total, clock)?;
         self.item_mut(h)

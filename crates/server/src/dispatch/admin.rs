@@ -43,7 +43,9 @@ pub(crate) fn flush_all(
         reply(out, noreply, "CLIENT_ERROR invalid exptime argument");
         return Flow::Continue;
     };
-    ctx.server.engine.flush_all(delay, ctx.clock);
+    ctx.server
+        .engine
+        .flush_all(ctx.tenancy.flush_tenant(), delay, ctx.clock);
     reply(out, noreply, "OK");
     Flow::Continue
 }
@@ -128,6 +130,10 @@ pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Fl
             }
         }
         StatsRequest::Other { sub: b"mrc", args } => stats_mrc(ctx, args, out),
+        StatsRequest::Other {
+            sub: b"tenants",
+            args: b"",
+        } => stats::tenants(server, ctx.tenancy.own_tenant(), out),
         StatsRequest::Other { .. } => response::line(out, "ERROR"),
     }
     Flow::Continue

@@ -14,7 +14,7 @@ pub(crate) fn arith(ctx: &Ctx<'_>, r: &ArithRequest<'_>, out: &mut Vec<u8>) -> F
     } else {
         Delta::Decr(r.delta)
     };
-    match ctx.server.engine.arith(r.key, delta, 0, ctx.clock) {
+    match ctx.server.engine.arith(ctx.key(r.key), delta, 0, ctx.clock) {
         ArithOutcome::Value { value, .. } => {
             if !r.noreply {
                 response::number_line(out, value);

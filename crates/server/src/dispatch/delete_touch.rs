@@ -5,7 +5,7 @@ use mrcache_protocol::{DeleteRequest, TouchRequest};
 use super::{reply, Ctx, Flow};
 
 pub(crate) fn delete(ctx: &Ctx<'_>, r: &DeleteRequest<'_>, out: &mut Vec<u8>) -> Flow {
-    let deleted = ctx.server.engine.delete(r.key, ctx.clock);
+    let deleted = ctx.server.engine.delete(ctx.key(r.key), ctx.clock);
     reply(
         out,
         r.noreply,
@@ -15,7 +15,10 @@ pub(crate) fn delete(ctx: &Ctx<'_>, r: &DeleteRequest<'_>, out: &mut Vec<u8>) ->
 }
 
 pub(crate) fn touch(ctx: &Ctx<'_>, r: &TouchRequest<'_>, out: &mut Vec<u8>) -> Flow {
-    let touched = ctx.server.engine.touch(r.key, r.exptime, ctx.clock);
+    let touched = ctx
+        .server
+        .engine
+        .touch(ctx.key(r.key), r.exptime, ctx.clock);
     reply(
         out,
         r.noreply,

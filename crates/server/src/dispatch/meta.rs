@@ -49,102 +49,106 @@ pub(crate) fn get(ctx: &Ctx<'_>, r: &MetaGet<'_>, out: &mut Vec<u8>) -> Flow {
     ctx.count(|s| &s.cmd_meta);
     let f = &r.flags;
     let clock = ctx.clock;
-    ctx.server.engine.with_entry(r.key.bytes(), clock, |e| {
-        let mut created = false;
-        if !e.is_occupied() && f.vivify.is_some() {
-            // memcached links an empty, immortal item first; `N` sets its TTL in the flag loop below.
-            created = e.insert(0, 0, b"").is_ok();
-            if created && r.key.is_binary() {
-                e.set_flag(ItemFlag::KeyBinary, true);
-            }
-        }
-        if f.ttl.is_some() {
-            e.count_touch();
-        } else {
-            e.count_get();
-        }
-        let Some(item) = e.item() else {
-            if !f.quiet {
-                status(out, "EN", f, &r.key);
-            }
-            return;
-        };
-        if f.value {
-            out.extend_from_slice(b"VA ");
-            response::push_u64(out, item.value().len() as u64);
-        } else {
-            out.extend_from_slice(b"HD");
-        }
-        let mut won = false;
-        for flag in f.iter() {
-            match flag.letter {
-                b'T' => e.set_exptime(f.ttl.unwrap_or(0)),
-                b'N' if created => {
-                    e.set_exptime(f.vivify.unwrap_or(0));
-                    won = true;
+    ctx.server
+        .engine
+        .with_entry(ctx.key(r.key.bytes()), clock, |e| {
+            let mut created = false;
+            if !e.is_occupied() && f.vivify.is_some() {
+                // memcached links an empty, immortal item first; `N` sets its TTL in the flag loop below.
+                created = e.insert(0, 0, b"").is_ok();
+                if created && r.key.is_binary() {
+                    e.set_flag(ItemFlag::KeyBinary, true);
                 }
-                b'R' => {
-                    let Some(it) = e.item() else { continue };
-                    let recache = i64::from(clock.expiry(f.recache.unwrap_or(0)));
-                    if let Some(ttl) = it.ttl_secs() {
-                        let expiry = i64::from(clock.now) + ttl;
-                        if !it.token_sent() && !created && expiry < recache {
-                            won = true;
+            }
+            if f.ttl.is_some() {
+                e.count_touch();
+            } else {
+                e.count_get();
+            }
+            let Some(item) = e.item() else {
+                if !f.quiet {
+                    status(out, "EN", f, &r.key);
+                }
+                return;
+            };
+            if f.value {
+                out.extend_from_slice(b"VA ");
+                response::push_u64(out, item.value().len() as u64);
+            } else {
+                out.extend_from_slice(b"HD");
+            }
+            let mut won = false;
+            for flag in f.iter() {
+                match flag.letter {
+                    b'T' => e.set_exptime(f.ttl.unwrap_or(0)),
+                    b'N' if created => {
+                        e.set_exptime(f.vivify.unwrap_or(0));
+                        won = true;
+                    }
+                    b'R' => {
+                        let Some(it) = e.item() else { continue };
+                        let recache = i64::from(clock.expiry(f.recache.unwrap_or(0)));
+                        if let Some(ttl) = it.ttl_secs() {
+                            let expiry = i64::from(clock.now) + ttl;
+                            if !it.token_sent() && !created && expiry < recache {
+                                won = true;
+                            }
                         }
                     }
+                    b's' => response::meta_u64(
+                        out,
+                        b's',
+                        e.item().map_or(0, |it| it.value().len() as u64),
+                    ),
+                    b't' => ttl_flag(out, e),
+                    b'c' => response::meta_u64(out, b'c', e.item().map_or(0, |it| it.cas())),
+                    b'f' => response::meta_u64(
+                        out,
+                        b'f',
+                        e.item().map_or(0, |it| u64::from(it.client_flags())),
+                    ),
+                    b'l' => response::meta_u64(
+                        out,
+                        b'l',
+                        e.item().map_or(0, |it| u64::from(it.idle_secs())),
+                    ),
+                    b'h' => response::meta_u64(
+                        out,
+                        b'h',
+                        u64::from(e.item().is_some_and(|it| it.fetched())),
+                    ),
+                    b'O' => response::meta_token(out, flag.token),
+                    b'k' => {
+                        let binary = e.item().is_some_and(|it| it.key_binary());
+                        response::meta_key(out, r.key.bytes(), binary);
+                    }
+                    _ => {}
                 }
-                b's' => {
-                    response::meta_u64(out, b's', e.item().map_or(0, |it| it.value().len() as u64))
-                }
-                b't' => ttl_flag(out, e),
-                b'c' => response::meta_u64(out, b'c', e.item().map_or(0, |it| it.cas())),
-                b'f' => response::meta_u64(
-                    out,
-                    b'f',
-                    e.item().map_or(0, |it| u64::from(it.client_flags())),
-                ),
-                b'l' => response::meta_u64(
-                    out,
-                    b'l',
-                    e.item().map_or(0, |it| u64::from(it.idle_secs())),
-                ),
-                b'h' => response::meta_u64(
-                    out,
-                    b'h',
-                    u64::from(e.item().is_some_and(|it| it.fetched())),
-                ),
-                b'O' => response::meta_token(out, flag.token),
-                b'k' => {
-                    let binary = e.item().is_some_and(|it| it.key_binary());
-                    response::meta_key(out, r.key.bytes(), binary);
-                }
-                _ => {}
             }
-        }
-        let Some(item) = e.item() else { return };
-        let (token_sent, stale) = (item.token_sent(), item.stale());
-        if token_sent {
-            response::meta_bare(out, b'Z');
-        }
-        if stale {
-            response::meta_bare(out, b'X');
-            won |= !token_sent;
-        }
-        if won {
-            response::meta_bare(out, b'W');
-            e.set_flag(ItemFlag::TokenSent, true);
-        }
-        out.extend_from_slice(b"\r\n");
-        if f.value {
-            if let Some(item) = e.item() {
-                out.extend_from_slice(item.value());
-                out.extend_from_slice(b"\r\n");
+            let Some(item) = e.item() else { return };
+            let (token_sent, stale) = (item.token_sent(), item.stale());
+            if token_sent {
+                response::meta_bare(out, b'Z');
             }
-        }
-        if !f.no_update {
-            e.bump();
-        }
-    });
+            if stale {
+                response::meta_bare(out, b'X');
+                won |= !token_sent;
+            }
+            if won {
+                response::meta_bare(out, b'W');
+                e.set_flag(ItemFlag::TokenSent, true);
+            }
+            out.extend_from_slice(b"\r\n");
+            if f.value {
+                if let Some(item) = e.item() {
+                    out.extend_from_slice(item.value());
+                    out.extend_from_slice(b"\r\n");
+                }
+            }
+            if !f.no_update {
+                e.bump();
+            }
+        });
     Flow::Continue
 }
 
@@ -175,7 +179,7 @@ pub(crate) fn set(ctx: &Ctx<'_>, r: &MetaSet<'_>, out: &mut Vec<u8>) -> Flow {
     };
     let args = StoreArgs {
         mode,
-        key,
+        key: ctx.key(key),
         client_flags: f.client_flags,
         exptime: f.ttl.unwrap_or(0),
         value,
@@ -218,28 +222,31 @@ pub(crate) fn set(ctx: &Ctx<'_>, r: &MetaSet<'_>, out: &mut Vec<u8>) -> Flow {
 pub(crate) fn delete(ctx: &Ctx<'_>, r: &MetaDelete<'_>, out: &mut Vec<u8>) -> Flow {
     ctx.count(|s| &s.cmd_meta);
     let f = &r.flags;
-    let code = ctx.server.engine.with_entry(r.key.bytes(), ctx.clock, |e| {
-        let Some(item) = e.item() else {
-            e.count_delete();
-            return "NF";
-        };
-        if f.cas.is_some_and(|cas| cas != item.cas()) {
-            return "EX";
-        }
-        if f.invalidate {
-            if let Some(ttl) = f.ttl {
-                e.set_exptime(ttl);
+    let code = ctx
+        .server
+        .engine
+        .with_entry(ctx.key(r.key.bytes()), ctx.clock, |e| {
+            let Some(item) = e.item() else {
+                e.count_delete();
+                return "NF";
+            };
+            if f.cas.is_some_and(|cas| cas != item.cas()) {
+                return "EX";
             }
-            e.set_flag(ItemFlag::Stale, true);
-            // The next client may win the recache.
-            e.set_flag(ItemFlag::TokenSent, false);
-            e.renew_cas();
-        } else {
-            e.count_delete();
-            e.remove();
-        }
-        "HD"
-    });
+            if f.invalidate {
+                if let Some(ttl) = f.ttl {
+                    e.set_exptime(ttl);
+                }
+                e.set_flag(ItemFlag::Stale, true);
+                // The next client may win the recache.
+                e.set_flag(ItemFlag::TokenSent, false);
+                e.renew_cas();
+            } else {
+                e.count_delete();
+                e.remove();
+            }
+            "HD"
+        });
     if !(code == "HD" && f.quiet) {
         status(out, code, f, &r.key);
     }
@@ -256,7 +263,7 @@ pub(crate) fn arith(ctx: &Ctx<'_>, r: &MetaArith<'_>, out: &mut Vec<u8>) -> Flow
         Delta::Decr(f.delta)
     };
     let engine = &ctx.server.engine;
-    let (value, created) = match engine.arith(key, delta, f.cas.unwrap_or(0), ctx.clock) {
+    let (value, created) = match engine.arith(ctx.key(key), delta, f.cas.unwrap_or(0), ctx.clock) {
         ArithOutcome::Value { value, .. } => {
             if f.quiet {
                 return Flow::Continue;
@@ -266,7 +273,7 @@ pub(crate) fn arith(ctx: &Ctx<'_>, r: &MetaArith<'_>, out: &mut Vec<u8>) -> Flow
         ArithOutcome::NotFound if f.vivify.is_some() => {
             let mut digits = Vec::with_capacity(20);
             response::push_u64(&mut digits, f.initial);
-            let inserted = engine.with_entry(key, ctx.clock, |e| {
+            let inserted = engine.with_entry(ctx.key(key), ctx.clock, |e| {
                 // Another connection may have created it since; memcached's add would then fail.
                 !e.is_occupied() && e.insert(0, 0, &digits).is_ok()
             });
@@ -301,7 +308,7 @@ pub(crate) fn arith(ctx: &Ctx<'_>, r: &MetaArith<'_>, out: &mut Vec<u8>) -> Flow
     } else {
         out.extend_from_slice(b"HD");
     }
-    engine.with_entry(key, ctx.clock, |e| {
+    engine.with_entry(ctx.key(key), ctx.clock, |e| {
         for flag in f.iter() {
             match flag.letter {
                 b'c' => response::meta_u64(out, b'c', e.item().map_or(0, |it| it.cas())),
@@ -331,33 +338,35 @@ pub(crate) fn noop(ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
 /// `me`: `ME <key> exp=<ttl|-1> la=<idle> cas=<cas> fetch=<yes|no> cls=<class> size=<bytes>` or `EN`.
 pub(crate) fn debug(ctx: &Ctx<'_>, r: &MetaDebug<'_>, out: &mut Vec<u8>) -> Flow {
     ctx.count(|s| &s.cmd_meta);
-    ctx.server.engine.with_entry(r.key.bytes(), ctx.clock, |e| {
-        let Some(it) = e.item() else {
-            response::line(out, "EN");
-            return;
-        };
-        out.extend_from_slice(b"ME ");
-        if it.key_binary() {
-            mrcache_protocol::base64::encode(it.key(), out);
-        } else {
-            out.extend_from_slice(it.key());
-        }
-        out.extend_from_slice(b" exp=");
-        response::push_i64(out, it.ttl_secs().unwrap_or(-1));
-        out.extend_from_slice(b" la=");
-        response::push_u64(out, u64::from(it.idle_secs()));
-        out.extend_from_slice(b" cas=");
-        response::push_u64(out, it.cas());
-        out.extend_from_slice(if it.fetched() {
-            b" fetch=yes"
-        } else {
-            b" fetch=no"
+    ctx.server
+        .engine
+        .with_entry(ctx.key(r.key.bytes()), ctx.clock, |e| {
+            let Some(it) = e.item() else {
+                response::line(out, "EN");
+                return;
+            };
+            out.extend_from_slice(b"ME ");
+            if it.key_binary() {
+                mrcache_protocol::base64::encode(it.key(), out);
+            } else {
+                out.extend_from_slice(it.key());
+            }
+            out.extend_from_slice(b" exp=");
+            response::push_i64(out, it.ttl_secs().unwrap_or(-1));
+            out.extend_from_slice(b" la=");
+            response::push_u64(out, u64::from(it.idle_secs()));
+            out.extend_from_slice(b" cas=");
+            response::push_u64(out, it.cas());
+            out.extend_from_slice(if it.fetched() {
+                b" fetch=yes"
+            } else {
+                b" fetch=no"
+            });
+            out.extend_from_slice(b" cls=");
+            response::push_u64(out, e.class().map_or(0, |c| u64::from(c.0)));
+            out.extend_from_slice(b" size=");
+            response::push_u64(out, e.total_bytes().unwrap_or(0) as u64);
+            out.extend_from_slice(b"\r\n");
         });
-        out.extend_from_slice(b" cls=");
-        response::push_u64(out, e.class().map_or(0, |c| u64::from(c.0)));
-        out.extend_from_slice(b" size=");
-        response::push_u64(out, e.total_bytes().unwrap_or(0) as u64);
-        out.extend_from_slice(b"\r\n");
-    });
     Flow::Continue
 }

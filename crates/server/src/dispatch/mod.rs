@@ -17,10 +17,11 @@ mod storage;
 
 use std::sync::atomic::AtomicU64;
 
-use mrcache_engine::Clock;
+use mrcache_engine::{Clock, Key};
 use mrcache_protocol::{response, Request};
 
 use crate::context::{ServerContext, ThreadStats};
+use crate::tenants::Tenancy;
 
 /// What the session does after a request.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -39,9 +40,18 @@ pub(crate) struct Ctx<'a> {
     pub server: &'a ServerContext,
     pub stats: &'a ThreadStats,
     pub clock: Clock,
+    /// The connection's identity: every key goes through it (`key`), so no handler can reach another
+    /// tenant's items.
+    pub tenancy: &'a Tenancy,
 }
 
 impl Ctx<'_> {
+    /// The engine key for key bytes the client sent.
+    #[inline]
+    pub fn key<'k>(&self, bytes: &'k [u8]) -> Key<'k> {
+        self.tenancy.key(bytes)
+    }
+
     /// Adds one to a per-worker counter.
     pub fn count(&self, counter: impl Fn(&ThreadStats) -> &AtomicU64) {
         ThreadStats::add(counter(self.stats), 1);
@@ -59,6 +69,7 @@ pub(crate) fn reply(out: &mut Vec<u8>, noreply: bool, text: &str) {
 pub fn dispatch(
     server: &ServerContext,
     stats: &ThreadStats,
+    tenancy: &Tenancy,
     request: Request<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
@@ -66,6 +77,7 @@ pub fn dispatch(
         server,
         stats,
         clock: server.clock(),
+        tenancy,
     };
     match request {
         Request::Store(r) => storage::store(&ctx, &r, out),

@@ -19,9 +19,9 @@ pub(crate) fn get(ctx: &Ctx<'_>, r: GetRequest<'_>, out: &mut Vec<u8>) -> Flow {
             );
         };
         if r.kind.touches() {
-            engine.get_and_touch(key, r.exptime, ctx.clock, write);
+            engine.get_and_touch(ctx.key(key), r.exptime, ctx.clock, write);
         } else {
-            engine.get(key, ctx.clock, write);
+            engine.get(ctx.key(key), ctx.clock, write);
         }
     }
     response::end(out);

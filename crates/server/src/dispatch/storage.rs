@@ -34,7 +34,7 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
     };
     let args = StoreArgs {
         mode,
-        key: r.key,
+        key: ctx.key(r.key),
         client_flags: r.client_flags,
         exptime: r.exptime,
         value,
@@ -62,5 +62,7 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
 
 /// Unlinks a key without counting a delete (memcached's `item_unlink` after a failed allocation).
 pub(crate) fn drop_item(ctx: &Ctx<'_>, key: &[u8]) {
-    ctx.server.engine.with_entry(key, ctx.clock, |e| e.remove());
+    ctx.server
+        .engine
+        .with_entry(ctx.key(key), ctx.clock, |e| e.remove());
 }

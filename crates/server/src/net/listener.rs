@@ -5,6 +5,12 @@
 //! handled, a self-pipe that signal-hook writes on SIGTERM/SIGINT/SIGUSR1. On either it stops accepting,
 //! sets `shutting_down`, wakes every worker, and returns, closing the listening sockets.
 //!
+//! Tenant ports (`port` in `--config`) are more listening sockets on the same interfaces; a session
+//! learns its tenant from the port it was accepted on. SIGHUP (its own self-pipe) reloads the tenant
+//! directory here, on the listener thread, and binds the ports of tenants the reload added; a port
+//! whose tenant was removed stays bound until restart and serves as a main listener does (so its new
+//! connections must authenticate when auth is on, and are routed by prefix when it is off).
+//!
 //! At `-c` it accepts the extra connection, writes `ERROR Too many open connections`, and closes it
 //! (memcached's `maxconns_fast`), counting `rejected_connections`. If accept fails for lack of file
 //! descriptors it stops accepting for [`ACCEPT_BACKOFF`] (memcached's `listen_disabled_num`).
@@ -32,6 +38,7 @@ pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
 const WAKER_TOKEN: Token = Token(usize::MAX);
 const SIGNAL_TOKEN: Token = Token(usize::MAX - 1);
+const RELOAD_TOKEN: Token = Token(usize::MAX - 2);
 
 /// A worker as the listener sees it.
 pub struct WorkerPort {
@@ -42,6 +49,47 @@ pub struct WorkerPort {
 /// Binds every `-l` address (all IPv4 interfaces without `-l`) with `SO_REUSEADDR` and the `-b` backlog.
 /// With `-p 0` the first socket gets an ephemeral port and the others without their own port reuse it.
 pub fn bind_all(settings: &Settings) -> io::Result<Vec<std::net::TcpListener>> {
+    let mut bound = bind_main(settings)?;
+    let ports: Vec<u16> = settings
+        .tenants
+        .tenants
+        .iter()
+        .filter_map(|t| t.port)
+        .collect();
+    for port in ports {
+        bound.extend(bind_tenant_port(settings, port)?);
+    }
+    Ok(bound)
+}
+
+/// Binds a tenant's port on every interface the main listeners use.
+pub fn bind_tenant_port(settings: &Settings, port: u16) -> io::Result<Vec<std::net::TcpListener>> {
+    let mut hosts: Vec<SocketAddr> = Vec::new();
+    if settings.listen.is_empty() {
+        hosts.push(SocketAddr::from(([0, 0, 0, 0], port)));
+    }
+    for spec in &settings.listen {
+        for mut a in spec.resolve(settings.port)? {
+            a.set_port(port);
+            if !hosts.contains(&a) {
+                hosts.push(a);
+            }
+        }
+    }
+    hosts
+        .into_iter()
+        .map(|addr| {
+            bind_one(addr, settings.listen_backlog).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("failed to listen on {addr} (tenant port): {e}"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn bind_main(settings: &Settings) -> io::Result<Vec<std::net::TcpListener>> {
     let mut addrs: Vec<(SocketAddr, bool)> = Vec::new();
     if settings.listen.is_empty() {
         addrs.push((SocketAddr::from(([0, 0, 0, 0], settings.port)), false));
@@ -88,6 +136,8 @@ pub struct Listener {
     poll: Poll,
     listeners: Vec<TcpListener>,
     signals: Option<UnixStream>,
+    /// SIGHUP's self-pipe: reload the tenant configuration.
+    reload: Option<UnixStream>,
     workers: Vec<WorkerPort>,
     next_worker: usize,
 }
@@ -98,6 +148,7 @@ impl Listener {
         ctx: Arc<ServerContext>,
         bound: Vec<std::net::TcpListener>,
         signals: Option<UnixStream>,
+        reload: Option<UnixStream>,
         workers: Vec<WorkerPort>,
     ) -> io::Result<Listener> {
         let poll = Poll::new()?;
@@ -121,11 +172,17 @@ impl Listener {
             poll.registry()
                 .register(s, SIGNAL_TOKEN, Interest::READABLE)?;
         }
+        let mut reload = reload;
+        if let Some(s) = reload.as_mut() {
+            poll.registry()
+                .register(s, RELOAD_TOKEN, Interest::READABLE)?;
+        }
         Ok(Listener {
             ctx,
             poll,
             listeners,
             signals,
+            reload,
             workers,
             next_worker: 0,
         })
@@ -174,6 +231,9 @@ impl Listener {
             if self.shutdown_requested(&events) {
                 return Ok(());
             }
+            if events.iter().any(|e| e.token() == RELOAD_TOKEN) {
+                self.reload_tenants();
+            }
             for event in events.iter() {
                 let i = event.token().0;
                 if i < self.listeners.len() && paused_until.is_none() && !self.accept_all(i) {
@@ -197,6 +257,57 @@ impl Listener {
             }
         }
         self.ctx.is_shutting_down()
+    }
+
+    /// SIGHUP: re-reads the tenant files. A bad file is logged and the old configuration stays; ports of
+    /// new tenants are bound (a failure to bind is logged; the tenant still works by password or prefix).
+    fn reload_tenants(&mut self) {
+        if let Some(s) = self.reload.as_mut() {
+            let mut buf = [0u8; 64];
+            while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+        }
+        if let Err(e) = self.ctx.tenants.reload() {
+            eprintln!(
+                "mrcached: SIGHUP: tenant configuration not reloaded, keeping the old one: {e}"
+            );
+            return;
+        }
+        if self.ctx.settings.verbose > 0 {
+            eprintln!("mrcached: SIGHUP: tenant configuration reloaded");
+        }
+        let bound: Vec<u16> = self
+            .listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok().map(|a| a.port()))
+            .collect();
+        let table = self.ctx.tenants.current();
+        let new_ports: Vec<u16> = table
+            .tenants()
+            .filter_map(|(_, t)| t.port)
+            .filter(|p| !bound.contains(p))
+            .collect();
+        for port in new_ports {
+            match bind_tenant_port(&self.ctx.settings, port) {
+                Ok(sockets) => {
+                    for l in sockets {
+                        let mut l = TcpListener::from_std(l);
+                        let token = Token(self.listeners.len());
+                        if let Err(e) =
+                            self.poll
+                                .registry()
+                                .register(&mut l, token, Interest::READABLE)
+                        {
+                            eprintln!("mrcached: SIGHUP: tenant port {port}: {e}");
+                            continue;
+                        }
+                        self.listeners.push(l);
+                        // Connections may already be queued: no edge will announce them.
+                        self.accept_all(token.0);
+                    }
+                }
+                Err(e) => eprintln!("mrcached: SIGHUP: {e}"),
+            }
+        }
     }
 
     /// Accepts until `WouldBlock`. Returns false when out of descriptors (pause accepting).

@@ -93,7 +93,7 @@ impl Server {
     ) -> io::Result<Server>
     where
         S: ProtocolSession,
-        F: Fn(Arc<ServerContext>, Arc<ThreadStats>) -> S + Clone + Send + 'static,
+        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr) -> S + Clone + Send + 'static,
     {
         let bound = listener::bind_all(&ctx.settings)?;
         let local_addrs = bound
@@ -124,6 +124,18 @@ impl Server {
         }
 
         let mut signal_ids = Vec::new();
+        let reload = if options.handle_signals {
+            let (read_end, write_end) = std::os::unix::net::UnixStream::pair()?;
+            read_end.set_nonblocking(true)?;
+            write_end.set_nonblocking(true)?;
+            signal_ids.push(signal_hook::low_level::pipe::register(
+                signal_hook::consts::SIGHUP,
+                write_end,
+            )?);
+            Some(mio::net::UnixStream::from_std(read_end))
+        } else {
+            None
+        };
         let signals = if options.handle_signals {
             let (read_end, write_end) = std::os::unix::net::UnixStream::pair()?;
             read_end.set_nonblocking(true)?;
@@ -143,7 +155,7 @@ impl Server {
             None
         };
 
-        let listener = Listener::new(ctx.clone(), bound, signals, ports)?;
+        let listener = Listener::new(ctx.clone(), bound, signals, reload, ports)?;
         let listener = std::thread::Builder::new()
             .name("mrcached-listener".into())
             .spawn(move || listener.run())?;

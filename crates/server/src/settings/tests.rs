@@ -279,3 +279,47 @@ fn slab_policy_defaults_to_lama_and_memcached_flags_still_choose_its_movers() {
     assert!(err(&["--slab-policy", "lru"]).contains("--slab-policy"));
     assert!(err(&["--slab-policy", "lama-mr:movs=3"]).contains("`movs`"));
 }
+
+/// Writes `text` to a fresh file under the target's temp dir and returns its path.
+fn temp_file(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("mrcached-settings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn auth_file_and_tenant_config() {
+    let auth = temp_file("auth", "alice:secret\nbob:pw\n");
+    let s = run(&["-Y", &auth]).unwrap();
+    let names: Vec<&str> = s.tenants.tenants.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["alice", "bob"]);
+    assert!(s.tenants.auth_required());
+    let conf = temp_file(
+        "tenants.toml",
+        "[[tenant]]\nname = \"alice\"\nreserved = \"1MiB\"\n[[tenant]]\nname = \"p\"\nprefix = \"p:\"\nport = 11300\n",
+    );
+    let s = run(&["-Y", &auth, "--config", &conf]).unwrap();
+    assert_eq!(s.tenants.tenants.len(), 3);
+    assert_eq!(s.tenants.tenants[0].password.as_deref(), Some("secret"));
+    assert!(s
+        .describe()
+        .iter()
+        .any(|(k, v)| *k == "tenants" && v == "alice,p,bob"));
+}
+
+#[test]
+fn bad_tenant_files_name_the_flag_and_the_problem() {
+    let bad = temp_file("bad.toml", "[[tenant]]\nname = \"a\"\nwieght = 2\n");
+    let e = err(&["--config", &bad]);
+    assert!(e.starts_with("--config:") && e.contains("wieght"), "{e}");
+    let e = err(&["-Y", &temp_file("bad-auth", "nocolon\n")]);
+    assert!(
+        e.starts_with("-Y/--auth-file:") && e.contains("malformed"),
+        "{e}"
+    );
+    assert!(err(&["-Y", "/nonexistent/auth"]).contains("/nonexistent/auth"));
+    let clash = temp_file("clash.toml", "[[tenant]]\nname = \"a\"\nport = 11211\n");
+    assert!(err(&["--config", &clash]).contains("main port"));
+}

@@ -131,6 +131,11 @@ impl Server {
         Ok(stream)
     }
 
+    /// The server's process id (to send it signals).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `Some(status)` if the process has exited.
     pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()

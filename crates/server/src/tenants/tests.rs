@@ -1,0 +1,180 @@
+use super::config::{parse_auth_file, parse_bytes, parse_config};
+use super::*;
+
+fn config(text: &str) -> Result<TenantsConfig, String> {
+    TenantsConfig::merge(parse_config(text)?, Vec::new())
+}
+
+#[test]
+fn a_full_tenant_parses() {
+    let c = config(
+        r#"
+        [[tenant]]
+        name = "shop"
+        password = "pw"
+        prefix = "shop:"
+        port = 11311
+        reserved = "64MiB"
+        max = 1073741824
+        target_hit_ratio = 0.95
+        weight = 2.5
+        [[tenant]]
+        name = "default"
+        reserved = "8m"
+        "#,
+    )
+    .unwrap();
+    let shop = &c.tenants[0];
+    assert_eq!(shop.password.as_deref(), Some("pw"));
+    assert_eq!(shop.prefix.as_deref(), Some("shop:"));
+    assert_eq!(shop.port, Some(11311));
+    assert_eq!(shop.reserved_bytes, 64 << 20);
+    assert_eq!(shop.max_bytes, Some(1 << 30));
+    assert_eq!(shop.target_hit_ratio, Some(0.95));
+    assert_eq!(shop.weight, 2.5);
+    assert_eq!(c.tenants[1].reserved_bytes, 8 << 20);
+    assert!(c.auth_required());
+}
+
+#[test]
+fn unknown_keys_are_errors_that_name_the_key() {
+    let e = config("[[tenant]]\nname = \"a\"\npasword = \"x\"\n").unwrap_err();
+    assert!(e.contains("pasword"), "{e}");
+    let e = config("[server]\nport = 1\n").unwrap_err();
+    assert!(e.contains("server"), "{e}");
+}
+
+#[test]
+fn bad_values_are_refused() {
+    for (text, needle) in [
+        (
+            "[[tenant]]\nname = \"a\"\nreserved = \"12 parsecs\"",
+            "reserved",
+        ),
+        (
+            "[[tenant]]\nname = \"a\"\nmax = \"1k\"\nreserved = \"2k\"",
+            "below reserved",
+        ),
+        (
+            "[[tenant]]\nname = \"a\"\ntarget_hit_ratio = 1.5",
+            "target_hit_ratio",
+        ),
+        ("[[tenant]]\nname = \"a\"\nweight = 0.0", "weight"),
+        ("[[tenant]]\nname = \"a\"\nport = 0", "port"),
+        ("[[tenant]]\nname = \"a b\"", "tenant name"),
+        (
+            "[[tenant]]\nname = \"a\"\n[[tenant]]\nname = \"a\"",
+            "twice",
+        ),
+        (
+            "[[tenant]]\nname = \"default\"\npassword = \"x\"",
+            "default tenant",
+        ),
+        ("[[tenant]]\nname = \"a\"\nprefix = \"\"", "prefix"),
+        (
+            "[[tenant]]\nname = \"a\"\nprefix = \"ab\"\n[[tenant]]\nname = \"b\"\nprefix = \"abc\"",
+            "overlaps",
+        ),
+        (
+            "[[tenant]]\nname = \"a\"\nport = 5\n[[tenant]]\nname = \"b\"\nport = 5",
+            "port 5",
+        ),
+        ("[[tenant]]\nname = \"a\"\nport = 70000", "port"),
+        ("[[tenant]]\npassword = \"x\"", "name"),
+    ] {
+        let e = config(text).unwrap_err();
+        assert!(e.contains(needle), "{text:?}: {e}");
+    }
+}
+
+#[test]
+fn sizes() {
+    assert_eq!(parse_bytes("64MiB"), Some(64 << 20));
+    assert_eq!(parse_bytes("512k"), Some(512 << 10));
+    assert_eq!(parse_bytes("1 GB"), Some(1 << 30));
+    assert_eq!(parse_bytes("100"), Some(100));
+    assert_eq!(parse_bytes("1.5g"), None);
+    assert_eq!(parse_bytes("-1"), None);
+}
+
+#[test]
+fn auth_file_users_are_tenants() {
+    let users = parse_auth_file("alice:secret\r\nbob:p:w\n\n").unwrap();
+    assert_eq!(
+        users,
+        [
+            ("alice".into(), "secret".into()),
+            ("bob".into(), "p:w".into())
+        ]
+    );
+    assert!(parse_auth_file("nocolon\n").unwrap_err().contains("line 1"));
+    let config_tenants = parse_config("[[tenant]]\nname = \"alice\"\nreserved = 1024").unwrap();
+    let c = TenantsConfig::merge(config_tenants.clone(), users.clone()).unwrap();
+    assert_eq!(c.tenants.len(), 2);
+    assert_eq!(c.tenants[0].password.as_deref(), Some("secret"));
+    assert_eq!(c.tenants[0].reserved_bytes, 1024);
+    let mut clash = config_tenants;
+    clash[0].password = Some("other".into());
+    assert!(TenantsConfig::merge(clash, users)
+        .unwrap_err()
+        .contains("different passwords"));
+}
+
+#[test]
+fn ids_are_stable_across_reloads_and_auth_follows_the_table() {
+    let two = config(
+        "[[tenant]]\nname = \"a\"\npassword = \"pa\"\n[[tenant]]\nname = \"b\"\npassword = \"pb\"",
+    )
+    .unwrap();
+    let t = Tenants::new(two, None, None).unwrap();
+    let a = t.authenticate(b"a", b"pa", None).unwrap();
+    let b = t.authenticate(b"b", b"pb", None).unwrap();
+    assert_eq!((a, b), (TenantId(1), TenantId(2)));
+    assert_eq!(t.authenticate(b"a", b"pb", None), None);
+    assert_eq!(
+        t.authenticate(b"a", b"pa", Some(b)),
+        None,
+        "a tenant port admits only its tenant"
+    );
+    assert_eq!(t.authenticate(b"default", b"", None), None);
+    // Reload: a goes, c comes; b keeps its id, c gets a new one, a's name keeps its id for later.
+    let g = t.generation();
+    t.replace(config("[[tenant]]\nname = \"c\"\npassword = \"pc\"\n[[tenant]]\nname = \"b\"\npassword = \"pb2\"").unwrap())
+        .unwrap();
+    assert!(t.generation() > g);
+    assert_eq!(t.authenticate(b"a", b"pa", None), None);
+    assert_eq!(t.authenticate(b"b", b"pb", None), None);
+    assert_eq!(t.authenticate(b"b", b"pb2", None), Some(TenantId(2)));
+    assert_eq!(t.authenticate(b"c", b"pc", None), Some(TenantId(3)));
+    t.replace(config("[[tenant]]\nname = \"a\"\npassword = \"pa\"").unwrap())
+        .unwrap();
+    assert_eq!(t.authenticate(b"a", b"pa", None), Some(TenantId(1)));
+    assert_eq!(t.known().len(), 4);
+}
+
+#[test]
+fn routed_keys_follow_prefixes() {
+    let t = Tenants::new(
+        config(
+            "[[tenant]]\nname = \"a\"\nprefix = \"a:\"\n[[tenant]]\nname = \"b\"\nprefix = \"b:\"",
+        )
+        .unwrap(),
+        None,
+        None,
+    )
+    .unwrap();
+    let mut r = Tenancy::routed(&t);
+    assert_eq!(r.key(b"a:1").tenant, TenantId(1));
+    assert_eq!(r.key(b"b:1").tenant, TenantId(2));
+    assert_eq!(r.key(b"c:1").tenant, TenantId::DEFAULT);
+    assert_eq!(r.key(b"a:1").bytes, b"a:1", "the key is kept whole");
+    assert_eq!(r.flush_tenant(), TenantId::DEFAULT);
+    t.replace(config("[[tenant]]\nname = \"c\"\nprefix = \"c:\"").unwrap())
+        .unwrap();
+    r.refresh(&t);
+    assert_eq!(r.key(b"a:1").tenant, TenantId::DEFAULT);
+    assert_eq!(r.key(b"c:1").tenant, TenantId(3));
+    let fixed = Tenancy::Fixed(TenantId(2));
+    assert_eq!(fixed.key(b"a:1").tenant, TenantId(2));
+    assert_eq!(fixed.flush_tenant(), TenantId(2));
+}
