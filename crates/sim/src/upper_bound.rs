@@ -499,7 +499,6 @@ mod tests {
     const WORKLOAD: &str = "zipf:objects=100000,requests=300000,alpha=0.9,value_size=100-300";
 
     /// ETC's sizes over about 25 classes, whose demand-filled allocation is far from the best.
-    const ETC: &str = "etc:objects=100000,requests=400000";
     const ETC_UNIFORM: &str = "etc:objects=100000,requests=400000,popularity=uniform";
 
     fn stream_of(workload: &str) -> Box<dyn Iterator<Item = Access> + Send> {
