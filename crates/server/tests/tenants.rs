@@ -74,23 +74,42 @@ fn start(args: &[&str]) -> Server {
     Server::start(&ServerKind::mrcached(), args)
 }
 
+/// Starts mrcached with the flags `flags(port)` gives for a tenant port; when another test's server took
+/// that port between `free_port` and the bind (the server then exits), tries again with a fresh port.
+fn start_with_tenant_port(mut flags: impl FnMut(u16) -> Vec<String>) -> (Server, u16) {
+    for attempt in 1..=5 {
+        let port = free_port();
+        let args = flags(port);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| start(&args)));
+        match started {
+            Ok(server) => return (server, port),
+            Err(e) if attempt < 5 => eprintln!("tenant port {port} was taken, retrying: {e:?}"),
+            Err(e) => std::panic::resume_unwind(e),
+        }
+    }
+    unreachable!()
+}
+
 #[test]
 fn password_tenants_are_isolated_and_reload_keeps_data() {
     let dir = temp_dir();
     let auth = dir.join("auth");
     let conf = dir.join("tenants.toml");
-    let carol_port = free_port();
     std::fs::write(&auth, "alice:apw\nbob:bpw\n").unwrap();
-    let config = format!(
-        "[[tenant]]\nname = \"alice\"\nreserved = \"2MiB\"\ntarget_hit_ratio = 0.9\n\n[[tenant]]\nname = \"carol\"\nport = {carol_port}\n"
-    );
-    std::fs::write(&conf, &config).unwrap();
-    let server = start(&[
-        "-Y",
-        auth.to_str().unwrap(),
-        "--config",
-        conf.to_str().unwrap(),
-    ]);
+    let mut config = String::new();
+    let (server, carol_port) = start_with_tenant_port(|carol_port| {
+        config = format!(
+            "[[tenant]]\nname = \"alice\"\nreserved = \"2MiB\"\ntarget_hit_ratio = 0.9\n\n[[tenant]]\nname = \"carol\"\nport = {carol_port}\n"
+        );
+        std::fs::write(&conf, &config).unwrap();
+        vec![
+            "-Y".to_string(),
+            auth.to_str().unwrap().to_string(),
+            "--config".to_string(),
+            conf.to_str().unwrap().to_string(),
+        ]
+    });
     let port = server.port();
 
     // Unauthenticated: everything but the auth set is refused; a wrong password fails.
@@ -234,15 +253,16 @@ fn password_tenants_are_isolated_and_reload_keeps_data() {
 fn prefix_and_port_tenants_are_isolated() {
     let dir = temp_dir();
     let conf = dir.join("prefixes.toml");
-    let q_port = free_port();
-    std::fs::write(
-        &conf,
-        format!(
-            "[[tenant]]\nname = \"p1\"\nprefix = \"p1:\"\n[[tenant]]\nname = \"p2\"\nprefix = \"p2:\"\n[[tenant]]\nname = \"q\"\nport = {q_port}\n"
-        ),
-    )
-    .unwrap();
-    let server = start(&["--config", conf.to_str().unwrap()]);
+    let (server, q_port) = start_with_tenant_port(|q_port| {
+        std::fs::write(
+            &conf,
+            format!(
+                "[[tenant]]\nname = \"p1\"\nprefix = \"p1:\"\n[[tenant]]\nname = \"p2\"\nprefix = \"p2:\"\n[[tenant]]\nname = \"q\"\nport = {q_port}\n"
+            ),
+        )
+        .unwrap();
+        vec!["--config".to_string(), conf.to_str().unwrap().to_string()]
+    });
     let mut main = Client::connect(server.port());
     let mut q = Client::connect(q_port);
     for key in ["p1:x", "p2:x", "x"] {
