@@ -273,18 +273,20 @@ impl ClassPolicy for Lama {
         let mut partitions = Vec::with_capacity(held.len());
         for c in &held {
             let current = c.pages();
+            // Algorithm 1 looks no further than N moves of r pages from where the class is.
+            let upper = total_pages.min(current + self.max_moves * r);
             let partition = match (&c.miss_ratio_by_pages, c.requests) {
                 // Unused in the window: its pages are free to go, the last one included (should
                 // the class come back, memcached's first-page rule gives it a page again).
                 (_, 0) => Partition {
-                    cost: (0..=total_pages)
+                    cost: (0..=upper)
                         .map(|j| nudge * j.abs_diff(current) as f64)
                         .collect(),
                     current_pages: current,
                     min_pages: 0,
                 },
                 (Some(curve), _) if !curve.is_empty() => Partition {
-                    cost: (0..=total_pages)
+                    cost: (0..=upper)
                         .map(|j| {
                             self.cost(c, curve[j.min(curve.len() - 1)])
                                 + nudge * j.abs_diff(current) as f64
