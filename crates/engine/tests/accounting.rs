@@ -19,13 +19,8 @@ fn store(e: &Engine, mode: StoreMode, key: &[u8], flags: u32, value: &[u8]) -> S
     e.store(
         &StoreArgs {
             mode,
-            key: Key::default_tenant(key),
             client_flags: flags,
-            exptime: 0,
-            value,
-            cas: 0,
-            invalidate: false,
-            key_binary: false,
+            ..StoreArgs::set(Key::default_tenant(key), value)
         },
         Clock::logical(100),
     )

@@ -142,13 +142,9 @@ fn run(ops: &[Op], config: EngineConfig, exact: bool) -> Result<(), TestCaseErro
                 let out = engine.store(
                     &StoreArgs {
                         mode,
-                        key: ek(&k),
                         client_flags: flags,
                         exptime: ttl,
-                        value: &v,
-                        cas: 0,
-                        invalidate: false,
-                        key_binary: false,
+                        ..StoreArgs::set(ek(&k), &v)
                     },
                     clock,
                 );

@@ -1,7 +1,7 @@
 //! The engine's online MRC against the exact LRU curve of the same stream of uses, with one shard and with
 //! several (where each shard profiles a hash partition and the histograms are merged).
 
-use mrcache_engine::{ClassId, Clock, Engine, EngineConfig, Key, StoreArgs, StoreMode};
+use mrcache_engine::{ClassId, Clock, Engine, EngineConfig, Key, StoreArgs};
 use mrcache_profile::{AccessObserver, ExactLru, MrcProfiler, MrcQuery, SizeUnit};
 use mrcache_workload::synth::WorkloadSpec;
 
@@ -25,16 +25,7 @@ fn replay(shards: usize, rate: f64) -> (Engine, ExactLru) {
             .get(Key::default_tenant(&key), clock, |_| ())
             .is_none()
         {
-            let args = StoreArgs {
-                mode: StoreMode::Set,
-                key: Key::default_tenant(&key),
-                client_flags: 0,
-                exptime: 0,
-                value: &[b'v'; 200],
-                cas: 0,
-                invalidate: false,
-                key_binary: false,
-            };
+            let args = StoreArgs::set(Key::default_tenant(&key), &[b'v'; 200]);
             engine.store(&args, clock);
         }
     }
@@ -87,16 +78,7 @@ fn profiling_off_records_nothing_and_costs_nothing() {
     })
     .unwrap();
     let clock = Clock::logical(100);
-    let args = StoreArgs {
-        mode: StoreMode::Set,
-        key: Key::default_tenant(b"k"),
-        client_flags: 0,
-        exptime: 0,
-        value: b"v",
-        cas: 0,
-        invalidate: false,
-        key_binary: false,
-    };
+    let args = StoreArgs::set(Key::default_tenant(b"k"), b"v");
     engine.store(&args, clock);
     assert!(engine
         .mrc(Some(ClassId(1)), &MrcQuery::new(SizeUnit::Objects))
@@ -127,16 +109,8 @@ fn profiler_memory_stays_within_one_percent_of_memory() {
                 .get(Key::default_tenant(&key), clock, |_| ())
                 .is_none()
             {
-                let args = StoreArgs {
-                    mode: StoreMode::Set,
-                    key: Key::default_tenant(&key),
-                    client_flags: 0,
-                    exptime: 0,
-                    value: &value[..a.value_size as usize],
-                    cas: 0,
-                    invalidate: false,
-                    key_binary: false,
-                };
+                let args =
+                    StoreArgs::set(Key::default_tenant(&key), &value[..a.value_size as usize]);
                 engine.store(&args, clock);
             }
         }

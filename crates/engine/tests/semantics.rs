@@ -29,13 +29,8 @@ fn store(
     e.store(
         &StoreArgs {
             mode,
-            key: Key::default_tenant(key),
-            client_flags: 0,
-            exptime: 0,
-            value,
             cas,
-            invalidate: false,
-            key_binary: false,
+            ..StoreArgs::set(Key::default_tenant(key), value)
         },
         clock,
     )
@@ -119,14 +114,8 @@ fn decr_shrinks_in_place_with_spaces_and_incr_wraps() {
 fn expiry_is_lazy_and_negative_exptime_is_already_expired() {
     let (e, c) = (engine(64), Clock::logical(100));
     let args = |exptime| StoreArgs {
-        mode: StoreMode::Set,
-        key: Key::default_tenant(b"t"),
-        client_flags: 0,
         exptime,
-        value: b"v",
-        cas: 0,
-        invalidate: false,
-        key_binary: false,
+        ..StoreArgs::set(Key::default_tenant(b"t"), b"v")
     };
     e.store(&args(5), c);
     assert!(get(&e, b"t", Clock::logical(104)).is_some());
@@ -273,14 +262,9 @@ fn append_prepend_keep_flags_and_exptime() {
     let (e, c) = (engine(64), Clock::logical(100));
     e.store(
         &StoreArgs {
-            mode: StoreMode::Set,
-            key: Key::default_tenant(b"k"),
             client_flags: 42,
             exptime: 50,
-            value: b"mid",
-            cas: 0,
-            invalidate: false,
-            key_binary: false,
+            ..StoreArgs::set(Key::default_tenant(b"k"), b"mid")
         },
         c,
     );

@@ -22,13 +22,8 @@ fn store(e: &Engine, mode: StoreMode, key: Key<'_>, value: &[u8], cas: u64) -> S
     e.store(
         &StoreArgs {
             mode,
-            key,
-            client_flags: 0,
-            exptime: 0,
-            value,
             cas,
-            invalidate: false,
-            key_binary: false,
+            ..StoreArgs::set(key, value)
         },
         Clock::logical(100),
     )

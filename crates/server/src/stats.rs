@@ -561,7 +561,7 @@ pub fn reset(ctx: &ServerContext) {
 mod tests {
     use super::*;
     use crate::settings::Settings;
-    use mrcache_engine::{Engine, ItemAccounting, StoreArgs, StoreMode};
+    use mrcache_engine::{Engine, ItemAccounting, StoreArgs};
 
     fn ctx() -> ServerContext {
         ctx_with(Settings::default())
@@ -671,16 +671,7 @@ mod tests {
         });
         let clock = ctx.clock();
         ctx.engine.store(
-            &StoreArgs {
-                mode: StoreMode::Set,
-                key: mrcache_engine::Key::default_tenant(b"a"),
-                client_flags: 0,
-                exptime: 0,
-                value: b"x",
-                cas: 0,
-                invalidate: false,
-                key_binary: false,
-            },
+            &StoreArgs::set(mrcache_engine::Key::default_tenant(b"a"), b"x"),
             clock,
         );
         let mut out = Vec::new();

@@ -1,8 +1,6 @@
 //! Replaying requests through the engine.
 
-use mrcache_engine::{
-    Clock, Engine, EngineConfig, Key, StoreArgs, StoreMode, StoreOutcome, TenantId,
-};
+use mrcache_engine::{Clock, Engine, EngineConfig, Key, StoreArgs, StoreOutcome, TenantId};
 use mrcache_policy::class::ResponseTimeModel;
 use mrcache_policy::Rebalancer;
 use mrcache_workload::synth::Access;
@@ -140,16 +138,7 @@ impl Simulator {
         self.sets += 1;
         let len = (a.value_size as usize).min(self.value.len());
         let outcome = self.engine.store(
-            &StoreArgs {
-                mode: StoreMode::Set,
-                key: Key::new(TenantId(a.tenant), &self.key),
-                client_flags: 0,
-                exptime: 0,
-                value: &self.value[..len],
-                cas: 0,
-                invalidate: false,
-                key_binary: false,
-            },
+            &StoreArgs::set(Key::new(TenantId(a.tenant), &self.key), &self.value[..len]),
             Clock::logical(self.now),
         );
         debug_assert!(!matches!(

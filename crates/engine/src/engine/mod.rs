@@ -61,6 +61,23 @@ pub struct StoreArgs<'a> {
     pub key_binary: bool,
 }
 
+impl<'a> StoreArgs<'a> {
+    /// A plain `set` of `value` under `key`: no flags, no expiry, no CAS. Other requests start from it
+    /// with struct update syntax (`StoreArgs { mode: StoreMode::Add, ..StoreArgs::set(key, value) }`).
+    pub fn set(key: Key<'a>, value: &'a [u8]) -> StoreArgs<'a> {
+        StoreArgs {
+            mode: StoreMode::Set,
+            key,
+            client_flags: 0,
+            exptime: 0,
+            value,
+            cas: 0,
+            invalidate: false,
+            key_binary: false,
+        }
+    }
+}
+
 /// The result of a store, as memcached replies it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum StoreOutcome {
