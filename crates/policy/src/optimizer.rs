@@ -159,23 +159,21 @@ pub struct PageMove {
     pub pages: usize,
 }
 
+/// `(partition, pages)` for every partition holding more in `from` than in `to`, by how many.
+fn excess(from: &[usize], to: &[usize]) -> Vec<(usize, usize)> {
+    from.iter()
+        .zip(to)
+        .enumerate()
+        .filter(|(_, (f, t))| f > t)
+        .map(|(i, (f, t))| (i, f - t))
+        .collect()
+}
+
 /// Moves that take `current` toward `target`, at most `max_pages` pages in all: pages come from the
 /// partitions that must shrink most and go to those that must grow most, largest differences first.
 pub fn plan_moves(current: &[usize], target: &[usize], max_pages: usize) -> Vec<PageMove> {
-    let mut give: Vec<(usize, usize)> = current
-        .iter()
-        .zip(target)
-        .enumerate()
-        .filter(|(_, (c, t))| c > t)
-        .map(|(i, (c, t))| (i, c - t))
-        .collect();
-    let mut take: Vec<(usize, usize)> = current
-        .iter()
-        .zip(target)
-        .enumerate()
-        .filter(|(_, (c, t))| t > c)
-        .map(|(i, (c, t))| (i, t - c))
-        .collect();
+    let mut give = excess(current, target);
+    let mut take = excess(target, current);
     give.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     take.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let (mut moves, mut budget) = (Vec::new(), max_pages);
@@ -209,13 +207,7 @@ pub fn plan_moves_ranked(
     max_pages: usize,
     rank: &[f64],
 ) -> Vec<PageMove> {
-    let mut give: Vec<(usize, usize)> = current
-        .iter()
-        .zip(target)
-        .enumerate()
-        .filter(|(_, (c, t))| c > t)
-        .map(|(i, (c, t))| (i, c - t))
-        .collect();
+    let mut give = excess(current, target);
     give.sort_by(|a, b| rank[a.0].total_cmp(&rank[b.0]).then(a.0.cmp(&b.0)));
     let mut moves = Vec::new();
     let mut budget = max_pages;
