@@ -39,19 +39,11 @@ fi
 user_flag=()
 [ "$(id -u)" -eq 0 ] && user_flag=(-u root)
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=scripts/lib/ports.sh
+. scripts/lib/ports.sh  # the script runs from the repository root
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
-
-wait_port() {
-    for _ in $(seq 1 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "server on port $1 did not start" >&2
-    return 1
-}
 
 bench() {
     local port=$1

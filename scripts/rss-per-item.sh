@@ -32,16 +32,8 @@ pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; }
 trap cleanup EXIT
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-wait_port() {
-    for _ in $(seq 1 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "server on port $1 did not start" >&2
-    return 1
-}
+# shellcheck source=scripts/lib/ports.sh
+. scripts/lib/ports.sh  # the script runs from the repository root
 
 # `stats` NAME of the server on port $1.
 stat() {
