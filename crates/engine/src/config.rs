@@ -18,6 +18,8 @@ pub const MEMCACHED_ITEM_HEADER_BYTES: usize = 48;
 pub const MEMCACHED_CAS_BYTES: usize = 8;
 /// memcached's `MAX_NUMBER_OF_SLAB_CLASSES` less the pool class 0.
 pub const MAX_SLAB_CLASSES: usize = 63;
+/// Most tenant pools one engine keeps (each costs a class table per shard, about 4 KiB).
+pub const MAX_TENANT_POOLS: usize = 1024;
 /// Smallest `-I` memcached accepts.
 pub const MIN_ITEM_SIZE_MAX_BYTES: usize = 1024;
 /// Largest `-I` memcached accepts.
@@ -84,6 +86,13 @@ pub struct EngineConfig {
     /// Share of `memory_limit_bytes` the profilers may hold together (1% by default, the server's
     /// bound). The simulator may grant more: its memory is not a real server's.
     pub profile_memory_share: f64,
+    /// Tenants with memory of their own (ids `0..tenant_pools`): each gets its own pages, LRUs and page
+    /// accounting (a pool), so tenants can be given reserves, caps and targets. Tenants with larger ids
+    /// share pool 0 with the default tenant. 1 (the default) is one memory for everyone, as memcached.
+    pub tenant_pools: usize,
+    /// Bytes of evicted items each pool remembers (by key hash and size) in its shadow queue, so that a
+    /// GET miss on a recently evicted key is counted as a shadow hit (Memshare); `None` keeps none.
+    pub shadow_queue_bytes: Option<u64>,
 }
 
 impl Default for EngineConfig {
@@ -99,6 +108,8 @@ impl Default for EngineConfig {
             shards: 1,
             profile_sample_rate: Some(crate::profiling::DEFAULT_SAMPLE_RATE),
             profile_memory_share: crate::profiling::PROFILE_MEMORY_SHARE,
+            tenant_pools: 1,
+            shadow_queue_bytes: None,
         }
     }
 }
@@ -175,6 +186,12 @@ impl EngineConfig {
             return Err(ConfigError(format!(
                 "shards must be a power of two between 1 and 1024, got {}",
                 self.shards
+            )));
+        }
+        if self.tenant_pools == 0 || self.tenant_pools > MAX_TENANT_POOLS {
+            return Err(ConfigError(format!(
+                "tenant pools must be between 1 and {MAX_TENANT_POOLS}, got {}",
+                self.tenant_pools
             )));
         }
         Ok(())

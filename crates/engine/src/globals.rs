@@ -1,5 +1,5 @@
-//! State shared by all shards of one engine: the page budget, the CAS counter and each tenant's flush
-//! horizon.
+//! State shared by all shards of one engine: the page budget, the tenant pools, the CAS counter and each
+//! tenant's flush horizon.
 //!
 //! All fields are atomics touched only on stores, page moves and flushes, never written on a plain read
 //! path (a hit reads its tenant's horizon with two or three relaxed loads). Memory ordering is relaxed
@@ -13,6 +13,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;
 
+use crate::pool::PoolTable;
 use crate::tenant::TenantId;
 
 /// Tenants per lazily allocated block of flush horizons: 256 x 16 bytes, and 256 blocks span every id.
@@ -88,6 +89,8 @@ impl PageBudget {
 #[derive(Debug)]
 pub struct Globals {
     pub budget: PageBudget,
+    /// Each tenant pool's pages, reserve, cap and target.
+    pub pools: PoolTable,
     use_cas: bool,
     cas: AtomicU64,
     /// Each tenant's flush horizon, in blocks allocated on a tenant's first flush.
@@ -98,9 +101,10 @@ pub struct Globals {
 }
 
 impl Globals {
-    pub fn new(page_limit: usize, use_cas: bool) -> Globals {
+    pub fn new(page_limit: usize, use_cas: bool, pools: usize) -> Globals {
         Globals {
             budget: PageBudget::new(page_limit),
+            pools: PoolTable::new(pools),
             use_cas,
             cas: AtomicU64::new(0),
             horizons: (0..HORIZON_BLOCKS).map(|_| OnceLock::new()).collect(),
@@ -180,7 +184,7 @@ mod tests {
 
     #[test]
     fn a_flush_reaches_only_its_tenant() {
-        let g = Globals::new(1, true);
+        let g = Globals::new(1, true, 1);
         let (t1, t300) = (TenantId(1), TenantId(300));
         let cas = g.next_cas();
         g.flush(t1, 10, 10);

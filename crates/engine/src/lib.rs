@@ -8,7 +8,8 @@
 //! - `geometry` — slab classes and item-size accounting (memcached 1.6.18's byte for byte, or compact)
 //! - `tenant`   — `TenantId` and `Key`: every keyed operation names its tenant's namespace
 //! - `item`     — the item layout inside a chunk
-//! - `globals`  — page budget, CAS counter, flush horizon shared by shards
+//! - `pool`     — tenant pools: pages per tenant, reserve, cap and target (the upper memory level)
+//! - `globals`  — page budget, pools, CAS counter, flush horizons shared by shards
 //! - `shard`    — hash index + pages + per-class LRU + allocation, eviction, page moves (single-threaded)
 //! - `engine`   — the thread-safe facade: item semantics over hash-partitioned shards
 //! - `profiling` — per-class online MRC profilers on the request path, merged across shards
@@ -22,6 +23,7 @@ pub mod engine;
 pub mod geometry;
 pub mod globals;
 pub mod item;
+pub mod pool;
 pub mod profiling;
 pub mod shard;
 pub mod stats;
@@ -34,6 +36,7 @@ pub use engine::{
     ItemView, ReassignOutcome, StoreArgs, StoreMode, StoreOutcome,
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
+pub use pool::{PoolSnapshot, UNLIMITED};
 pub use shard::{AllocError, Miss, PageMove};
 pub use stats::{ClassCounters, ClassSnapshot, EngineStats, GlobalCounters, TenantCounters};
 pub use tenant::{Key, TenantId};

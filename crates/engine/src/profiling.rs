@@ -88,7 +88,19 @@ impl ProfilingConfig {
     }
 }
 
-/// The profilers of one shard, one per class, created on first use.
+/// What each shard is given to profile with: the per-partition profilers' sizing, and with several tenant
+/// pools one whole-pool profiler each (its curve in bytes is the tenant's MRC), and the shadow queue
+/// bytes of each pool in one shard. The counters of profilers created are shared by all shards.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ShardProfiling {
+    pub classes: Option<ProfilingConfig>,
+    pub classes_created: Arc<AtomicUsize>,
+    pub pools: Option<ProfilingConfig>,
+    pub pools_created: Arc<AtomicUsize>,
+    pub shadow_bytes: Option<u64>,
+}
+
+/// The profilers of one shard, one per partition (or per pool), created on first use.
 pub(crate) struct ClassProfilers {
     config: Option<ProfilingConfig>,
     profilers: Vec<Option<ReuseTimeProfiler>>,

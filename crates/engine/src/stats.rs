@@ -112,6 +112,8 @@ pub struct TenantCounters {
     pub get_misses: u64,
     /// Storage commands (set/add/replace/append/prepend/cas/ms) that reached the engine.
     pub set_cmds: u64,
+    /// GET misses on keys its pool's shadow queue held (recently evicted; Memshare's gradient signal).
+    pub shadow_hits: u64,
 }
 
 impl TenantCounters {
@@ -121,6 +123,7 @@ impl TenantCounters {
         self.get_hits += o.get_hits;
         self.get_misses += o.get_misses;
         self.set_cmds += o.set_cmds;
+        self.shadow_hits += o.shadow_hits;
     }
 }
 
@@ -140,6 +143,19 @@ pub struct ClassSnapshot {
     /// Seconds since last access of the LRU tail item (memcached's `age`); 0 when empty.
     pub tail_age_secs: u32,
     pub counters: ClassCounters,
+}
+
+impl ClassSnapshot {
+    /// Adds another snapshot of the same class (another shard's, or another pool's).
+    pub fn absorb(&mut self, s: &ClassSnapshot) {
+        self.total_pages += s.total_pages;
+        self.used_chunks += s.used_chunks;
+        self.free_chunks += s.free_chunks;
+        self.items += s.items;
+        self.requested_bytes += s.requested_bytes;
+        self.tail_age_secs = self.tail_age_secs.max(s.tail_age_secs);
+        self.counters.add(&s.counters);
+    }
 }
 
 /// The whole engine at one moment: global figures and every class that ever held a page.

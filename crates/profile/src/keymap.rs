@@ -19,7 +19,7 @@ pub(crate) fn mix64(mut value: u64) -> u64 {
 
 /// Hasher for `u64` keys: one multiply and a fold of the high half into the low half.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct KeyHasher(u64);
+pub struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {
@@ -40,7 +40,7 @@ impl Hasher for KeyHasher {
 }
 
 /// A map from key hash to per-key state.
-pub(crate) type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+pub type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
 
 /// Heap bytes of a [`KeyMap`] (buckets plus one control byte each).
 pub(crate) fn key_map_memory_bytes<V>(map: &KeyMap<V>) -> usize {

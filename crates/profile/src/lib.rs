@@ -28,6 +28,7 @@ mod stack_histogram;
 mod test_support;
 
 pub use exact::ExactLru;
+pub use keymap::{KeyHasher, KeyMap};
 pub use mrc::{mean_absolute_error, Mrc, MrcPoint, MrcQuery, SizeUnit};
 pub use reuse_curve::Footprint;
 pub use reuse_time::{ReuseTimeHistogram, ReuseTimeMethod, ReuseTimeProfiler};

@@ -156,7 +156,13 @@ impl Entry<'_> {
 
     /// Counts a get-type lookup in the statistics (hit if occupied).
     pub fn count_get(&mut self) {
-        count_get(self.shard, self.key.tenant, self.handle, self.miss);
+        count_get(
+            self.shard,
+            self.key.tenant,
+            self.hash,
+            self.handle,
+            self.miss,
+        );
     }
 
     /// Counts a touch in the statistics.
@@ -164,7 +170,7 @@ impl Entry<'_> {
         self.shard.counters.touch_cmds += 1;
         match self.handle {
             Some(h) => {
-                let class = self.shard.class_of_item(h);
+                let class = self.shard.part_of_item(h);
                 self.shard.class_counters_mut(class).touch_hits += 1;
             }
             None => self.shard.counters.touch_misses += 1,
@@ -175,7 +181,7 @@ impl Entry<'_> {
     pub fn count_delete(&mut self) {
         match self.handle {
             Some(h) => {
-                let class = self.shard.class_of_item(h);
+                let class = self.shard.part_of_item(h);
                 self.shard.class_counters_mut(class).delete_hits += 1;
             }
             None => self.shard.counters.delete_misses += 1,
@@ -220,17 +226,24 @@ impl ItemFlag {
     }
 }
 
-pub(super) fn count_get(shard: &mut Shard, tenant: TenantId, handle: Option<u32>, miss: Miss) {
+pub(super) fn count_get(
+    shard: &mut Shard,
+    tenant: TenantId,
+    hash: u64,
+    handle: Option<u32>,
+    miss: Miss,
+) {
     shard.counters.get_cmds += 1;
     match handle {
         Some(h) => {
-            let class = shard.class_of_item(h);
+            let class = shard.part_of_item(h);
             shard.class_counters_mut(class).get_hits += 1;
             shard.tenant_counters_mut(tenant).get_hits += 1;
         }
         None => {
             shard.counters.get_misses += 1;
             shard.tenant_counters_mut(tenant).get_misses += 1;
+            shard.note_get_miss(tenant, hash);
             match miss {
                 Miss::Expired => shard.counters.get_expired += 1,
                 Miss::Flushed => shard.counters.get_flushed += 1,

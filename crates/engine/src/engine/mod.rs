@@ -20,8 +20,9 @@ use crate::config::{ConfigError, EngineConfig};
 use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::bits;
-use crate::profiling::ProfilingConfig;
-use crate::shard::{hash_key, AllocError, Miss, PageMove, Shard};
+use crate::pool::PoolSnapshot;
+use crate::profiling::{ProfilingConfig, ShardProfiling};
+use crate::shard::{hash_key, AllocError, Miss, PageMove, Part, Shard};
 use crate::stats::{ClassSnapshot, EngineStats, GlobalCounters, TenantCounters};
 use crate::tenant::{Key, TenantId};
 use crate::Clock;
@@ -164,25 +165,48 @@ impl Engine {
     pub fn new(config: EngineConfig) -> Result<Engine, ConfigError> {
         config.validate()?;
         let geometry = Arc::new(Geometry::new(&config));
-        let globals = Arc::new(Globals::new(config.page_budget(), config.use_cas));
-        let profiling = config.profile_sample_rate.map(|rate| {
+        let globals = Arc::new(Globals::new(
+            config.page_budget(),
+            config.use_cas,
+            config.tenant_pools,
+        ));
+        let pools = config.tenant_pools;
+        // With several pools, half of the profilers' memory goes to one whole-pool profiler per pool
+        // (the tenants' curves), half to the partitions'.
+        let share = if pools > 1 {
+            config.profile_memory_share / 2.0
+        } else {
+            config.profile_memory_share
+        };
+        let sized = |partitions: usize, rate: f64| {
             ProfilingConfig::for_memory(
                 config.memory_limit_bytes,
-                geometry.class_count(),
+                partitions,
                 config.shards,
                 rate,
-                config.profile_memory_share,
+                share,
             )
-        });
-        let profilers_created = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        };
+        let profiling = ShardProfiling {
+            classes: config
+                .profile_sample_rate
+                .map(|rate| sized(geometry.class_count() * pools, rate)),
+            pools: config
+                .profile_sample_rate
+                .filter(|_| pools > 1)
+                .map(|rate| sized(pools, rate)),
+            shadow_bytes: config
+                .shadow_queue_bytes
+                .map(|b| b.div_ceil(config.shards as u64)),
+            ..ShardProfiling::default()
+        };
         let shards: Box<[Mutex<Shard>]> = (0..config.shards)
             .map(|i| {
                 Mutex::new(Shard::new(
                     geometry.clone(),
                     globals.clone(),
                     config.evict_when_full,
-                    profiling,
-                    profilers_created.clone(),
+                    &profiling,
                     0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1),
                 ))
             })
@@ -238,7 +262,7 @@ impl Engine {
         let mut shard = self.shard_for(hash).lock();
         let found = shard.find(key, hash, clock);
         let (handle, miss) = split(found);
-        count_get(&mut shard, key.tenant, handle, miss);
+        count_get(&mut shard, key.tenant, hash, handle, miss);
         let h = handle?;
         shard.bump(h, hash, clock.now);
         Some(f(ItemView {
@@ -302,7 +326,8 @@ impl Engine {
         };
         let hash = hash_key(args.key);
         let mut shard = self.shard_for(hash).lock();
-        shard.class_counters_mut(class).set_cmds += 1;
+        let part = shard.part_for(args.key.tenant, class);
+        shard.class_counters_mut(part).set_cmds += 1;
         shard.tenant_counters_mut(args.key.tenant).set_cmds += 1;
         let old = shard.find(args.key, hash, clock).ok();
         let expiry = clock.expiry(args.exptime);
@@ -324,7 +349,7 @@ impl Engine {
                     let it = shard.item(old);
                     (it.cas(), it.expiry(), it.bits())
                 };
-                let old_class = shard.class_of_item(old);
+                let old_class = shard.part_of_item(old);
                 if args.cas == old_cas {
                     shard.class_counters_mut(old_class).cas_hits += 1;
                     shard.write_and_link(
@@ -407,7 +432,7 @@ impl Engine {
         match result {
             Ok((h, cas)) => {
                 if old.is_none() {
-                    let class = shard.class_of_item(h);
+                    let class = shard.part_of_item(h);
                     shard.class_counters_mut(class).inserts += 1;
                 }
                 if args.key_binary {
@@ -464,7 +489,7 @@ impl Engine {
         let Some(current) = current else {
             return ArithOutcome::NonNumeric;
         };
-        let class = shard.class_of_item(h);
+        let class = shard.part_of_item(h);
         let value = match delta {
             Delta::Incr(d) => {
                 shard.class_counters_mut(class).incr_hits += 1;
@@ -522,7 +547,11 @@ impl Engine {
         let (src, dst) = (ClassId(src as u8), ClassId(dst as u8));
         // memcached's rule: a source with fewer than two pages has none to spare. Per shard, so that a move
         // never empties a class in the shard it is taken from.
-        let spare = self.shards.iter().any(|s| s.lock().class_pages(src) >= 2);
+        let src_part = Part::new(0, src);
+        let spare = self
+            .shards
+            .iter()
+            .any(|s| s.lock().part_pages(src_part) >= 2);
         if !spare {
             return ReassignOutcome::NoSpare;
         }
@@ -535,12 +564,27 @@ impl Engine {
         }
     }
 
-    /// The mechanism every allocation policy drives: moves one page of `src` to `dst` (or back to the page
-    /// pool when `dst` is `None`), in the shard where `src` holds the most pages. `None` if `src` has no
-    /// page. Bounded work: one page, under one shard lock.
+    /// The mechanism every allocation policy drives: moves one page of class `src` to class `dst` of the
+    /// default pool (pool 0: all memory, unless tenants have pools of their own), or back to the page
+    /// budget when `dst` is `None`. See `move_page_in`.
     pub fn move_page(&self, src: ClassId, dst: Option<ClassId>) -> Option<PageMove> {
-        let best =
-            (0..self.shards.len()).max_by_key(|&i| self.shards[i].lock().class_pages(src))?;
+        self.move_page_in(0, src, dst)
+    }
+
+    /// Moves one page of class `src` of tenant pool `pool` to its class `dst` (or back to the page budget
+    /// when `dst` is `None`), in the shard where that partition holds the most pages. `None` if it has no
+    /// page. Bounded work: one page, under one shard lock.
+    pub fn move_page_in(
+        &self,
+        pool: usize,
+        src: ClassId,
+        dst: Option<ClassId>,
+    ) -> Option<PageMove> {
+        if pool >= self.globals.pools.len() {
+            return None;
+        }
+        let (src, dst) = (Part::new(pool, src), dst.map(|d| Part::new(pool, d)));
+        let best = (0..self.shards.len()).max_by_key(|&i| self.shards[i].lock().part_pages(src))?;
         self.shards[best].lock().move_page(src, dst)
     }
 
@@ -590,18 +634,12 @@ impl Engine {
                 acc.add(t);
             }
             curr_items += shard.len();
-            let snap = shard.snapshot(clock);
+            let snap = shard.snapshot(clock, None);
             if classes.is_empty() {
                 classes = snap;
             } else {
                 for (acc, s) in classes.iter_mut().zip(snap) {
-                    acc.total_pages += s.total_pages;
-                    acc.used_chunks += s.used_chunks;
-                    acc.free_chunks += s.free_chunks;
-                    acc.items += s.items;
-                    acc.requested_bytes += s.requested_bytes;
-                    acc.tail_age_secs = acc.tail_age_secs.max(s.tail_age_secs);
-                    acc.counters.add(&s.counters);
+                    acc.absorb(&s);
                 }
             }
         }
@@ -632,38 +670,163 @@ impl Engine {
             .collect()
     }
 
-    /// The reuse-time histogram of every profiled class (or of `class` only), merged across shards: what
-    /// `mrc` draws its curves from. A policy that wants the curve of a window keeps the previous snapshot
-    /// and takes `ReuseTimeHistogram::since`.
+    /// The reuse-time histogram of every profiled class (or of `class` only), merged across shards and
+    /// tenant pools: what `mrc` draws its curves from. A policy that wants the curve of a window keeps the
+    /// previous snapshot and takes `ReuseTimeHistogram::since`.
     pub fn reuse_histograms(&self, class: Option<ClassId>) -> Vec<ClassHistogram> {
+        self.reuse_histograms_in(None, class)
+    }
+
+    /// As `reuse_histograms`, for the classes of one tenant pool (`Some(pool)`) or of all (`None`).
+    pub fn reuse_histograms_in(
+        &self,
+        pool: Option<usize>,
+        class: Option<ClassId>,
+    ) -> Vec<ClassHistogram> {
         let classes: Vec<ClassId> = match class {
             Some(c) => vec![c],
             None => self.geometry.classes().map(|(c, _)| c).collect(),
         };
+        let pools = match pool {
+            Some(p) => p..p + 1,
+            None => 0..self.globals.pools.len(),
+        };
         let mut out = Vec::new();
         for c in classes {
-            let mut merged: Option<ReuseTimeHistogram> = None;
-            let mut rate = 1.0f64;
-            for shard in self.shards.iter() {
-                let shard = shard.lock();
-                let Some(h) = shard.profilers.histogram(c.index()) else {
-                    continue;
-                };
-                rate = rate.min(shard.profilers.sampling_rate(c.index()).unwrap_or(1.0));
-                match &mut merged {
-                    Some(m) => m.merge(&h),
-                    None => merged = Some(h),
-                }
-            }
-            if let Some(histogram) = merged {
+            let parts: Vec<usize> = pools.clone().map(|p| Part::new(p, c).index()).collect();
+            let merged = self.merge_histograms(|shard| {
+                parts
+                    .iter()
+                    .filter_map(|&i| {
+                        let h = shard.profilers.histogram(i)?;
+                        Some((h, shard.profilers.sampling_rate(i).unwrap_or(1.0)))
+                    })
+                    .collect()
+            });
+            if let Some((histogram, sampling_rate)) = merged {
                 out.push(ClassHistogram {
                     class: c,
-                    sampling_rate: rate,
+                    sampling_rate,
                     histogram,
                 });
             }
         }
         out
+    }
+
+    /// The reuse-time histogram of a whole tenant pool (all its classes, sizes in bytes), merged across
+    /// shards, with the lowest sampling rate among them; `None` with a single pool (no pool profilers)
+    /// or before the pool was used.
+    pub fn pool_histogram(&self, pool: usize) -> Option<(ReuseTimeHistogram, f64)> {
+        self.merge_histograms(|shard| {
+            let Some(profilers) = &shard.pool_profilers else {
+                return Vec::new();
+            };
+            profilers
+                .histogram(pool)
+                .map(|h| (h, profilers.sampling_rate(pool).unwrap_or(1.0)))
+                .into_iter()
+                .collect()
+        })
+    }
+
+    /// Merges what `pick` takes from each shard (histograms and their sampling rates), one shard lock
+    /// at a time; the rate is the lowest seen.
+    fn merge_histograms(
+        &self,
+        pick: impl Fn(&Shard) -> Vec<(ReuseTimeHistogram, f64)>,
+    ) -> Option<(ReuseTimeHistogram, f64)> {
+        let mut merged: Option<ReuseTimeHistogram> = None;
+        let mut rate = 1.0f64;
+        for shard in self.shards.iter() {
+            for (h, r) in pick(&shard.lock()) {
+                rate = rate.min(r);
+                match &mut merged {
+                    Some(m) => m.merge(&h),
+                    None => merged = Some(h),
+                }
+            }
+        }
+        merged.map(|m| (m, rate))
+    }
+
+    // ----- tenant pools (the upper memory level; see `pool`) -----
+
+    /// Tenant pools this engine keeps (`EngineConfig::tenant_pools`).
+    pub fn pool_count(&self) -> usize {
+        self.globals.pools.len()
+    }
+
+    /// The pool `tenant` stores into now.
+    pub fn pool_of(&self, tenant: TenantId) -> usize {
+        self.globals.pools.pool_of(tenant)
+    }
+
+    /// One pool's pages, reserve, cap and target.
+    pub fn pool(&self, pool: usize) -> PoolSnapshot {
+        self.globals.pools.snapshot(pool)
+    }
+
+    /// Sets a pool's reserve and cap in pages (`UNLIMITED` for no cap). The reserve is never taken from
+    /// it by another pool; the cap bounds the pages it takes.
+    pub fn set_pool_limits(&self, pool: usize, reserved_pages: usize, max_pages: usize) {
+        self.globals
+            .pools
+            .set_limits(pool, reserved_pages, max_pages);
+    }
+
+    /// Sets the pages an arbiter wants `pool` to hold (never below its reserve; `UNLIMITED` for none).
+    /// Pools below their target take pages from pools above theirs as they allocate.
+    pub fn set_pool_target(&self, pool: usize, pages: usize) {
+        self.globals.pools.set_target(pool, pages);
+    }
+
+    /// All tenants share pool 0 (`true`, the `pooled` arbiter) or store into their own (`false`).
+    pub fn set_pools_shared(&self, shared: bool) {
+        self.globals.pools.set_shared(shared);
+    }
+
+    pub fn pools_shared(&self) -> bool {
+        self.globals.pools.shared()
+    }
+
+    /// Every class of one pool, summed over shards.
+    pub fn pool_classes(&self, pool: usize, clock: Clock) -> Vec<ClassSnapshot> {
+        let mut classes: Vec<ClassSnapshot> = Vec::new();
+        for shard in self.shards.iter() {
+            let snap = shard.lock().snapshot(clock, Some(pool));
+            if classes.is_empty() {
+                classes = snap;
+            } else {
+                for (acc, s) in classes.iter_mut().zip(snap) {
+                    acc.absorb(&s);
+                }
+            }
+        }
+        classes
+    }
+
+    /// The share of `pool`'s item bytes not accessed within `idle_secs`, found by walking its LRUs from
+    /// the tail, at most `max_items` items per class and shard (so an estimate from below when more are
+    /// idle). 0 for an empty pool.
+    pub fn pool_idle_fraction(
+        &self,
+        pool: usize,
+        idle_secs: u32,
+        clock: Clock,
+        max_items: usize,
+    ) -> f64 {
+        let (mut idle, mut all) = (0u64, 0u64);
+        for shard in self.shards.iter() {
+            let (i, a) = shard.lock().idle_bytes(pool, idle_secs, clock, max_items);
+            idle += i;
+            all += a;
+        }
+        if all == 0 {
+            0.0
+        } else {
+            idle as f64 / all as f64
+        }
     }
 
     /// Twemcache's random slab eviction on or off: when on, a class that needs a chunk and can get no new
@@ -704,13 +867,25 @@ impl Engine {
     /// Checks every shard's internal invariants and the page budget; O(items + chunks). For tests, the
     /// simulator's `--check` mode and debugging.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let mut pages = 0;
+        let mut pool_pages = vec![0usize; self.globals.pools.len()];
         for (i, shard) in self.shards.iter().enumerate() {
-            pages += shard
+            let held = shard
                 .lock()
                 .check_invariants()
                 .map_err(|e| format!("shard {i}: {e}"))?;
+            for (acc, n) in pool_pages.iter_mut().zip(held) {
+                *acc += n;
+            }
         }
+        for (pool, &n) in pool_pages.iter().enumerate() {
+            let counted = self.globals.pools.snapshot(pool).held;
+            if n != counted {
+                return Err(format!(
+                    "pool {pool}: shards hold {n} pages, the pool table says {counted}"
+                ));
+            }
+        }
+        let pages: usize = pool_pages.iter().sum();
         if pages != self.globals.budget.in_use() {
             return Err(format!(
                 "shards hold {pages} pages, budget says {}",

@@ -6,8 +6,7 @@
 //! gives up a page loses exactly its coldest page-worth of items, which is what its miss-ratio curve
 //! predicts. Work is bounded by one page: at most `chunks_per_page` relocations, under the shard's lock.
 
-use super::{Page, PageMove, Shard};
-use crate::geometry::ClassId;
+use super::{Page, PageMove, Part, Shard};
 use crate::item::{bits, stored_bytes, NIL};
 
 /// What a page move does with the page's live items.
@@ -29,9 +28,9 @@ enum Relocation {
 }
 
 impl Shard {
-    /// Pages `class` holds in this shard.
-    pub(crate) fn class_pages(&self, class: ClassId) -> usize {
-        self.classes[class.index()].pages.len()
+    /// Pages `part` holds in this shard.
+    pub(crate) fn part_pages(&self, part: Part) -> usize {
+        self.parts[part.index()].pages.len()
     }
 
     /// Moves one page from `src` to `dst`: the page's live items are relocated into free chunks of `src`
@@ -40,16 +39,16 @@ impl Shard {
     /// Work is bounded by one page: at most `chunks_per_page` relocations.
     pub(crate) fn move_page(
         &mut self,
-        src: ClassId,
-        dst: impl Into<Option<ClassId>>,
+        src: Part,
+        dst: impl Into<Option<Part>>,
     ) -> Option<PageMove> {
-        let slot = *self.classes[src.index()].pages.first()?;
+        let slot = *self.parts[src.index()].pages.first()?;
         Some(self.move_slot(src, slot, dst.into(), Keep::Relocate))
     }
 
-    /// Twemcache's random slab eviction: a page drawn uniformly from all pages of this shard, whatever
-    /// their class, loses everything it holds and goes to `dst`. `None` if the shard holds no page.
-    pub(crate) fn evict_random_page(&mut self, dst: ClassId) -> Option<PageMove> {
+    /// Twemcache's random slab eviction: a page drawn uniformly from the pages of `dst`'s pool in this
+    /// shard, whatever their class, loses everything it holds and goes to `dst`. `None` if the shard holds no page.
+    pub(crate) fn evict_random_page(&mut self, dst: Part) -> Option<PageMove> {
         let held = self.pages.len() - self.free_slots.len();
         if held == 0 {
             return None;
@@ -62,10 +61,14 @@ impl Shard {
         let start = (draw % self.pages.len() as u64) as usize;
         let slot = (0..self.pages.len())
             .map(|i| (start + i) % self.pages.len())
-            .find(|&i| self.pages[i].is_some())? as u32;
-        let src = self.pages[slot as usize].as_ref().expect("held page").class;
+            .find(|&i| {
+                self.pages[i]
+                    .as_ref()
+                    .is_some_and(|p| p.part.pool() == dst.pool())
+            })? as u32;
+        let src = self.pages[slot as usize].as_ref().expect("held page").part;
         let moved = self.move_slot(src, slot, Some(dst), Keep::Nothing);
-        let c = self.class_state(src);
+        let c = self.part_state(src);
         c.counters.moves_evicted -= moved.evicted as u64;
         c.counters.evicted += moved.evicted as u64;
         Some(moved)
@@ -73,11 +76,11 @@ impl Shard {
 
     /// Moves page `slot` of `src` to `dst` (or back to the budget), keeping its items by relocation or
     /// evicting them all.
-    fn move_slot(&mut self, src: ClassId, slot: u32, dst: Option<ClassId>, keep: Keep) -> PageMove {
-        let chunks_per_page = self.geometry.class(src).chunks_per_page as u32;
-        let carved = match self.classes[src.index()].carve {
+    fn move_slot(&mut self, src: Part, slot: u32, dst: Option<Part>, keep: Keep) -> PageMove {
+        let chunks_per_page = self.geom(src).chunks_per_page as u32;
+        let carved = match self.parts[src.index()].carve {
             Some((s, next)) if s == slot => {
-                self.class_state(src).carve = None;
+                self.part_state(src).carve = None;
                 next
             }
             _ => chunks_per_page,
@@ -109,17 +112,19 @@ impl Shard {
                     moved.evicted += 1;
                 }
                 Relocation::Coldest => {
+                    self.remember_evicted(h);
                     self.unlink(h);
                     self.free_unlink(src, h);
                     moved.evicted += 1;
                 }
             }
         }
-        let c = self.class_state(src);
+        let c = self.part_state(src);
         c.pages.retain(|&s| s != slot);
         c.counters.moves_rescued += moved.rescued as u64;
         c.counters.moves_evicted += moved.evicted as u64;
         self.counters.slabs_moved += 1;
+        self.globals.pools.lost(src.pool());
         match dst {
             Some(dst) => {
                 self.pages[slot as usize]
@@ -140,22 +145,23 @@ impl Shard {
 
     /// Copies linked item `h` (in page `moving`) into another chunk of `class`, evicting the class's LRU tail
     /// if no chunk is free, unless the tail is in the moving page (then `h` itself is evicted by the caller).
-    fn relocate(&mut self, class: ClassId, moving: u32, h: u32) -> Relocation {
-        let (target, how) = match self.take_free_chunk(class) {
+    fn relocate(&mut self, part: Part, moving: u32, h: u32) -> Relocation {
+        let (target, how) = match self.take_free_chunk(part) {
             Some(t) => (t, Relocation::IntoFreeChunk),
             None => {
-                let tail = self.classes[class.index()].lru_tail;
+                let tail = self.parts[part.index()].lru_tail;
                 if tail == h || tail == NIL || tail >> self.chunk_bits == moving {
                     // The tail lives in the moving page: evicting `h` costs the class no warmer item.
                     return Relocation::Coldest;
                 }
+                self.remember_evicted(tail);
                 (
-                    self.unlink_and_take(class, tail),
+                    self.unlink_and_take(part, tail),
                     Relocation::OverColdestItem,
                 )
             }
         };
-        let size = self.geometry.class(class).chunk_size_bytes;
+        let size = self.geom(part).chunk_size_bytes;
         let bytes = stored_bytes(self.item(h).key_len(), self.item(h).value_len()).min(size);
         let (src_page, dst_page) = (h >> self.chunk_bits, target >> self.chunk_bits);
         let mask = (1u32 << self.chunk_bits) - 1;
@@ -176,12 +182,12 @@ impl Shard {
         if prev != NIL {
             self.set_next(prev, target);
         } else {
-            self.class_state(class).lru_head = target;
+            self.part_state(part).lru_head = target;
         }
         if next != NIL {
             self.set_prev(next, target);
         } else {
-            self.class_state(class).lru_tail = target;
+            self.part_state(part).lru_tail = target;
         }
         self.index_repoint(h, target);
         self.item_mut(h).set_bits(0);
