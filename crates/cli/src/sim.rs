@@ -8,7 +8,9 @@ use clap::Args;
 use mrcache_engine::EngineConfig;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
 use mrcache_sim::upper_bound::UpperBoundProfiler;
-use mrcache_sim::{SimConfig, SimReport, Simulator, SlabPolicy};
+use mrcache_engine::TenantId;
+use mrcache_policy::arbitrate::TenantSpec;
+use mrcache_sim::{SimConfig, SimReport, Simulator, SlabPolicy, TenantSetup};
 use mrcache_workload::synth::WORKLOAD_HELP;
 
 use crate::figures::{draw, Chart, Series};
@@ -34,6 +36,19 @@ pub struct SimArgs {
     /// lama-art also hit_us=,miss_us=,miss_us_per_kib=. Repeat the flag or separate with commas.
     #[arg(long, default_value = "memcached")]
     policy: Vec<String>,
+    /// Tenant arbiters (the upper memory level), each NAME[:key=value,...]: static (reserve plus a share
+    /// of the rest by weight), pooled (one LRU per class for everyone), memshare (shadow-queue credits;
+    /// credit=,shadow=,tax=,idle=,interval=,seed=), mpart (DP over tenant MRCs; interval=,step=,
+    /// max_change=,min_requests=), lama-qos (least memory meeting each target, the rest optimised;
+    /// interval=,max_change=). Needs --tenant; every arbiter runs with every slab policy.
+    #[arg(long)]
+    tenant_policy: Vec<String>,
+    /// A tenant with memory of its own: ID[:reserved=BYTES,max=BYTES,initial=BYTES,target=HIT_RATIO,
+    /// weight=W], e.g. 1:reserved=64MiB,target=0.85. Repeat for each; workload tenants not given share
+    /// pool 0. Tenants start from their `initial` memory when all give one, else from their reserve plus
+    /// a share of the rest by weight.
+    #[arg(long)]
+    tenant: Vec<String>,
     /// Sampling rate of the per-class MRC profilers that curve-driven policies read (default: the
     /// server's, 0.01).
     #[arg(long)]
@@ -78,6 +93,34 @@ impl SimArgs {
             requests_per_second: self.requests_per_second,
             ..SimConfig::with_memory(0)
         })
+    }
+
+    /// The tenant setups to run: one per `--tenant-policy`, or none (one memory) without.
+    fn tenant_setups(&self) -> Result<Vec<Option<TenantSetup>>, String> {
+        if self.tenant_policy.is_empty() {
+            if !self.tenant.is_empty() {
+                return Err("--tenant needs --tenant-policy (static, pooled, memshare, mpart, lama-qos)".into());
+            }
+            return Ok(vec![None]);
+        }
+        if self.tenant.is_empty() {
+            return Err("--tenant-policy needs at least one --tenant".into());
+        }
+        let tenants = self
+            .tenant
+            .iter()
+            .map(|t| parse_tenant(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.tenant_policy
+            .iter()
+            .map(|arbiter| {
+                mrcache_policy::tenant::by_name(arbiter).map_err(|e| format!("--tenant-policy: {e}"))?;
+                Ok(Some(TenantSetup {
+                    arbiter: arbiter.clone(),
+                    tenants: tenants.clone(),
+                }))
+            })
+            .collect()
     }
 
     /// The policies asked for: `--policy` values split at commas, where a `key=value` piece continues
@@ -132,10 +175,15 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         report_sweep(args, &policies, &points, out)?;
         return Ok(());
     }
+    let setups = args.tenant_setups()?;
     let mut reports = Vec::new();
-    for policy in &policies {
+    for (policy, setup) in policies
+        .iter()
+        .flat_map(|p| setups.iter().map(move |s| (p, s)))
+    {
         let policy = SlabPolicy::by_name(policy)?;
         let mut config = base.clone();
+        config.tenants = setup.clone();
         if policy.is_upper_bound() {
             // LAMA §5.6: exact curves from a first pass, Algorithm 1, the allocation replayed fixed.
             let ub =
@@ -234,6 +282,27 @@ fn write_text(out: &mut impl Write, r: &SimReport) -> std::io::Result<()> {
             a.class, a.chunk_size_bytes, a.pages, a.items
         )?;
     }
+    if let Some(arbiter) = &r.tenant_policy {
+        writeln!(
+            out,
+            "tenants under {arbiter} ({} rounds): tenant gets misses miss_ratio pages target reserved",
+            r.arbiter_rounds
+        )?;
+        let show = |v: Option<usize>| v.map_or("-".to_string(), |n| n.to_string());
+        for t in &r.tenants {
+            writeln!(
+                out,
+                "  {:>5} {:>10} {:>9} {:.4} {:>6} {:>6} {:>6}",
+                t.tenant,
+                t.gets,
+                t.misses,
+                t.miss_ratio,
+                show(t.pages),
+                show(t.target_pages),
+                show(t.reserved_pages)
+            )?;
+        }
+    }
     Ok(())
 }
 
@@ -305,4 +374,73 @@ fn report_sweep(
         )?;
     }
     Ok(())
+}
+
+/// `ID[:reserved=BYTES,max=BYTES,initial=BYTES,target=HIT_RATIO,weight=W]`.
+fn parse_tenant(text: &str) -> Result<TenantSpec, String> {
+    let bad = |what: String| format!("--tenant `{text}`: {what}");
+    let (id, params) = text.split_once(':').unwrap_or((text, ""));
+    let id: u16 = id
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("`{id}` is not a tenant id (0-65535)")))?;
+    let mut spec = TenantSpec::new(TenantId(id));
+    for piece in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = piece
+            .split_once('=')
+            .ok_or_else(|| bad(format!("`{piece}` is not key=value")))?;
+        let number = |v: &str| -> Result<f64, String> {
+            v.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| bad(format!("{key}={v} is not a non-negative number")))
+        };
+        match key {
+            "reserved" => spec.reserved_bytes = parse_bytes(value).map_err(|e| bad(format!("reserved: {e}")))?,
+            "max" => spec.max_bytes = Some(parse_bytes(value).map_err(|e| bad(format!("max: {e}")))?),
+            "initial" => {
+                spec.initial_bytes =
+                    Some(parse_bytes(value).map_err(|e| bad(format!("initial: {e}")))?)
+            }
+            "target" => {
+                let t = number(value)?;
+                if t > 1.0 {
+                    return Err(bad(format!("target={value} is not a hit ratio in [0, 1]")));
+                }
+                spec.target_hit_ratio = Some(t);
+            }
+            "weight" => {
+                spec.weight = number(value)?;
+                if spec.weight == 0.0 {
+                    return Err(bad("weight must be positive".into()));
+                }
+            }
+            other => {
+                return Err(bad(format!(
+                    "unknown setting `{other}` (reserved, max, initial, target, weight)"
+                )))
+            }
+        }
+    }
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_tenant;
+
+    #[test]
+    fn tenants_parse_and_bad_settings_name_themselves() {
+        let t = parse_tenant("3:reserved=64MiB,max=1GiB,target=0.85,weight=2").unwrap();
+        assert_eq!(t.tenant.0, 3);
+        assert_eq!(t.reserved_bytes, 64 << 20);
+        assert_eq!(t.max_bytes, Some(1 << 30));
+        assert_eq!(t.target_hit_ratio, Some(0.85));
+        assert_eq!(t.weight, 2.0);
+        assert_eq!(parse_tenant("0").unwrap().reserved_bytes, 0);
+        assert!(parse_tenant("x").unwrap_err().contains("tenant id"));
+        assert!(parse_tenant("1:reserve=1MiB").unwrap_err().contains("reserve"));
+        assert!(parse_tenant("1:target=1.5").unwrap_err().contains("target=1.5"));
+        assert!(parse_tenant("1:weight=0").unwrap_err().contains("weight"));
+    }
 }

@@ -6,11 +6,14 @@
 //!   cost, lower and upper bounds, an exact page total, a reassignment radius N and a granularity r.
 //! - `class` — the slab-class policies by name (memcached, automove, twemcache, psa, facebook, lama-mr,
 //!   lama-art), each a function of class counters and curves.
+//! - `arbitrate` — the tenant arbiters' driver: reads each tenant pool, runs the arbiter when it is due,
+//!   hands the engine each pool's target pages.
 //! - `rebalance` — the driver the server and the simulator share: reads the engine, runs the policy
 //!   when it is due, moves the pages, keeps the counts.
 //! - `predict` — LAMA §3.5: memcached's demand-filled allocation from footprints (eq. 6) and the miss
 //!   ratio it gives (eq. 3), without running the cache.
 
+pub mod arbitrate;
 pub mod class;
 pub mod optimizer;
 pub mod predict;

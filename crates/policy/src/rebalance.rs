@@ -70,11 +70,19 @@ pub struct Rebalancer {
     /// The prediction of the last round, waiting for its window to end.
     pending_prediction: Option<f64>,
     stats: RebalanceStats,
+    /// The tenant pool whose classes this rebalancer divides (0: all memory when there is one pool).
+    pool: usize,
 }
 
 impl Rebalancer {
     /// Starts `policy` on `engine` (Twemcache's random page eviction is switched on or off to match).
     pub fn new(policy: Box<dyn ClassPolicy>, engine: &Engine) -> Rebalancer {
+        Rebalancer::for_pool(policy, engine, 0)
+    }
+
+    /// Starts `policy` on the slab classes of one tenant pool: the lower level of the two-level memory
+    /// model, within the pages the tenant arbiter gives the pool.
+    pub fn for_pool(policy: Box<dyn ClassPolicy>, engine: &Engine, pool: usize) -> Rebalancer {
         engine.set_random_page_eviction(policy.random_page_eviction());
         Rebalancer {
             policy,
@@ -82,7 +90,32 @@ impl Rebalancer {
             histograms: Vec::new(),
             pending_prediction: None,
             stats: RebalanceStats::default(),
+            pool,
         }
+    }
+
+    /// The engine as this rebalancer's pool sees it: with several pools, the classes are the pool's, the
+    /// pages in use are its pages, and the limit is what it may hold (its target, or what the other
+    /// pools leave, whichever is smaller, and never less than it holds).
+    fn read(&self, engine: &Engine, clock: Clock) -> EngineStats {
+        let mut stats = engine.stats(clock);
+        if engine.pool_count() == 1 {
+            return stats;
+        }
+        let pool = engine.pool(self.pool);
+        let others: usize = (0..engine.pool_count())
+            .filter(|&p| p != self.pool)
+            .map(|p| engine.pool(p).held)
+            .sum();
+        stats.classes = engine.pool_classes(self.pool, clock);
+        stats.pages_in_use = pool.held;
+        stats.page_limit = stats
+            .page_limit
+            .saturating_sub(others)
+            .min(pool.target)
+            .min(pool.max)
+            .max(pool.held);
+        stats
     }
 
     /// Replaces the policy; the counts so far are kept, the windows start again.
@@ -104,7 +137,7 @@ impl Rebalancer {
 
     /// Runs a round if one is due; returns the pages moved.
     pub fn poll(&mut self, engine: &Engine, clock: Clock) -> u64 {
-        let stats = engine.stats(clock);
+        let stats = self.read(engine, clock);
         let Some(baseline) = &self.baseline else {
             self.start_window(engine, &stats, clock);
             return 0;
@@ -177,7 +210,7 @@ impl Rebalancer {
         let mut moved = 0;
         for m in &round.moves {
             for _ in 0..m.pages {
-                match engine.move_page(m.src, m.dst) {
+                match engine.move_page_in(self.pool, m.src, m.dst) {
                     Some(_) => moved += 1,
                     None => self.stats.moves_failed += 1,
                 }
@@ -185,7 +218,7 @@ impl Rebalancer {
         }
         self.stats.pages_moved += moved;
         let after = if moved > 0 {
-            engine.stats(clock)
+            self.read(engine, clock)
         } else {
             stats
         };
@@ -197,7 +230,7 @@ impl Rebalancer {
         self.baseline = Some(Baseline::of(stats, clock.now));
         if self.policy.needs_curves() {
             self.histograms = vec![None; stats.classes.len()];
-            for h in engine.reuse_histograms(None) {
+            for h in engine.reuse_histograms_in(Some(self.pool), None) {
                 self.histograms[h.class.index()] = Some(h.histogram);
             }
         }
@@ -209,7 +242,7 @@ impl Rebalancer {
         let mut curves = vec![None; stats.classes.len()];
         self.histograms.resize(stats.classes.len(), None);
         let pages = stats.page_limit.max(stats.pages_in_use);
-        for h in engine.reuse_histograms(None) {
+        for h in engine.reuse_histograms_in(Some(self.pool), None) {
             let i = h.class.index();
             let window = match &self.histograms[i] {
                 Some(before) => h.histogram.since(before),

@@ -14,7 +14,9 @@ mod trace;
 pub mod upper_bound;
 
 pub use policy::SlabPolicy;
-pub use replay::{key_text, SimConfig, Simulator};
-pub use report::{steady_state_first_request, ClassAllocation, SimReport, Window};
+pub use replay::{key_text, SimConfig, Simulator, TenantSetup};
+pub use report::{
+    steady_state_first_request, ClassAllocation, SimReport, TenantReport, TenantWindow, Window,
+};
 pub use trace::TraceSizing;
 pub use upper_bound::{MemoryPlan, PlannedAllocation, Span, UpperBound, UpperBoundProfiler};

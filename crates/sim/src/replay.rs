@@ -1,13 +1,14 @@
 //! Replaying requests through the engine.
 
 use mrcache_engine::{Clock, Engine, EngineConfig, Key, StoreArgs, StoreOutcome, TenantId};
+use mrcache_policy::arbitrate::{Arbitration, TenantSpec};
 use mrcache_policy::class::ResponseTimeModel;
-use mrcache_policy::Rebalancer;
+use mrcache_policy::{tenant, Rebalancer};
 use mrcache_workload::synth::Access;
 use mrcache_workload::Op;
 
 use crate::policy::SlabPolicy;
-use crate::report::{ratio, ClassAllocation, SimReport, Window};
+use crate::report::{ratio, ClassAllocation, SimReport, TenantReport, TenantWindow, Window};
 
 /// The logical clock starts where memcached's real one does.
 const CLOCK_START_SECS: u32 = 62;
@@ -35,6 +36,18 @@ pub struct SimConfig {
     pub response_time: ResponseTimeModel,
     /// A fixed allocation (pages per class index) instead of demand filling: the upper bound's replay.
     pub page_caps: Option<Vec<usize>>,
+    /// Tenants with memory of their own and the arbiter that divides pages among them; `None` keeps one
+    /// memory for every tenant of the workload (each still its own namespace).
+    pub tenants: Option<TenantSetup>,
+}
+
+/// The upper memory level of a simulation: a tenant arbiter by name (`mrcache_policy::tenant::by_name`)
+/// and the tenants it divides memory among. Tenant `t` gets pool `t`; workload tenants not listed
+/// share pool 0.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TenantSetup {
+    pub arbiter: String,
+    pub tenants: Vec<TenantSpec>,
 }
 
 impl SimConfig {
@@ -50,6 +63,7 @@ impl SimConfig {
             requests_per_second: 100_000,
             response_time: ResponseTimeModel::default(),
             page_caps: None,
+            tenants: None,
         }
     }
 }
@@ -58,7 +72,9 @@ impl SimConfig {
 pub struct Simulator {
     engine: Engine,
     policy: SlabPolicy,
-    rebalancer: Rebalancer,
+    /// One class rebalancer per pool in use (one in all without tenants).
+    rebalancers: Vec<Rebalancer>,
+    arbitration: Option<Arbitration>,
     config: SimConfig,
     key: Vec<u8>,
     value: Vec<u8>,
@@ -72,6 +88,8 @@ pub struct Simulator {
     response_us: f64,
     window: WindowCounters,
     windows: Vec<Window>,
+    /// GETs and misses per workload tenant, whole run.
+    tenant_totals: Vec<(u64, u64)>,
 }
 
 #[derive(Default)]
@@ -79,6 +97,17 @@ struct WindowCounters {
     gets: u64,
     misses: u64,
     page_moves: u64,
+    /// GETs and misses per workload tenant.
+    tenants: Vec<(u64, u64)>,
+}
+
+fn count_tenant(counts: &mut Vec<(u64, u64)>, tenant: u16, miss: bool) {
+    let i = tenant as usize;
+    if counts.len() <= i {
+        counts.resize(i + 1, (0, 0));
+    }
+    counts[i].0 += 1;
+    counts[i].1 += miss as u64;
 }
 
 impl Simulator {
@@ -90,7 +119,19 @@ impl Simulator {
             );
         }
         let class_policy = policy.build();
-        if class_policy.needs_curves() && config.engine.profile_sample_rate.is_none() {
+        let arbiter = match &config.tenants {
+            Some(setup) => {
+                let arbiter = tenant::by_name(&setup.arbiter)?;
+                let pools = setup.tenants.iter().map(|t| t.tenant.index() + 1).max();
+                config.engine.tenant_pools = pools.unwrap_or(1);
+                config.engine.shadow_queue_bytes = arbiter.shadow_queue_bytes();
+                Some(arbiter)
+            }
+            None => None,
+        };
+        let needs_curves =
+            class_policy.needs_curves() || arbiter.as_ref().is_some_and(|a| a.needs_curves());
+        if needs_curves && config.engine.profile_sample_rate.is_none() {
             config.engine.profile_sample_rate = Some(DEFAULT_SIM_SAMPLE_RATE);
             config.engine.profile_memory_share = SIM_PROFILE_MEMORY_SHARE;
         }
@@ -98,12 +139,22 @@ impl Simulator {
         if let Some(caps) = &config.page_caps {
             engine.set_class_page_caps(Some(caps));
         }
-        let rebalancer = Rebalancer::new(class_policy, &engine);
+        let arbitration = match (arbiter, &config.tenants) {
+            (Some(arbiter), Some(setup)) => {
+                Some(Arbitration::new(arbiter, setup.tenants.clone(), &engine))
+            }
+            _ => None,
+        };
+        let mut rebalancers = vec![Rebalancer::new(class_policy, &engine)];
+        for pool in 1..engine.pool_count() {
+            rebalancers.push(Rebalancer::for_pool(policy.build(), &engine, pool));
+        }
         let value = vec![b'v'; engine.geometry().item_size_max_bytes()];
         Ok(Simulator {
             engine,
             policy,
-            rebalancer,
+            rebalancers,
+            arbitration,
             config,
             key: Vec::with_capacity(256),
             value,
@@ -116,6 +167,7 @@ impl Simulator {
             response_us: 0.0,
             window: WindowCounters::default(),
             windows: Vec::new(),
+            tenant_totals: Vec::new(),
         })
     }
 
@@ -155,15 +207,17 @@ impl Simulator {
                 self.gets += 1;
                 self.window.gets += 1;
                 let bytes = a.key_size as usize + a.value_size as usize;
-                if self
+                let miss = self
                     .engine
                     .get(
                         Key::new(TenantId(a.tenant), &self.key),
                         self.clock(),
                         |_| (),
                     )
-                    .is_none()
-                {
+                    .is_none();
+                count_tenant(&mut self.window.tenants, a.tenant, miss);
+                count_tenant(&mut self.tenant_totals, a.tenant, miss);
+                if miss {
                     self.misses += 1;
                     self.window.misses += 1;
                     self.response_us += self.config.response_time.miss_time_us(bytes);
@@ -187,7 +241,15 @@ impl Simulator {
             self.now += 1;
         }
         if self.requests.is_multiple_of(POLL_REQUESTS) {
-            let moved = self.rebalancer.poll(&self.engine, self.clock());
+            let clock = self.clock();
+            if let Some(arbitration) = &mut self.arbitration {
+                arbitration.poll(&self.engine, clock);
+            }
+            let moved: u64 = self
+                .rebalancers
+                .iter_mut()
+                .map(|r| r.poll(&self.engine, clock))
+                .sum();
             self.page_moves += moved;
             self.window.page_moves += moved;
         }
@@ -205,6 +267,22 @@ impl Simulator {
             .iter()
             .map(|c| c.total_pages)
             .collect();
+        let tenants = if self.config.tenants.is_some() {
+            w.tenants
+                .iter()
+                .enumerate()
+                .map(|(t, &(gets, misses))| TenantWindow {
+                    tenant: t as u16,
+                    gets,
+                    misses,
+                    miss_ratio: ratio(misses, gets),
+                    pages: self.pool_pages(t).0,
+                    target_pages: self.pool_pages(t).1,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.windows.push(Window {
             end_request: self.requests,
             gets: w.gets,
@@ -212,7 +290,17 @@ impl Simulator {
             miss_ratio: ratio(w.misses, w.gets),
             pages,
             page_moves: w.page_moves,
+            tenants,
         });
+    }
+
+    /// Pages and target of tenant `t`'s own pool, if it has one.
+    fn pool_pages(&self, t: usize) -> (Option<usize>, Option<usize>) {
+        if self.config.tenants.is_none() || t >= self.engine.pool_count() || (t > 0 && self.engine.pools_shared()) {
+            return (None, None);
+        }
+        let p = self.engine.pool(t);
+        (Some(p.held), (p.target != mrcache_engine::UNLIMITED).then_some(p.target))
     }
 
     /// Ends the run (closing a partial last window) and reports.
@@ -236,8 +324,31 @@ impl Simulator {
             sets: self.sets,
             evictions: stats.class_totals().evicted,
             page_moves: self.page_moves,
-            rounds: self.rebalancer.stats().rounds,
-            mean_prediction_error: self.rebalancer.stats().mean_prediction_error(),
+            rounds: self.rebalancers.iter().map(|r| r.stats().rounds).sum(),
+            mean_prediction_error: self.rebalancers[0].stats().mean_prediction_error(),
+            tenant_policy: self
+                .arbitration
+                .as_ref()
+                .map(|a| a.arbiter().describe()),
+            arbiter_rounds: self.arbitration.as_ref().map_or(0, |a| a.stats().rounds),
+            tenants: if self.config.tenants.is_some() {
+                self.tenant_totals
+                    .iter()
+                    .enumerate()
+                    .map(|(t, &(gets, misses))| TenantReport {
+                        tenant: t as u16,
+                        gets,
+                        misses,
+                        miss_ratio: ratio(misses, gets),
+                        pages: self.pool_pages(t).0,
+                        target_pages: self.pool_pages(t).1,
+                        reserved_pages: (t < self.engine.pool_count())
+                            .then(|| self.engine.pool(t).reserved),
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
             windows: self.windows,
             allocation: stats
                 .classes

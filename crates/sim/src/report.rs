@@ -24,6 +24,34 @@ pub struct Window {
     /// Pages per class (index = class - 1) at the end of the window.
     pub pages: Vec<usize>,
     pub page_moves: u64,
+    /// Per workload tenant, when the run has tenants with memory of their own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<TenantWindow>,
+}
+
+/// One tenant in one window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TenantWindow {
+    pub tenant: u16,
+    pub gets: u64,
+    pub misses: u64,
+    pub miss_ratio: f64,
+    /// Pages of its own pool at the end of the window (none when it shares pool 0 with others).
+    pub pages: Option<usize>,
+    /// The arbiter's target for its pool.
+    pub target_pages: Option<usize>,
+}
+
+/// One tenant over the whole run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TenantReport {
+    pub tenant: u16,
+    pub gets: u64,
+    pub misses: u64,
+    pub miss_ratio: f64,
+    pub pages: Option<usize>,
+    pub target_pages: Option<usize>,
+    pub reserved_pages: Option<usize>,
 }
 
 /// The whole run.
@@ -50,6 +78,14 @@ pub struct SimReport {
     pub windows: Vec<Window>,
     /// Final pages per class, for classes that hold any.
     pub allocation: Vec<ClassAllocation>,
+    /// The tenant arbiter with its parameters, when the run has tenants with memory of their own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant_policy: Option<String>,
+    /// Rounds the tenant arbiter ran.
+    pub arbiter_rounds: u64,
+    /// Per workload tenant, final (when the run has tenants with memory of their own).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<TenantReport>,
 }
 
 impl SimReport {

@@ -1,0 +1,313 @@
+//! The tenant arbiter's driver, shared by the server and the simulator: the upper level of the two-level
+//! memory model (LAMA §4). It reads each tenant pool's counters, pages and curve from the engine, asks the
+//! arbiter (`tenant`) for every pool's target pages when a round is due, and hands the targets to the
+//! engine, whose allocations then move pages from pools above their target to pools below theirs
+//! (`mrcache_engine::pool`). Within each pool a `Rebalancer::for_pool` divides the pages among slab
+//! classes.
+//!
+//! Invariants:
+//! - Pool `p` is tenant `p`'s memory; only the tenants given to `Arbitration::new` take part, every other
+//!   pool's target is 0 (its pages go to the others as they need them).
+//! - Reserves and caps are set on the engine once, in pages (a reserve rounds up, a cap down); every
+//!   target the engine receives is at least the reserve (the engine enforces it too).
+//! - A window is what happened between two rounds: counters and curves are differences of cumulative
+//!   engine counters and histograms, so `stats reset` only restarts a window.
+
+use mrcache_engine::{Clock, Engine, TenantCounters, TenantId, UNLIMITED};
+use mrcache_profile::{MrcQuery, ReuseTimeHistogram, ReuseTimeMethod, SizeUnit};
+
+use crate::tenant::{self, ArbiterInput, TenantArbiter, TenantView};
+
+/// LRU items inspected per class and shard when measuring a pool's idle memory (Memshare's tax).
+const IDLE_SCAN_ITEMS: usize = 100_000;
+
+/// One tenant's memory settings, in bytes as operators write them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TenantSpec {
+    /// The tenant, whose pool is `tenant.index()`.
+    pub tenant: TenantId,
+    pub reserved_bytes: u64,
+    pub max_bytes: Option<u64>,
+    pub target_hit_ratio: Option<f64>,
+    /// Share of the unreserved memory at the start, and Memshare's credit multiplier (default 1).
+    pub weight: f64,
+    /// Memory it starts with (mPart's "initial allocation"); when every tenant gives one they are the
+    /// starting targets (scaled down together if they exceed memory), else the static division is.
+    pub initial_bytes: Option<u64>,
+}
+
+impl TenantSpec {
+    /// A tenant with no reserve, no cap, no target and weight 1.
+    pub fn new(tenant: TenantId) -> TenantSpec {
+        TenantSpec {
+            tenant,
+            reserved_bytes: 0,
+            max_bytes: None,
+            target_hit_ratio: None,
+            weight: 1.0,
+            initial_bytes: None,
+        }
+    }
+}
+
+/// What the arbitration has done so far.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ArbitrationStats {
+    pub rounds: u64,
+    /// The last targets, in pages, one per tenant in `Arbitration::new`'s order.
+    pub targets: Vec<usize>,
+}
+
+/// A tenant arbiter and the state that feeds it.
+pub struct Arbitration {
+    arbiter: Box<dyn TenantArbiter>,
+    tenants: Vec<TenantSpec>,
+    /// Each tenant's counters at the start of the window.
+    baseline: Option<Vec<TenantCounters>>,
+    /// Each tenant's pool histogram at the start of the window.
+    histograms: Vec<Option<ReuseTimeHistogram>>,
+    stats: ArbitrationStats,
+}
+
+impl Arbitration {
+    /// Starts `arbiter` over `tenants` on `engine`: sets reserves and caps, shares the pools if the arbiter
+    /// asks for it, and gives every tenant its starting target (its reserve plus a share of the rest by
+    /// weight, as the `static` arbiter divides). Tenants whose id has no pool of its own are left out
+    /// (they share pool 0).
+    pub fn new(arbiter: Box<dyn TenantArbiter>, tenants: Vec<TenantSpec>, engine: &Engine) -> Self {
+        let tenants: Vec<TenantSpec> = tenants
+            .into_iter()
+            .filter(|t| t.tenant.index() < engine.pool_count())
+            .collect();
+        let mut arbitration = Arbitration {
+            arbiter,
+            histograms: vec![None; tenants.len()],
+            tenants,
+            baseline: None,
+            stats: ArbitrationStats::default(),
+        };
+        arbitration.apply_settings(engine);
+        arbitration
+    }
+
+    /// Replaces the tenants' settings (a configuration reload): reserves, caps and starting targets are
+    /// set again and the window restarts; the arbiter keeps its state.
+    pub fn set_tenants(&mut self, tenants: Vec<TenantSpec>, engine: &Engine) {
+        self.tenants = tenants
+            .into_iter()
+            .filter(|t| t.tenant.index() < engine.pool_count())
+            .collect();
+        self.histograms = vec![None; self.tenants.len()];
+        self.baseline = None;
+        self.apply_settings(engine);
+    }
+
+    fn apply_settings(&mut self, engine: &Engine) {
+        let page = engine.geometry().page_size_bytes() as u64;
+        engine.set_pools_shared(self.arbiter.shared_pool());
+        for pool in 0..engine.pool_count() {
+            engine.set_pool_limits(pool, 0, UNLIMITED);
+            engine.set_pool_target(pool, 0);
+        }
+        for t in &self.tenants {
+            let max = t.max_bytes.map_or(UNLIMITED, |b| (b / page) as usize);
+            engine.set_pool_limits(t.tenant.index(), t.reserved_bytes.div_ceil(page) as usize, max);
+        }
+        // The starting targets: the initial allocations when all are given, else the static division.
+        let total = engine.config().page_budget();
+        let initial: Option<Vec<u64>> = self.tenants.iter().map(|t| t.initial_bytes).collect();
+        let targets = match initial {
+            Some(bytes) if !bytes.is_empty() => initial_targets(&bytes, page, total),
+            _ => {
+                let views = self.views(engine, None, None);
+                tenant::by_name("static").expect("static").round(&ArbiterInput {
+                    tenants: &views,
+                    total_pages: total,
+                    page_bytes: page as usize,
+                })
+            }
+        };
+        self.set_targets(engine, targets);
+    }
+
+    pub fn arbiter(&self) -> &dyn TenantArbiter {
+        self.arbiter.as_ref()
+    }
+
+    pub fn tenants(&self) -> &[TenantSpec] {
+        &self.tenants
+    }
+
+    pub fn stats(&self) -> &ArbitrationStats {
+        &self.stats
+    }
+
+    /// Runs a round if one is due; returns whether one ran.
+    pub fn poll(&mut self, engine: &Engine, clock: Clock) -> bool {
+        let counters = self.counters(engine, clock);
+        let Some(baseline) = &self.baseline else {
+            self.start_window(engine, counters);
+            return false;
+        };
+        let window: Vec<TenantCounters> = counters
+            .iter()
+            .zip(baseline)
+            .map(|(now, then)| difference(now, then))
+            .collect();
+        let accesses: u64 = window
+            .iter()
+            .map(|c| c.get_hits + c.get_misses + c.set_cmds)
+            .sum();
+        if !self.arbiter.due(accesses) {
+            return false;
+        }
+        let views = self.views(engine, Some(&window), Some(clock));
+        let targets = self.arbiter.round(&ArbiterInput {
+            tenants: &views,
+            total_pages: engine.config().page_budget(),
+            page_bytes: engine.geometry().page_size_bytes(),
+        });
+        self.set_targets(engine, targets);
+        self.stats.rounds += 1;
+        self.baseline = Some(counters);
+        true
+    }
+
+    fn start_window(&mut self, engine: &Engine, counters: Vec<TenantCounters>) {
+        self.baseline = Some(counters);
+        if self.arbiter.needs_curves() {
+            for (i, t) in self.tenants.iter().enumerate() {
+                self.histograms[i] = engine.pool_histogram(t.tenant.index()).map(|(h, _)| h);
+            }
+        }
+    }
+
+    fn set_targets(&mut self, engine: &Engine, targets: Vec<usize>) {
+        for (t, &pages) in self.tenants.iter().zip(&targets) {
+            engine.set_pool_target(t.tenant.index(), pages);
+        }
+        self.stats.targets = targets;
+    }
+
+    /// Each tenant's cumulative counters.
+    fn counters(&self, engine: &Engine, clock: Clock) -> Vec<TenantCounters> {
+        let stats = engine.stats(clock);
+        self.tenants.iter().map(|t| stats.tenant(t.tenant)).collect()
+    }
+
+    /// The arbiter's view of every tenant; with a window, its counters and (when the arbiter asks) its
+    /// curve and idle share; the curve snapshots move on to the next window.
+    fn views(
+        &mut self,
+        engine: &Engine,
+        window: Option<&[TenantCounters]>,
+        clock: Option<Clock>,
+    ) -> Vec<TenantView> {
+        let page = engine.geometry().page_size_bytes() as u64;
+        let total = engine.config().page_budget();
+        let mut views = Vec::with_capacity(self.tenants.len());
+        for (i, t) in self.tenants.iter().enumerate() {
+            let pool = t.tenant.index();
+            let held = engine.pool(pool);
+            let w = window.map(|w| w[i].clone()).unwrap_or_default();
+            let mut view = TenantView {
+                id: t.tenant.0,
+                pages: held.held,
+                reserved_pages: held.reserved,
+                max_pages: (held.max != UNLIMITED).then_some(held.max),
+                target_hit_ratio: t.target_hit_ratio,
+                weight: t.weight,
+                gets: w.get_hits + w.get_misses,
+                get_misses: w.get_misses,
+                shadow_hits: w.shadow_hits,
+                idle_fraction: 0.0,
+                curve: None,
+            };
+            if let (Some(clock), Some(idle)) = (clock, self.arbiter.idle_time_secs()) {
+                view.idle_fraction =
+                    engine.pool_idle_fraction(pool, idle, clock, IDLE_SCAN_ITEMS);
+            }
+            if let (Some(clock), true) = (clock, self.arbiter.needs_curves()) {
+                if let Some((now, _)) = engine.pool_histogram(pool) {
+                    let window = match &self.histograms[i] {
+                        Some(before) => now.since(before),
+                        None => now.clone(),
+                    };
+                    self.histograms[i] = Some(now);
+                    let per_page = item_bytes_per_page(engine, pool, clock).unwrap_or(page as f64);
+                    view.curve = curve_by_pages(&window, per_page, total);
+                }
+            }
+            views.push(view);
+        }
+        views
+    }
+}
+
+/// `now - then`, or `now` when a counter went backwards (`stats reset`).
+fn difference(now: &TenantCounters, then: &TenantCounters) -> TenantCounters {
+    let d = |a: u64, b: u64| a.checked_sub(b).unwrap_or(a);
+    TenantCounters {
+        items: now.items,
+        bytes: now.bytes,
+        get_hits: d(now.get_hits, then.get_hits),
+        get_misses: d(now.get_misses, then.get_misses),
+        set_cmds: d(now.set_cmds, then.set_cmds),
+        shadow_hits: d(now.shadow_hits, then.shadow_hits),
+    }
+}
+
+/// Item bytes one page of `pool` holds when full: each used class's chunks per page times its mean item
+/// size, weighted by its pages. `None` before the pool stores anything.
+fn item_bytes_per_page(engine: &Engine, pool: usize, clock: Clock) -> Option<f64> {
+    let (mut bytes, mut pages) = (0.0, 0usize);
+    for c in engine.pool_classes(pool, clock) {
+        if c.items == 0 || c.total_pages == 0 {
+            continue;
+        }
+        let mean = c.requested_bytes as f64 / c.items as f64;
+        bytes += c.total_pages as f64 * c.chunks_per_page as f64 * mean;
+        pages += c.total_pages;
+    }
+    (pages > 0).then(|| bytes / pages as f64)
+}
+
+/// The window's miss ratio at 0..=`total_pages` pages of `bytes_per_page` item bytes each (AET, bytes).
+fn curve_by_pages(
+    window: &ReuseTimeHistogram,
+    bytes_per_page: f64,
+    total_pages: usize,
+) -> Option<Vec<f64>> {
+    if window.requests() == 0 {
+        return None;
+    }
+    let sizes: Vec<u64> = (1..=total_pages as u64)
+        .map(|k| (k as f64 * bytes_per_page) as u64)
+        .collect();
+    let curve = window.mrc(
+        ReuseTimeMethod::Aet,
+        &MrcQuery::exactly(SizeUnit::Bytes, &sizes),
+    );
+    if curve.points().is_empty() {
+        return None;
+    }
+    Some(
+        std::iter::once(1.0)
+            .chain(sizes.iter().map(|&s| curve.miss_ratio_at(s as f64)))
+            .collect(),
+    )
+}
+
+/// Pages for initial allocations of `bytes`, scaled down together when they exceed `total_pages`.
+fn initial_targets(bytes: &[u64], page: u64, total_pages: usize) -> Vec<usize> {
+    let sum: u64 = bytes.iter().sum();
+    let scale = if sum > total_pages as u64 * page {
+        total_pages as f64 * page as f64 / sum as f64
+    } else {
+        1.0
+    };
+    bytes
+        .iter()
+        .map(|&b| (b as f64 * scale / page as f64).floor() as usize)
+        .collect()
+}
