@@ -6,6 +6,8 @@
 //!   cost, lower and upper bounds, an exact page total, a reassignment radius N and a granularity r.
 //! - `class` — the slab-class policies by name (memcached, automove, twemcache, psa, facebook, lama-mr,
 //!   lama-art), each a function of class counters and curves.
+//! - `tenant` — the tenant arbiters by name (static, pooled, memshare, mpart, lama-qos): target pages
+//!   per tenant from reserves, weights, shadow-queue hits, idle memory and curves.
 //! - `arbitrate` — the tenant arbiters' driver: reads each tenant pool, runs the arbiter when it is due,
 //!   hands the engine each pool's target pages.
 //! - `rebalance` — the driver the server and the simulator share: reads the engine, runs the policy
@@ -18,6 +20,7 @@ pub mod class;
 pub mod optimizer;
 pub mod predict;
 pub mod rebalance;
+pub mod tenant;
 
 pub use class::{by_name, ClassPolicy};
 pub use optimizer::{
@@ -26,3 +29,4 @@ pub use optimizer::{
 };
 pub use predict::{overall_miss_ratio, predict_default, ClassDemand, DefaultPrediction, Footprint};
 pub use rebalance::{RebalanceStats, Rebalancer};
+pub use tenant::{ArbiterInput, TenantArbiter, TenantView};
