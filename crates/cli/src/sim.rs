@@ -111,12 +111,12 @@ impl SimArgs {
             .iter()
             .map(|t| parse_tenant(t))
             .collect::<Result<Vec<_>, _>>()?;
-        self.tenant_policy
-            .iter()
+        split_specs(&self.tenant_policy, "--tenant-policy")?
+            .into_iter()
             .map(|arbiter| {
-                mrcache_policy::tenant::by_name(arbiter).map_err(|e| format!("--tenant-policy: {e}"))?;
+                mrcache_policy::tenant::by_name(&arbiter).map_err(|e| format!("--tenant-policy: {e}"))?;
                 Ok(Some(TenantSetup {
-                    arbiter: arbiter.clone(),
+                    arbiter,
                     tenants: tenants.clone(),
                 }))
             })
@@ -126,25 +126,7 @@ impl SimArgs {
     /// The policies asked for: `--policy` values split at commas, where a `key=value` piece continues
     /// the previous policy's parameters (`lama-mr:moves=20,threshold=0.02,psa` is two policies).
     fn policies(&self) -> Result<Vec<String>, String> {
-        let mut out: Vec<String> = Vec::new();
-        for piece in self.policy.iter().flat_map(|p| p.split(',')) {
-            let piece = piece.trim();
-            if piece.is_empty() {
-                continue;
-            }
-            match out.last_mut() {
-                Some(last) if piece.contains('=') && !piece.contains(':') => {
-                    last.push(',');
-                    last.push_str(piece);
-                }
-                _ if piece.contains('=') && !piece.contains(':') => {
-                    return Err(format!(
-                        "--policy: parameter `{piece}` follows no policy name"
-                    ))
-                }
-                _ => out.push(piece.to_string()),
-            }
-        }
+        let out = split_specs(&self.policy, "--policy")?;
         for p in &out {
             SlabPolicy::by_name(p)?;
         }
@@ -374,6 +356,28 @@ fn report_sweep(
         )?;
     }
     Ok(())
+}
+
+/// Specs given to a repeatable flag, split at commas, where a `key=value` piece continues the previous
+/// spec's parameters (`lama-mr:moves=20,threshold=0.02,psa` is two specs).
+fn split_specs(values: &[String], flag: &str) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for piece in values.iter().flat_map(|p| p.split(',')) {
+        let piece = piece.trim();
+        if piece.is_empty() {
+            continue;
+        }
+        let parameter = piece.contains('=') && !piece.contains(':');
+        match out.last_mut() {
+            Some(last) if parameter => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ if parameter => return Err(format!("{flag}: parameter `{piece}` follows no name")),
+            _ => out.push(piece.to_string()),
+        }
+    }
+    Ok(out)
 }
 
 /// `ID[:reserved=BYTES,max=BYTES,initial=BYTES,target=HIT_RATIO,weight=W]`.
