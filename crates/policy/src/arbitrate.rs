@@ -144,7 +144,7 @@ impl Arbitration {
 
     /// Runs a round if one is due; returns whether one ran.
     pub fn poll(&mut self, engine: &Engine, clock: Clock) -> bool {
-        let counters = self.counters(engine, clock);
+        let counters = self.counters(engine);
         let Some(baseline) = &self.baseline else {
             self.start_window(engine, counters);
             return false;
@@ -190,9 +190,12 @@ impl Arbitration {
     }
 
     /// Each tenant's cumulative counters.
-    fn counters(&self, engine: &Engine, clock: Clock) -> Vec<TenantCounters> {
-        let stats = engine.stats(clock);
-        self.tenants.iter().map(|t| stats.tenant(t.tenant)).collect()
+    fn counters(&self, engine: &Engine) -> Vec<TenantCounters> {
+        let all = engine.tenant_counters();
+        self.tenants
+            .iter()
+            .map(|t| all.get(t.tenant.index()).cloned().unwrap_or_default())
+            .collect()
     }
 
     /// The arbiter's view of every tenant; with a window, its counters and (when the arbiter asks) its

@@ -137,6 +137,9 @@ impl Rebalancer {
 
     /// Runs a round if one is due; returns the pages moved.
     pub fn poll(&mut self, engine: &Engine, clock: Clock) -> u64 {
+        if !self.policy.has_rounds() {
+            return 0;
+        }
         let stats = self.read(engine, clock);
         let Some(baseline) = &self.baseline else {
             self.start_window(engine, &stats, clock);

@@ -655,6 +655,23 @@ impl Engine {
         }
     }
 
+    /// Every tenant's counters (indexed by `TenantId::index`), summed over shards: the cheap part of
+    /// `stats` that tenant arbitration polls.
+    pub fn tenant_counters(&self) -> Vec<TenantCounters> {
+        let mut tenants: Vec<TenantCounters> = Vec::new();
+        for shard in self.shards.iter() {
+            let shard = shard.lock();
+            let shard_tenants = shard.tenant_counters();
+            if tenants.len() < shard_tenants.len() {
+                tenants.resize(shard_tenants.len(), TenantCounters::default());
+            }
+            for (acc, t) in tenants.iter_mut().zip(shard_tenants) {
+                acc.add(t);
+            }
+        }
+        tenants
+    }
+
     /// The online miss-ratio curve of every profiled class (or of `class` only), in items, merged across
     /// shards (each shard profiles a hash partition of the keys; `ReuseTimeHistogram::merge` yields the
     /// whole class's curve). Evaluated at `query`'s sizes (in items).

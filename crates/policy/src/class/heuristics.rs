@@ -23,6 +23,9 @@ impl ClassPolicy for Demand {
     fn due(&self, _: &Progress) -> bool {
         false
     }
+    fn has_rounds(&self) -> bool {
+        false
+    }
     fn round(&mut self, _: &RoundInput<'_>) -> Round {
         Round::none()
     }
@@ -143,6 +146,9 @@ impl ClassPolicy for Twemcache {
         "twemcache".into()
     }
     fn due(&self, _: &Progress) -> bool {
+        false
+    }
+    fn has_rounds(&self) -> bool {
         false
     }
     fn random_page_eviction(&self) -> bool {

@@ -118,6 +118,11 @@ pub trait ClassPolicy: Send {
     fn random_page_eviction(&self) -> bool {
         false
     }
+    /// Whether it ever has a round (demand filling and Twemcache never do): a driver skips reading the
+    /// engine for policies that do not.
+    fn has_rounds(&self) -> bool {
+        true
+    }
     /// One round: the moves to make now.
     fn round(&mut self, input: &RoundInput<'_>) -> Round;
 }
