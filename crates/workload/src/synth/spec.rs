@@ -27,6 +27,8 @@ Workloads (NAME[:key=value,...]):
   three-phase  LAMA's three-phase workload: set 1, a transition, set 2 (two sets of `objects`).
                objects=7000000 requests=200000000 get_ratio=1 popularity1=pareto:214.476:0.348238
                popularity2=pareto:312.6175:0.05 value_size1=etc value_size2=etc
+  qos          LAMA 5.7: three-phase (APP1, tenant 0) and ETC (APP2, tenant 1), request rates ratio:1.
+               objects=7000000 etc_objects=1000000 requests=250000000 (total) ratio=4 get_ratio=1
   mpart-six    mPart's six Zipf applications (Table 4.1), one tenant each, 200-byte values.
                scale=1 requests=100000000 (per application) get_ratio=1
   diurnal      mPart 4.2: the six applications with request rates on a day curve (cosine, peak at hour
@@ -128,6 +130,40 @@ impl WorkloadSpec {
                 );
                 Box::new(ThreePhase::new(first, second, objects, requests, seed))
             }
+            "qos" => {
+                // LAMA §5.7: the three-phase workload (APP1, tenant 0) and ETC (APP2, tenant 1) sharing
+                // one server, their request rates `ratio`:1.
+                let objects = p.num("objects", 7_000_000)?;
+                let etc_objects = p.num("etc_objects", 1_000_000)?;
+                let requests = p.num("requests", 250_000_000)?;
+                let ratio = p.num("ratio", 4)?.max(1);
+                let get_ratio = p.float("get_ratio", 1.0)?;
+                let app1_requests = requests / (ratio + 1) * ratio;
+                let set = |popularity| {
+                    SingleApp::new(
+                        popularity,
+                        KeySizeModel::Etc,
+                        ValueSizeModel::Etc { max: 500_000 },
+                        get_ratio,
+                        seed,
+                    )
+                };
+                let app1 = ThreePhase::new(
+                    set(Popularity::pareto(objects, 214.476, 0.348238)),
+                    set(Popularity::pareto(objects, 312.6175, 0.05)),
+                    objects,
+                    app1_requests,
+                    seed,
+                );
+                let mut etc = set(p.popularity(etc_objects, "zipf:0.9")?);
+                etc.get_ratio = ETC_GET_RATIO;
+                let app2 = Etc::new(etc, requests - app1_requests, seed ^ 0x9e37_79b9);
+                Box::new(Interleave::new(
+                    Box::new(app1.map(|a| Access { tenant: 0, ..a })),
+                    Box::new(app2.map(|a| Access { tenant: 1, ..a })),
+                    ratio,
+                ))
+            }
             "mpart-six" => {
                 let scale = p.num("scale", 1)?;
                 let requests = p.num("requests", 100_000_000)?;
@@ -165,7 +201,7 @@ impl WorkloadSpec {
             }
             other => {
                 return Err(format!(
-                    "unknown workload `{other}` (etc, zipf, three-phase, mpart-six, diurnal, noisy-neighbour)"
+                    "unknown workload `{other}` (etc, zipf, three-phase, qos, mpart-six, diurnal, noisy-neighbour)"
                 ))
             }
         };
@@ -290,6 +326,7 @@ mod tests {
             "zipf:alpha=1.0,requests=10,value_size=10-20",
             "three-phase:objects=100,requests=9",
             "mpart-six:scale=1000,requests=2",
+            "qos:objects=1000,etc_objects=100,requests=100",
             "diurnal:scale=1000,requests=100",
             "noisy-neighbour:scale=1000,requests=100,enter_hour=2",
         ] {
@@ -338,5 +375,50 @@ mod tests {
             .build_timed(1)
             .unwrap();
         assert!(none.is_none());
+    }
+
+    #[test]
+    fn qos_interleaves_app1_and_app2_four_to_one() {
+        let spec = WorkloadSpec::parse("qos:objects=1000,etc_objects=100,requests=1000").unwrap();
+        let tenants: Vec<u16> = spec.build(1).unwrap().map(|a| a.tenant).collect();
+        assert_eq!(tenants.len(), 1000);
+        assert_eq!(tenants.iter().filter(|&&t| t == 1).count(), 200);
+        assert_eq!(&tenants[..5], &[0, 0, 0, 0, 1]);
+    }
+}
+
+/// Two streams interleaved `ratio`:1 (`ratio` requests of the first, then one of the second), and
+/// whichever remains once the other ends.
+struct Interleave {
+    first: Box<dyn Iterator<Item = Access> + Send>,
+    second: Box<dyn Iterator<Item = Access> + Send>,
+    ratio: u64,
+    position: u64,
+}
+
+impl Interleave {
+    fn new(
+        first: Box<dyn Iterator<Item = Access> + Send>,
+        second: Box<dyn Iterator<Item = Access> + Send>,
+        ratio: u64,
+    ) -> Interleave {
+        Interleave {
+            first,
+            second,
+            ratio,
+            position: 0,
+        }
+    }
+}
+
+impl Iterator for Interleave {
+    type Item = Access;
+    fn next(&mut self) -> Option<Access> {
+        self.position += 1;
+        if self.position % (self.ratio + 1) == 0 {
+            self.second.next().or_else(|| self.first.next())
+        } else {
+            self.first.next().or_else(|| self.second.next())
+        }
     }
 }
