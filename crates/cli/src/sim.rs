@@ -73,6 +73,10 @@ pub struct SimArgs {
     /// Figure (.svg/.png) of pages per slab class over time (single memory size, first policy).
     #[arg(long)]
     plot_allocation: Option<PathBuf>,
+    /// Figures (.svg/.png) of each tenant's pages over time, one per run with tenants: FILE's name with
+    /// the arbiter's appended (pages-mpart.svg, pages-memshare.svg, ...).
+    #[arg(long)]
+    plot_tenants: Option<PathBuf>,
     /// Parallel runs for a sweep (default: the machine's cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -192,7 +196,7 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         let series = reports
             .iter()
             .map(|r| Series {
-                label: r.policy.clone(),
+                label: run_label(r),
                 points: r
                     .windows
                     .iter()
@@ -210,6 +214,9 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
                 series,
             },
         )?;
+    }
+    if let Some(path) = &args.plot_tenants {
+        plot_tenants(args, path, &reports)?;
     }
     if let Some(path) = &args.plot_allocation {
         let r = &reports[0];
@@ -447,4 +454,50 @@ mod tests {
         assert!(parse_tenant("1:target=1.5").unwrap_err().contains("target=1.5"));
         assert!(parse_tenant("1:weight=0").unwrap_err().contains("weight"));
     }
+}
+
+/// A run's name in figures: the slab policy, and the tenant arbiter when there is one.
+fn run_label(r: &SimReport) -> String {
+    match &r.tenant_policy {
+        Some(arbiter) => format!("{} / {}", arbiter.split(':').next().unwrap_or(arbiter), r.policy),
+        None => r.policy.clone(),
+    }
+}
+
+/// `--plot-tenants`: each tenant's pages over time, one figure per run with tenants.
+fn plot_tenants(args: &SimArgs, path: &std::path::Path, reports: &[SimReport]) -> Result<(), String> {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("tenants");
+    let ext = path.extension().and_then(|s| s.to_str()).unwrap_or("svg");
+    for r in reports {
+        let Some(arbiter) = &r.tenant_policy else {
+            continue;
+        };
+        let name = arbiter.split(':').next().unwrap_or(arbiter);
+        let tenants = r.windows.iter().map(|w| w.tenants.len()).max().unwrap_or(0);
+        let series = (0..tenants)
+            .map(|t| Series {
+                label: format!("tenant {t}"),
+                points: r
+                    .windows
+                    .iter()
+                    .filter_map(|w| {
+                        let pages = w.tenants.get(t)?.pages?;
+                        Some((w.end_request as f64 / 1e6, pages as f64))
+                    })
+                    .collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        draw(
+            &path.with_file_name(format!("{stem}-{name}.{ext}")),
+            &Chart {
+                title: &format!("Pages per tenant, {} ({})", args.source.name(), run_label(r)),
+                x_label: "requests (millions)",
+                y_label: "pages",
+                y_range: None,
+                series,
+            },
+        )?;
+    }
+    Ok(())
 }

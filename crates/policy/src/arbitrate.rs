@@ -10,8 +10,12 @@
 //!   pool's target is 0 (its pages go to the others as they need them).
 //! - Reserves and caps are set on the engine once, in pages (a reserve rounds up, a cap down); every
 //!   target the engine receives is at least the reserve (the engine enforces it too).
-//! - A window is what happened between two rounds: counters and curves are differences of cumulative
-//!   engine counters and histograms, so `stats reset` only restarts a window.
+//! - A window is what happened between two rounds: counters are differences of cumulative engine
+//!   counters, so `stats reset` only restarts a window. A tenant's curve comes from a longer window:
+//!   back to the latest round that leaves at least `CURVE_WINDOW_ITEMS` of its own accesses per item it
+//!   holds (else its whole history), so reuse times longer than one round are still seen as reuses.
+
+use std::collections::VecDeque;
 
 use mrcache_engine::{Clock, Engine, TenantCounters, TenantId, UNLIMITED};
 use mrcache_profile::{MrcQuery, ReuseTimeHistogram, ReuseTimeMethod, SizeUnit};
@@ -20,6 +24,13 @@ use crate::tenant::{self, ArbiterInput, TenantArbiter, TenantView};
 
 /// LRU items inspected per class and shard when measuring a pool's idle memory (Memshare's tax).
 const IDLE_SCAN_ITEMS: usize = 100_000;
+/// A tenant's curve is cut from a window at least this many times as long (in its own accesses) as it
+/// has items: a window shorter than the tenant's reuse times sees its reuses as cold misses, and a curve
+/// that flat would take its memory away.
+const CURVE_WINDOW_ITEMS: u64 = 4;
+/// Histogram snapshots kept per tenant to cut such windows from (older windows fall back to the whole
+/// history).
+const CURVE_SNAPSHOTS: usize = 16;
 
 /// One tenant's memory settings, in bytes as operators write them.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,8 +75,8 @@ pub struct Arbitration {
     tenants: Vec<TenantSpec>,
     /// Each tenant's counters at the start of the window.
     baseline: Option<Vec<TenantCounters>>,
-    /// Each tenant's pool histogram at the start of the window.
-    histograms: Vec<Option<ReuseTimeHistogram>>,
+    /// Each tenant's pool histograms at the last rounds, oldest first (at most `CURVE_SNAPSHOTS`).
+    histograms: Vec<VecDeque<ReuseTimeHistogram>>,
     stats: ArbitrationStats,
 }
 
@@ -81,7 +92,7 @@ impl Arbitration {
             .collect();
         let mut arbitration = Arbitration {
             arbiter,
-            histograms: vec![None; tenants.len()],
+            histograms: vec![VecDeque::new(); tenants.len()],
             tenants,
             baseline: None,
             stats: ArbitrationStats::default(),
@@ -97,7 +108,7 @@ impl Arbitration {
             .into_iter()
             .filter(|t| t.tenant.index() < engine.pool_count())
             .collect();
-        self.histograms = vec![None; self.tenants.len()];
+        self.histograms = vec![VecDeque::new(); self.tenants.len()];
         self.baseline = None;
         self.apply_settings(engine);
     }
@@ -177,7 +188,8 @@ impl Arbitration {
         self.baseline = Some(counters);
         if self.arbiter.needs_curves() {
             for (i, t) in self.tenants.iter().enumerate() {
-                self.histograms[i] = engine.pool_histogram(t.tenant.index()).map(|(h, _)| h);
+                self.histograms[i].clear();
+                self.histograms[i].extend(engine.pool_histogram(t.tenant.index()).map(|(h, _)| h));
             }
         }
     }
@@ -206,7 +218,6 @@ impl Arbitration {
         window: Option<&[TenantCounters]>,
         clock: Option<Clock>,
     ) -> Vec<TenantView> {
-        let page = engine.geometry().page_size_bytes() as u64;
         let total = engine.config().page_budget();
         let mut views = Vec::with_capacity(self.tenants.len());
         for (i, t) in self.tenants.iter().enumerate() {
@@ -232,13 +243,24 @@ impl Arbitration {
             }
             if let (Some(clock), true) = (clock, self.arbiter.needs_curves()) {
                 if let Some((now, _)) = engine.pool_histogram(pool) {
-                    let window = match &self.histograms[i] {
-                        Some(before) => now.since(before),
-                        None => now.clone(),
-                    };
-                    self.histograms[i] = Some(now);
-                    let per_page = item_bytes_per_page(engine, pool, clock).unwrap_or(page as f64);
-                    view.curve = curve_by_pages(&window, per_page, total);
+                    let items = w.items.max(1);
+                    let snapshots = &mut self.histograms[i];
+                    // The most recent snapshot that leaves a long enough window, else the whole history.
+                    let window = snapshots
+                        .iter()
+                        .rev()
+                        .find(|s| {
+                            now.requests().saturating_sub(s.requests())
+                                >= CURVE_WINDOW_ITEMS * items
+                        })
+                        .map_or_else(|| now.clone(), |before| now.since(before));
+                    if snapshots.len() == CURVE_SNAPSHOTS {
+                        snapshots.pop_front();
+                    }
+                    snapshots.push_back(now);
+                    if let Some(per_page) = items_per_page(engine, pool, clock) {
+                        view.curve = curve_by_pages(&window, per_page, total);
+                    }
                 }
             }
             views.push(view);
@@ -260,36 +282,35 @@ fn difference(now: &TenantCounters, then: &TenantCounters) -> TenantCounters {
     }
 }
 
-/// Item bytes one page of `pool` holds when full: each used class's chunks per page times its mean item
-/// size, weighted by its pages. `None` before the pool stores anything.
-fn item_bytes_per_page(engine: &Engine, pool: usize, clock: Clock) -> Option<f64> {
-    let (mut bytes, mut pages) = (0.0, 0usize);
+/// Items one page of `pool` holds: its classes' chunks per page, weighted by their pages. `None` before
+/// the pool holds a page.
+///
+/// Curves are taken in items and scaled by this, rather than in bytes: a window after the first has
+/// few first accesses, so the mean object size a byte curve is scaled by is not known within it.
+fn items_per_page(engine: &Engine, pool: usize, clock: Clock) -> Option<f64> {
+    let (mut items, mut pages) = (0.0, 0usize);
     for c in engine.pool_classes(pool, clock) {
-        if c.items == 0 || c.total_pages == 0 {
-            continue;
-        }
-        let mean = c.requested_bytes as f64 / c.items as f64;
-        bytes += c.total_pages as f64 * c.chunks_per_page as f64 * mean;
+        items += c.total_pages as f64 * c.chunks_per_page as f64;
         pages += c.total_pages;
     }
-    (pages > 0).then(|| bytes / pages as f64)
+    (pages > 0).then(|| items / pages as f64)
 }
 
-/// The window's miss ratio at 0..=`total_pages` pages of `bytes_per_page` item bytes each (AET, bytes).
+/// The window's miss ratio at 0..=`total_pages` pages of `items_per_page` items each (AET).
 fn curve_by_pages(
     window: &ReuseTimeHistogram,
-    bytes_per_page: f64,
+    items_per_page: f64,
     total_pages: usize,
 ) -> Option<Vec<f64>> {
     if window.requests() == 0 {
         return None;
     }
     let sizes: Vec<u64> = (1..=total_pages as u64)
-        .map(|k| (k as f64 * bytes_per_page) as u64)
+        .map(|k| ((k as f64 * items_per_page) as u64).max(1))
         .collect();
     let curve = window.mrc(
         ReuseTimeMethod::Aet,
-        &MrcQuery::exactly(SizeUnit::Bytes, &sizes),
+        &MrcQuery::exactly(SizeUnit::Objects, &sizes),
     );
     if curve.points().is_empty() {
         return None;

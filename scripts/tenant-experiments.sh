@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The tenant experiments of docs/results.md through `mrcache sim`, one JSON report per line.
+#
+#   scripts/tenant-experiments.sh mpart-six [SCALE] [REQUESTS_PER_APP] [OUT_DIR]
+#   scripts/tenant-experiments.sh noisy     [SCALE] [OUT_DIR]
+#   scripts/tenant-experiments.sh qos       [SCALE] [OUT_DIR]
+#
+# mpart-six — mPart §4.1: Table 4.1's applications, each of Table 4.2's initial allocations, under the
+#   mpart, memshare and static arbiters. Objects, memory (90% of the summed working sets, as in the
+#   thesis), initial allocations, Memshare's credit (500 objects) and shadow queue (50K objects) are
+#   divided by SCALE (default 10). Objects are 200-byte values with 16-byte keys: 304-byte chunks under
+#   memcached's accounting. Each tenant reserves half its initial allocation. mPart arbitrates 50 times
+#   a run (the thesis's every 2M of 100M accesses) with its ±30% change bound.
+# noisy — mPart §4.3: the same six applications (90%-WSS allocation) and, from hour 5 of 10, tenant 6
+#   (Zipf 0.9 over 100M/SCALE objects) with half of all requests, reserved 1% of memory.
+# qos — LAMA §5.7: three-phase APP1 (tenant 0, target hit ratio 0.85) and ETC APP2 (tenant 1), 4:1,
+#   1024 MiB/SCALE starting 50/50, lama-qos every 10M/SCALE accesses, against both sharing one pool
+#   (pooled); lama-mr divides each tenant's pages among its classes.
+set -euo pipefail
+mrcache=${MRCACHE:-target/release/mrcache}
+chunk=304
+# Table 4.2, thousands of objects: etc etc.small psa psa.small ycsb ycsb.small
+declare -A alloc=(
+  [wss90]="6273 3123 5508 3042 4752 3267"
+  [unique75]="5250 2625 5250 2625 7500 3750"
+  [equal]="4327 4327 4327 4327 4327 4327"
+)
+
+# six_tenants ALLOCATION SCALE: --tenant flags for the six applications.
+six_tenants() {
+  local objs t initial
+  read -r -a objs <<<"${alloc[$1]}"
+  for t in 0 1 2 3 4 5; do
+    initial=$((objs[t] * 1000 * chunk / $2))
+    printf -- '--tenant %s ' "$t:initial=$initial,reserved=$((initial / 2))"
+  done
+}
+
+experiment=${1:?mpart-six, noisy or qos}
+shift
+case $experiment in
+mpart-six)
+  scale=${1:-10}
+  per_app=${2:-$((100000000 / scale))}
+  out=${3:-docs/figures}
+  total=$((per_app * 6))
+  memory=$((25965000 * chunk / scale))
+  for name in wss90 unique75 equal; do
+    echo "== mpart-six $name: memory $memory bytes, $total requests" >&2
+    # shellcheck disable=SC2046
+    "$mrcache" sim --workload "mpart-six:scale=$scale,requests=$per_app" --memory "$memory" \
+      --window-requests $((total / 100)) --json $(six_tenants "$name" "$scale") \
+      --tenant-policy "mpart:interval=$((total / 50))" \
+      --tenant-policy "memshare:credit=$((500 * chunk / scale)),shadow=$((50000 * chunk / scale))" \
+      --tenant-policy static >"$out/mpart-six-$name.jsonl"
+  done
+  ;;
+noisy)
+  scale=${1:-10}
+  out=${2:-docs/figures}
+  total=$((600000000 / scale))
+  memory=$((25965000 * chunk / scale))
+  noisy_reserve=$((memory / 100))
+  echo "== noisy: memory $memory bytes, $total requests" >&2
+  # shellcheck disable=SC2046
+  "$mrcache" sim --workload "noisy-neighbour:scale=$scale" --memory "$memory" \
+    --window-requests $((total / 100)) --json $(six_tenants wss90 "$scale") \
+    --tenant "6:initial=$noisy_reserve,reserved=$noisy_reserve" \
+    --tenant-policy "mpart:interval=$((total / 50))" \
+    --tenant-policy "memshare:credit=$((500 * chunk / scale)),shadow=$((50000 * chunk / scale))" \
+    >"$out/noisy-neighbour.jsonl"
+  ;;
+qos)
+  scale=${1:-4}
+  out=${2:-docs/figures}
+  total=$((250000000 / scale))
+  memory=$((1024 * 1048576 / scale))
+  echo "== qos: memory $memory bytes, $total requests" >&2
+  "$mrcache" sim --workload "qos:objects=$((7000000 / scale)),etc_objects=$((1000000 / scale)),requests=$total" \
+    --memory "$memory" --policy lama-mr --window-requests $((total / 100)) --json \
+    --tenant "0:initial=$((memory / 2)),target=0.85" --tenant "1:initial=$((memory / 2))" \
+    --tenant-policy "lama-qos:interval=$((10000000 / scale))" --tenant-policy pooled \
+    >"$out/qos.jsonl"
+  ;;
+*)
+  echo "unknown experiment $experiment (mpart-six, noisy, qos)" >&2
+  exit 2
+  ;;
+esac
