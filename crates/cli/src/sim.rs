@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 use mrcache_engine::EngineConfig;
-use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
-use mrcache_sim::upper_bound::UpperBoundProfiler;
 use mrcache_engine::TenantId;
 use mrcache_policy::arbitrate::TenantSpec;
+use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
+use mrcache_sim::upper_bound::UpperBoundProfiler;
 use mrcache_sim::{SimConfig, SimReport, Simulator, SlabPolicy, TenantSetup};
 use mrcache_workload::synth::WORKLOAD_HELP;
 
@@ -103,7 +103,10 @@ impl SimArgs {
     fn tenant_setups(&self) -> Result<Vec<Option<TenantSetup>>, String> {
         if self.tenant_policy.is_empty() {
             if !self.tenant.is_empty() {
-                return Err("--tenant needs --tenant-policy (static, pooled, memshare, mpart, lama-qos)".into());
+                return Err(
+                    "--tenant needs --tenant-policy (static, pooled, memshare, mpart, lama-qos)"
+                        .into(),
+                );
             }
             return Ok(vec![None]);
         }
@@ -118,7 +121,8 @@ impl SimArgs {
         split_specs(&self.tenant_policy, "--tenant-policy")?
             .into_iter()
             .map(|arbiter| {
-                mrcache_policy::tenant::by_name(&arbiter).map_err(|e| format!("--tenant-policy: {e}"))?;
+                mrcache_policy::tenant::by_name(&arbiter)
+                    .map_err(|e| format!("--tenant-policy: {e}"))?;
                 Ok(Some(TenantSetup {
                     arbiter,
                     tenants: tenants.clone(),
@@ -407,8 +411,13 @@ fn parse_tenant(text: &str) -> Result<TenantSpec, String> {
                 .ok_or_else(|| bad(format!("{key}={v} is not a non-negative number")))
         };
         match key {
-            "reserved" => spec.reserved_bytes = parse_bytes(value).map_err(|e| bad(format!("reserved: {e}")))?,
-            "max" => spec.max_bytes = Some(parse_bytes(value).map_err(|e| bad(format!("max: {e}")))?),
+            "reserved" => {
+                spec.reserved_bytes =
+                    parse_bytes(value).map_err(|e| bad(format!("reserved: {e}")))?
+            }
+            "max" => {
+                spec.max_bytes = Some(parse_bytes(value).map_err(|e| bad(format!("max: {e}")))?)
+            }
             "initial" => {
                 spec.initial_bytes =
                     Some(parse_bytes(value).map_err(|e| bad(format!("initial: {e}")))?)
@@ -450,8 +459,12 @@ mod tests {
         assert_eq!(t.weight, 2.0);
         assert_eq!(parse_tenant("0").unwrap().reserved_bytes, 0);
         assert!(parse_tenant("x").unwrap_err().contains("tenant id"));
-        assert!(parse_tenant("1:reserve=1MiB").unwrap_err().contains("reserve"));
-        assert!(parse_tenant("1:target=1.5").unwrap_err().contains("target=1.5"));
+        assert!(parse_tenant("1:reserve=1MiB")
+            .unwrap_err()
+            .contains("reserve"));
+        assert!(parse_tenant("1:target=1.5")
+            .unwrap_err()
+            .contains("target=1.5"));
         assert!(parse_tenant("1:weight=0").unwrap_err().contains("weight"));
     }
 }
@@ -459,14 +472,25 @@ mod tests {
 /// A run's name in figures: the slab policy, and the tenant arbiter when there is one.
 fn run_label(r: &SimReport) -> String {
     match &r.tenant_policy {
-        Some(arbiter) => format!("{} / {}", arbiter.split(':').next().unwrap_or(arbiter), r.policy),
+        Some(arbiter) => format!(
+            "{} / {}",
+            arbiter.split(':').next().unwrap_or(arbiter),
+            r.policy
+        ),
         None => r.policy.clone(),
     }
 }
 
 /// `--plot-tenants`: each tenant's pages over time, one figure per run with tenants.
-fn plot_tenants(args: &SimArgs, path: &std::path::Path, reports: &[SimReport]) -> Result<(), String> {
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("tenants");
+fn plot_tenants(
+    args: &SimArgs,
+    path: &std::path::Path,
+    reports: &[SimReport],
+) -> Result<(), String> {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("tenants");
     let ext = path.extension().and_then(|s| s.to_str()).unwrap_or("svg");
     for r in reports {
         let Some(arbiter) = &r.tenant_policy else {
@@ -491,7 +515,11 @@ fn plot_tenants(args: &SimArgs, path: &std::path::Path, reports: &[SimReport]) -
         draw(
             &path.with_file_name(format!("{stem}-{name}.{ext}")),
             &Chart {
-                title: &format!("Pages per tenant, {} ({})", args.source.name(), run_label(r)),
+                title: &format!(
+                    "Pages per tenant, {} ({})",
+                    args.source.name(),
+                    run_label(r)
+                ),
                 x_label: "requests (millions)",
                 y_label: "pages",
                 y_range: None,

@@ -122,7 +122,11 @@ impl Arbitration {
         }
         for t in &self.tenants {
             let max = t.max_bytes.map_or(UNLIMITED, |b| (b / page) as usize);
-            engine.set_pool_limits(t.tenant.index(), t.reserved_bytes.div_ceil(page) as usize, max);
+            engine.set_pool_limits(
+                t.tenant.index(),
+                t.reserved_bytes.div_ceil(page) as usize,
+                max,
+            );
         }
         // The starting targets: the initial allocations when all are given, else the static division.
         let total = engine.config().page_budget();
@@ -131,11 +135,13 @@ impl Arbitration {
             Some(bytes) if !bytes.is_empty() => initial_targets(&bytes, page, total),
             _ => {
                 let views = self.views(engine, None, None);
-                tenant::by_name("static").expect("static").round(&ArbiterInput {
-                    tenants: &views,
-                    total_pages: total,
-                    page_bytes: page as usize,
-                })
+                tenant::by_name("static")
+                    .expect("static")
+                    .round(&ArbiterInput {
+                        tenants: &views,
+                        total_pages: total,
+                        page_bytes: page as usize,
+                    })
             }
         };
         self.set_targets(engine, targets);
@@ -238,8 +244,7 @@ impl Arbitration {
                 curve: None,
             };
             if let (Some(clock), Some(idle)) = (clock, self.arbiter.idle_time_secs()) {
-                view.idle_fraction =
-                    engine.pool_idle_fraction(pool, idle, clock, IDLE_SCAN_ITEMS);
+                view.idle_fraction = engine.pool_idle_fraction(pool, idle, clock, IDLE_SCAN_ITEMS);
             }
             if let (Some(clock), true) = (clock, self.arbiter.needs_curves()) {
                 if let Some((now, _)) = engine.pool_histogram(pool) {

@@ -296,11 +296,17 @@ impl Simulator {
 
     /// Pages and target of tenant `t`'s own pool, if it has one.
     fn pool_pages(&self, t: usize) -> (Option<usize>, Option<usize>) {
-        if self.config.tenants.is_none() || t >= self.engine.pool_count() || (t > 0 && self.engine.pools_shared()) {
+        if self.config.tenants.is_none()
+            || t >= self.engine.pool_count()
+            || (t > 0 && self.engine.pools_shared())
+        {
             return (None, None);
         }
         let p = self.engine.pool(t);
-        (Some(p.held), (p.target != mrcache_engine::UNLIMITED).then_some(p.target))
+        (
+            Some(p.held),
+            (p.target != mrcache_engine::UNLIMITED).then_some(p.target),
+        )
     }
 
     /// Ends the run (closing a partial last window) and reports.
@@ -326,10 +332,7 @@ impl Simulator {
             page_moves: self.page_moves,
             rounds: self.rebalancers.iter().map(|r| r.stats().rounds).sum(),
             mean_prediction_error: self.rebalancers[0].stats().mean_prediction_error(),
-            tenant_policy: self
-                .arbitration
-                .as_ref()
-                .map(|a| a.arbiter().describe()),
+            tenant_policy: self.arbitration.as_ref().map(|a| a.arbiter().describe()),
             arbiter_rounds: self.arbitration.as_ref().map_or(0, |a| a.stats().rounds),
             tenants: if self.config.tenants.is_some() {
                 self.tenant_totals

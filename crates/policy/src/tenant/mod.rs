@@ -216,7 +216,7 @@ mod tests {
             by_name("mpart:interval=5000,max_change=0.2")
                 .unwrap()
                 .describe(),
-            "mpart:interval=5000,step=1,max_change=0.2,min_requests=1000"
+            "mpart:interval=5000,step=auto,max_change=0.2,min_requests=1000"
         );
         let memshare = by_name("memshare:tax=0.5,idle=60,shadow=1000").unwrap();
         assert_eq!(memshare.shadow_queue_bytes(), Some(1000));

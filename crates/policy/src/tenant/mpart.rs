@@ -28,8 +28,16 @@ use crate::optimizer::{optimal_allocation, Partition, Problem};
 
 /// mPart §4: arbitration every 2 million accesses.
 const DEFAULT_INTERVAL: u64 = 2_000_000;
-/// S: one page, the unit pages move in.
-const DEFAULT_STEP: usize = 1;
+/// With `step=auto` (the default), S is the memory in pages over this, at least one page: one page up
+/// to 1 GiB of 1 MiB pages, so the DP stays near 10^7 steps per round at any memory size.
+const AUTO_STEP_DIVISOR: usize = 1024;
+/// Below this many pages a step that cannot reach the total is retried page by page.
+const PAGE_BY_PAGE_LIMIT: usize = 16_384;
+
+/// S for `total` pages under `step=auto`.
+pub(super) fn auto_step(total: usize) -> usize {
+    (total / AUTO_STEP_DIVISOR).max(1)
+}
 /// mPart §4: at most 30% of a tenant's memory added or removed per arbitration.
 const DEFAULT_MAX_CHANGE: f64 = 0.3;
 /// Fewer GETs than this in a window say little about a tenant's curve.
@@ -43,7 +51,8 @@ const NUDGE: f64 = 1e-6;
 /// The mPart arbiter.
 pub struct MPart {
     interval_accesses: u64,
-    step: usize,
+    /// S in pages; `None` for auto (`auto_step`).
+    step: Option<usize>,
     max_change: f64,
     min_requests: u64,
 }
@@ -52,7 +61,7 @@ impl Default for MPart {
     fn default() -> Self {
         MPart {
             interval_accesses: DEFAULT_INTERVAL,
-            step: DEFAULT_STEP,
+            step: None,
             max_change: DEFAULT_MAX_CHANGE,
             min_requests: DEFAULT_MIN_REQUESTS,
         }
@@ -63,18 +72,17 @@ impl MPart {
     pub(super) fn from_params(p: &mut Params<'_>) -> Result<MPart, String> {
         let mpart = MPart {
             interval_accesses: param(p, "interval", DEFAULT_INTERVAL)?,
-            step: param(p, "step", DEFAULT_STEP)?,
+            step: match p.take("step") {
+                None | Some("auto") => None,
+                Some(v) => Some(v.parse().ok().filter(|&s: &usize| s > 0).ok_or_else(|| {
+                    format!("tenant arbiter `mpart`: step={v} is not auto or a positive number of pages")
+                })?),
+            },
             max_change: param(p, "max_change", DEFAULT_MAX_CHANGE)?,
             min_requests: param(p, "min_requests", DEFAULT_MIN_REQUESTS)?,
         };
-        if mpart.interval_accesses == 0
-            || mpart.step == 0
-            || mpart.max_change.is_nan()
-            || mpart.max_change <= 0.0
-        {
-            return Err(
-                "tenant arbiter `mpart`: need interval >= 1, step >= 1 and max_change > 0".into(),
-            );
+        if mpart.interval_accesses == 0 || mpart.max_change.is_nan() || mpart.max_change <= 0.0 {
+            return Err("tenant arbiter `mpart`: need interval >= 1 and max_change > 0".into());
         }
         Ok(mpart)
     }
@@ -226,7 +234,10 @@ impl TenantArbiter for MPart {
     fn describe(&self) -> String {
         format!(
             "mpart:interval={},step={},max_change={},min_requests={}",
-            self.interval_accesses, self.step, self.max_change, self.min_requests
+            self.interval_accesses,
+            self.step.map_or("auto".to_string(), |s| s.to_string()),
+            self.max_change,
+            self.min_requests
         )
     }
 
@@ -252,6 +263,7 @@ impl TenantArbiter for MPart {
         if let Some(pages) = reserves_short(tenants, total) {
             return pages;
         }
+        let step = self.step.unwrap_or_else(|| auto_step(total));
         let informed: Vec<bool> = tenants
             .iter()
             .map(|t| usable_curve(t).is_some() && t.gets >= self.min_requests)
@@ -265,7 +277,7 @@ impl TenantArbiter for MPart {
             .zip(&informed)
             .map(|(t, &inf)| {
                 if inf {
-                    change_bounds(t, total, self.max_change, self.step)
+                    change_bounds(t, total, self.max_change, step)
                 } else {
                     let kept = t.pages.clamp(t.reserved_pages, cap_of(t, total));
                     (kept, kept)
@@ -280,14 +292,15 @@ impl TenantArbiter for MPart {
         }
         let views: Vec<&TenantView> = tenants.iter().collect();
         let attempts = [
-            (&bounds, self.step),
+            (&bounds, step),
             (&bounds, 1),
-            (&widened, self.step),
+            (&widened, step),
             (&widened, 1),
         ];
         let best = attempts
             .into_iter()
-            .find_map(|(b, step)| least_misses(&views, b, total, step));
+            .filter(|&(_, s)| s == step || total <= PAGE_BY_PAGE_LIMIT)
+            .find_map(|(b, s)| least_misses(&views, b, total, s));
         best.unwrap_or_else(|| static_split(input))
     }
 }

@@ -17,7 +17,7 @@
 
 use super::apportion::{apportion, cap_of, reserves_short, weight_of};
 use super::mpart::{
-    bounds_fit, change_bounds, least_misses, miss_ratio, usable_curve, WSS_TOLERANCE,
+    auto_step, bounds_fit, change_bounds, least_misses, miss_ratio, usable_curve, WSS_TOLERANCE,
 };
 use super::{param, ArbiterInput, Params, TenantArbiter, TenantView};
 
@@ -124,7 +124,7 @@ impl TenantArbiter for LamaQos {
         }
         let bounds: Vec<(usize, usize)> = tenants
             .iter()
-            .map(|t| change_bounds(t, total, self.max_change, 1))
+            .map(|t| change_bounds(t, total, self.max_change, auto_step(total)))
             .collect();
         let caps: Vec<usize> = tenants.iter().map(|t| cap_of(t, total)).collect();
         let weights: Vec<f64> = tenants.iter().map(weight_of).collect();
@@ -156,7 +156,9 @@ impl TenantArbiter for LamaQos {
             if !bounds_fit(&limits, share) {
                 limits = others.iter().map(|&i| (pages[i], caps[i])).collect();
             }
-            if let Some(split) = least_misses(&views, &limits, share, 1) {
+            if let Some(split) = least_misses(&views, &limits, share, auto_step(share))
+                .or_else(|| least_misses(&views, &limits, share, 1))
+            {
                 for (&i, k) in others.iter().zip(split) {
                     pages[i] = k;
                 }
