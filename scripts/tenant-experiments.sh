@@ -12,7 +12,8 @@
 #   memcached's accounting. Each tenant reserves half its initial allocation. mPart arbitrates 50 times
 #   a run (the thesis's every 2M of 100M accesses) with its ±30% change bound.
 # noisy — mPart §4.3: the same six applications (90%-WSS allocation) and, from hour 5 of 10, tenant 6
-#   (Zipf 0.9 over 100M/SCALE objects) with half of all requests, reserved 1% of memory.
+#   (Zipf 0.9 over 100M/SCALE objects: little reuse) with a tenth of all requests, reserved 1% of
+#   memory; under mpart, memshare and pooled (no isolation of memory).
 # qos — LAMA §5.7: three-phase APP1 (tenant 0, target hit ratio 0.85) and ETC APP2 (tenant 1), 4:1,
 #   1024 MiB/SCALE starting 50/50, lama-qos every 10M/SCALE accesses, against both sharing one pool
 #   (pooled); lama-mr divides each tenant's pages among its classes.
@@ -52,7 +53,8 @@ mpart-six)
       --window-requests $((total / 100)) --json $(six_tenants "$name" "$scale") \
       --tenant-policy "mpart:interval=$((total / 50))" \
       --tenant-policy "memshare:credit=$((500 * chunk / scale)),shadow=$((50000 * chunk / scale))" \
-      --tenant-policy static >"$out/mpart-six-$name.jsonl"
+      --tenant-policy static --plot "$out/mpart-six-$name.svg" \
+      --plot-tenants "$out/mpart-six-$name-pages.svg" >"$out/mpart-six-$name.jsonl"
   done
   ;;
 noisy)
@@ -63,12 +65,13 @@ noisy)
   noisy_reserve=$((memory / 100))
   echo "== noisy: memory $memory bytes, $total requests" >&2
   # shellcheck disable=SC2046
-  "$mrcache" sim --workload "noisy-neighbour:scale=$scale" --memory "$memory" \
+  "$mrcache" sim --workload "noisy-neighbour:scale=$scale,noisy_share=0.1" --memory "$memory" \
     --window-requests $((total / 100)) --json $(six_tenants wss90 "$scale") \
     --tenant "6:initial=$noisy_reserve,reserved=$noisy_reserve" \
     --tenant-policy "mpart:interval=$((total / 50))" \
     --tenant-policy "memshare:credit=$((500 * chunk / scale)),shadow=$((50000 * chunk / scale))" \
-    >"$out/noisy-neighbour.jsonl"
+    --tenant-policy pooled --plot "$out/noisy-neighbour.svg" \
+    --plot-tenants "$out/noisy-neighbour-pages.svg" >"$out/noisy-neighbour.jsonl"
   ;;
 qos)
   scale=${1:-4}
@@ -80,7 +83,7 @@ qos)
     --memory "$memory" --policy lama-mr --window-requests $((total / 100)) --json \
     --tenant "0:initial=$((memory / 2)),target=0.85" --tenant "1:initial=$((memory / 2))" \
     --tenant-policy "lama-qos:interval=$((10000000 / scale))" --tenant-policy pooled \
-    >"$out/qos.jsonl"
+    --plot-tenants "$out/qos-pages.svg" >"$out/qos.jsonl"
   ;;
 *)
   echo "unknown experiment $experiment (mpart-six, noisy, qos)" >&2

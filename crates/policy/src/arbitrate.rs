@@ -17,7 +17,7 @@
 
 use std::collections::VecDeque;
 
-use mrcache_engine::{Clock, Engine, TenantCounters, TenantId, UNLIMITED};
+use mrcache_engine::{ClassSnapshot, Clock, Engine, TenantCounters, TenantId, UNLIMITED};
 use mrcache_profile::{MrcQuery, ReuseTimeHistogram, ReuseTimeMethod, SizeUnit};
 
 use crate::tenant::{self, ArbiterInput, TenantArbiter, TenantView};
@@ -77,6 +77,8 @@ pub struct Arbitration {
     baseline: Option<Vec<TenantCounters>>,
     /// Each tenant's pool histograms at the last rounds, oldest first (at most `CURVE_SNAPSHOTS`).
     histograms: Vec<VecDeque<ReuseTimeHistogram>>,
+    /// Each tenant's per-class uses (hits + inserts) at the last round, to weigh its classes by.
+    class_uses: Vec<Vec<u64>>,
     stats: ArbitrationStats,
 }
 
@@ -93,6 +95,7 @@ impl Arbitration {
         let mut arbitration = Arbitration {
             arbiter,
             histograms: vec![VecDeque::new(); tenants.len()],
+            class_uses: vec![Vec::new(); tenants.len()],
             tenants,
             baseline: None,
             stats: ArbitrationStats::default(),
@@ -109,6 +112,7 @@ impl Arbitration {
             .filter(|t| t.tenant.index() < engine.pool_count())
             .collect();
         self.histograms = vec![VecDeque::new(); self.tenants.len()];
+        self.class_uses = vec![Vec::new(); self.tenants.len()];
         self.baseline = None;
         self.apply_settings(engine);
     }
@@ -263,7 +267,13 @@ impl Arbitration {
                         snapshots.pop_front();
                     }
                     snapshots.push_back(now);
-                    if let Some(per_page) = items_per_page(engine, pool, clock) {
+                    let classes = engine.pool_classes(pool, clock);
+                    let uses: Vec<u64> = classes
+                        .iter()
+                        .map(|c| c.counters.get_hits + c.counters.inserts)
+                        .collect();
+                    let before = std::mem::replace(&mut self.class_uses[i], uses);
+                    if let Some(per_page) = items_per_page(&classes, &self.class_uses[i], &before) {
                         view.curve = curve_by_pages(&window, per_page, total);
                     }
                 }
@@ -287,18 +297,33 @@ fn difference(now: &TenantCounters, then: &TenantCounters) -> TenantCounters {
     }
 }
 
-/// Items one page of `pool` holds: its classes' chunks per page, weighted by their pages. `None` before
-/// the pool holds a page.
+/// Items one page of a pool holds for the items it uses now: `1 / sum(f_c / chunks_per_page_c)`, where
+/// `f_c` is class `c`'s share of the pool's uses (hits and inserts) since the last round, or of its pages
+/// when it had none. `None` when the pool has neither.
 ///
 /// Curves are taken in items and scaled by this, rather than in bytes: a window after the first has
-/// few first accesses, so the mean object size a byte curve is scaled by is not known within it.
-fn items_per_page(engine: &Engine, pool: usize, clock: Clock) -> Option<f64> {
-    let (mut items, mut pages) = (0.0, 0usize);
-    for c in engine.pool_classes(pool, clock) {
-        items += c.total_pages as f64 * c.chunks_per_page as f64;
-        pages += c.total_pages;
-    }
-    (pages > 0).then(|| items / pages as f64)
+/// few first accesses, so the mean object size a byte curve is scaled by is not known within it. The
+/// window's uses, not the pages held, weigh the classes, so that when a tenant's item sizes change (a
+/// new phase) its curve is scaled by the sizes it stores now.
+fn items_per_page(classes: &[ClassSnapshot], uses: &[u64], before: &[u64]) -> Option<f64> {
+    let weights: Vec<f64> = classes
+        .iter()
+        .enumerate()
+        .map(|(i, _)| uses[i].saturating_sub(before.get(i).copied().unwrap_or(0)) as f64)
+        .collect();
+    let weights = if weights.iter().sum::<f64>() > 0.0 {
+        weights
+    } else {
+        classes.iter().map(|c| c.total_pages as f64).collect()
+    };
+    let total: f64 = weights.iter().sum();
+    let pages_per_item: f64 = classes
+        .iter()
+        .zip(&weights)
+        .filter(|(_, &w)| w > 0.0)
+        .map(|(c, &w)| w / total / c.chunks_per_page as f64)
+        .sum();
+    (pages_per_item > 0.0).then(|| 1.0 / pages_per_item)
 }
 
 /// The window's miss ratio at 0..=`total_pages` pages of `items_per_page` items each (AET).

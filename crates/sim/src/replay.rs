@@ -298,7 +298,7 @@ impl Simulator {
     fn pool_pages(&self, t: usize) -> (Option<usize>, Option<usize>) {
         if self.config.tenants.is_none()
             || t >= self.engine.pool_count()
-            || (t > 0 && self.engine.pools_shared())
+            || self.engine.pools_shared()
         {
             return (None, None);
         }

@@ -63,7 +63,15 @@ impl LamaQos {
             return t.pages.clamp(low, high);
         };
         let (reserved, cap) = (t.reserved_pages, cap_of(t, total));
-        let goal = 1.0 - target + TARGET_SLACK;
+        // Calibration: what the tenant missed in the last window at the pages it held, against what the
+        // curve says for those pages. The curve comes from a longer window than the last round (it lags
+        // a change of phase) and from samples; the gap at the current size is carried to every size.
+        let bias = if t.gets >= CALIBRATION_MIN_GETS && t.pages > 0 {
+            (t.get_misses as f64 / t.gets as f64 - miss_ratio(curve, t.pages)).clamp(-0.5, 0.5)
+        } else {
+            0.0
+        };
+        let goal = 1.0 - target + TARGET_SLACK - bias;
         let pages = if miss_ratio(curve, cap) <= goal {
             least_pages(reserved, cap, |k| miss_ratio(curve, k) <= goal)
         } else {
@@ -73,6 +81,9 @@ impl LamaQos {
         pages.clamp(low, high)
     }
 }
+
+/// GETs in the last window below which its miss ratio does not calibrate the curve.
+const CALIBRATION_MIN_GETS: u64 = 1_000;
 
 /// Binary search: the least `k` in `[low, high]` with `meets(k)`, given `meets(high)` and that `meets`
 /// does not turn false again as `k` grows.
@@ -174,12 +185,31 @@ mod tests {
     use super::super::tests::{input, tenant};
     use super::super::{by_name, TenantView};
 
+    /// A tenant whose last window missed exactly as its curve says at the pages it holds.
     fn curved(id: u16, pages: usize, mr: impl Fn(usize) -> f64) -> TenantView {
+        let curve: Vec<f64> = (0..=100).map(mr).collect();
         TenantView {
             gets: 10_000,
-            curve: Some((0..=100).map(mr).collect()),
+            get_misses: (curve[pages.min(100)] * 10_000.0).round() as u64,
+            curve: Some(curve),
             ..tenant(id, pages, 0)
         }
+    }
+
+    #[test]
+    fn a_curve_that_underestimates_the_misses_seen_is_calibrated() {
+        // At 40 pages the curve says 0.2 but the window missed 0.25: the target of 0.85 needs the curve
+        // to say 0.10, so 70 pages, not 60.
+        let tenants = [
+            TenantView {
+                target_hit_ratio: Some(0.85),
+                get_misses: 2_500,
+                ..curved(1, 40, qos_curve)
+            },
+            curved(2, 60, |k| (1.0 - 0.01 * k as f64).max(0.0)),
+        ];
+        let mut qos = by_name("lama-qos").unwrap();
+        assert_eq!(qos.round(&input(&tenants, 100))[0], 70);
     }
 
     /// A step curve: 0.5 below 40 pages, 0.2 below 60, 0.15 below 70, 0.1 from 70 on.

@@ -28,7 +28,8 @@ Workloads (NAME[:key=value,...]):
                objects=7000000 requests=200000000 get_ratio=1 popularity1=pareto:214.476:0.348238
                popularity2=pareto:312.6175:0.05 value_size1=etc value_size2=etc
   qos          LAMA 5.7: three-phase (APP1, tenant 0) and ETC (APP2, tenant 1), request rates ratio:1.
-               objects=7000000 etc_objects=1000000 requests=250000000 (total) ratio=4 get_ratio=1
+               objects=7000000 etc_objects=1000000 requests=250000000 (total) ratio=4 get_ratio=1 (APP1's)
+               etc_popularity=zipf:0.9, and three-phase's popularity1= popularity2= value_size1= value_size2=
   mpart-six    mPart's six Zipf applications (Table 4.1), one tenant each, 200-byte values.
                scale=1 requests=100000000 (per application) get_ratio=1
   diurnal      mPart 4.2: the six applications with request rates on a day curve (cosine, peak at hour
@@ -117,18 +118,7 @@ impl WorkloadSpec {
                 let objects = p.num("objects", 7_000_000)?;
                 let requests = p.num("requests", 200_000_000)?;
                 let get_ratio = p.float("get_ratio", 1.0)?;
-                let set = |popularity, value_size| {
-                    SingleApp::new(popularity, KeySizeModel::Etc, value_size, get_ratio, seed)
-                };
-                let first = set(
-                    p.popularity_named("popularity1", objects, "pareto:214.476:0.348238")?,
-                    p.value_size("value_size1", "etc")?,
-                );
-                let second = set(
-                    p.popularity_named("popularity2", objects, "pareto:312.6175:0.05")?,
-                    p.value_size("value_size2", "etc")?,
-                );
-                Box::new(ThreePhase::new(first, second, objects, requests, seed))
+                Box::new(p.three_phase(objects, requests, get_ratio, seed)?)
             }
             "qos" => {
                 // LAMA §5.7: the three-phase workload (APP1, tenant 0) and ETC (APP2, tenant 1) sharing
@@ -139,24 +129,14 @@ impl WorkloadSpec {
                 let ratio = p.num("ratio", 4)?.max(1);
                 let get_ratio = p.float("get_ratio", 1.0)?;
                 let app1_requests = requests / (ratio + 1) * ratio;
-                let set = |popularity| {
-                    SingleApp::new(
-                        popularity,
-                        KeySizeModel::Etc,
-                        ValueSizeModel::Etc { max: 500_000 },
-                        get_ratio,
-                        seed,
-                    )
-                };
-                let app1 = ThreePhase::new(
-                    set(Popularity::pareto(objects, 214.476, 0.348238)),
-                    set(Popularity::pareto(objects, 312.6175, 0.05)),
-                    objects,
-                    app1_requests,
+                let app1 = p.three_phase(objects, app1_requests, get_ratio, seed)?;
+                let etc = SingleApp::new(
+                    p.popularity_named("etc_popularity", etc_objects, "zipf:0.9")?,
+                    KeySizeModel::Etc,
+                    ValueSizeModel::Etc { max: 500_000 },
+                    ETC_GET_RATIO,
                     seed,
                 );
-                let mut etc = set(p.popularity(etc_objects, "zipf:0.9")?);
-                etc.get_ratio = ETC_GET_RATIO;
                 let app2 = Etc::new(etc, requests - app1_requests, seed ^ 0x9e37_79b9);
                 Box::new(Interleave::new(
                     Box::new(app1.map(|a| Access { tenant: 0, ..a })),
@@ -259,6 +239,28 @@ impl Params<'_> {
 
     fn popularity(&mut self, objects: u64, default: &str) -> Result<Popularity, String> {
         self.popularity_named("popularity", objects, default)
+    }
+
+    /// LAMA's three-phase workload from `popularity1= popularity2= value_size1= value_size2=`.
+    fn three_phase(
+        &mut self,
+        objects: u64,
+        requests: u64,
+        get_ratio: f64,
+        seed: u64,
+    ) -> Result<ThreePhase, String> {
+        let set = |popularity, value_size| {
+            SingleApp::new(popularity, KeySizeModel::Etc, value_size, get_ratio, seed)
+        };
+        let first = set(
+            self.popularity_named("popularity1", objects, "pareto:214.476:0.348238")?,
+            self.value_size("value_size1", "etc")?,
+        );
+        let second = set(
+            self.popularity_named("popularity2", objects, "pareto:312.6175:0.05")?,
+            self.value_size("value_size2", "etc")?,
+        );
+        Ok(ThreePhase::new(first, second, objects, requests, seed))
     }
 
     fn popularity_named(
