@@ -1,8 +1,8 @@
 //! The admin HTTP port (`--admin-port`, loopback by default): read-only views of the running cache.
 //!
-//! - `GET /mrc`            every profiled slab class's miss-ratio curve and allocation, as JSON
+//! - `GET /mrc`            every profiled slab class's and tenant's miss-ratio curve and allocation, as JSON
 //! - `GET /mrc?class=N`    one class
-//! - `GET /metrics`        Prometheus text: traffic, memory and page counters
+//! - `GET /metrics`        Prometheus text: traffic, memory and page counters, per tenant too
 //! - `GET /`               a short index
 //!
 //! One thread serves requests one at a time (they are rare and cheap); it never touches the request path
@@ -86,7 +86,7 @@ pub fn route(
                 },
                 None => return (400, "text/plain", "query: class=N\n".into()),
             };
-            let report = mrc_report::report(ctx, class);
+            let report = mrc_report::report(ctx, class, None);
             match serde_json::to_string(&report) {
                 Ok(json) => (200, "application/json", json),
                 Err(e) => (500, "text/plain", format!("{e}\n")),
@@ -167,6 +167,14 @@ fn metrics(ctx: &ServerContext) -> String {
         "Heap bytes of the MRC profilers.",
         ctx.engine.profile_memory_bytes() as f64,
     );
+    metric(
+        "tenant_arbiter_rounds_total",
+        "counter",
+        "Rounds the tenant arbiter ran.",
+        ctx.maintenance
+            .arbiter_rounds
+            .load(std::sync::atomic::Ordering::Relaxed) as f64,
+    );
     tenant_metrics(ctx, &mut out);
     let _ = writeln!(out, "# HELP mrcached_class_pages Pages held by each slab class.\n# TYPE mrcached_class_pages gauge");
     for c in stats.classes.iter().filter(|c| c.total_pages > 0) {
@@ -183,7 +191,7 @@ fn metrics(ctx: &ServerContext) -> String {
 fn tenant_metrics(ctx: &ServerContext, out: &mut String) {
     let rows = crate::stats::tenant_rows(ctx, None);
     type Field = fn(&crate::stats::TenantRow) -> f64;
-    let series: [(&str, &str, &str, Field); 8] = [
+    let series: [(&str, &str, &str, Field); 13] = [
         (
             "tenant_items",
             "gauge",
@@ -231,6 +239,36 @@ fn tenant_metrics(ctx: &ServerContext, out: &mut String) {
             "gauge",
             "Configured hit-ratio target of each tenant (0: none).",
             |r| r.target_hit_ratio,
+        ),
+        (
+            "tenant_shadow_hits_total",
+            "counter",
+            "GET misses of each tenant on keys its shadow queue remembers (Memshare).",
+            |r| r.counters.shadow_hits as f64,
+        ),
+        (
+            "tenant_pages",
+            "gauge",
+            "Pages each tenant's own pool holds (0: it shares pool 0).",
+            |r| r.pages as f64,
+        ),
+        (
+            "tenant_target_pages",
+            "gauge",
+            "Pages the tenant arbiter wants each tenant's pool to hold (0: none).",
+            |r| r.target_pages as f64,
+        ),
+        (
+            "tenant_reserved_pages",
+            "gauge",
+            "Pages never taken from each tenant's pool while it uses them.",
+            |r| r.reserved_pages as f64,
+        ),
+        (
+            "tenant_max_pages",
+            "gauge",
+            "Most pages each tenant's pool may hold (0: no limit).",
+            |r| r.max_pages as f64,
         ),
     ];
     for (name, kind, help, field) in series {

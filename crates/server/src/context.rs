@@ -78,6 +78,9 @@ pub struct ServerContext {
     /// automove` replaces it, and bumps `slab_policy_generation` so the rebalancer picks it up.
     pub slab_policy: std::sync::Mutex<String>,
     pub slab_policy_generation: AtomicU64,
+    /// The tenant arbiter in force with its parameters (`none` without tenant pools), for `stats
+    /// settings`; the maintenance thread, which owns the arbitration, rewrites it when a reload changes it.
+    pub tenant_policy: std::sync::Mutex<String>,
     /// Set when the server should stop (SIGTERM, SIGINT, `shutdown` with `-A`).
     pub shutting_down: AtomicBool,
     /// Every open client connection, per worker (`stats conns`).
@@ -103,6 +106,9 @@ impl ServerContext {
             automove_ratio_bits: AtomicU64::new(settings.slab_automove_ratio.to_bits()),
             slab_policy: std::sync::Mutex::new(settings.slab_policy_spec()),
             slab_policy_generation: AtomicU64::new(0),
+            tenant_policy: std::sync::Mutex::new(crate::memory::describe_spec(
+                settings.tenant_policy_spec().as_deref(),
+            )),
             tenants: Tenants::new(
                 settings.tenants.clone(),
                 settings.config_file.clone(),
@@ -189,10 +195,13 @@ pub struct MaintenanceStats {
     pub pages_released: AtomicU64,
     /// Pages moved by the slab policy.
     pub automove_moves: AtomicU64,
-    /// Rounds the slab policy ran.
+    /// Rounds the slab policy ran (summed over the tenant pools' rebalancers).
     pub policy_rounds: AtomicU64,
+    /// Rounds the tenant arbiter ran.
+    pub arbiter_rounds: AtomicU64,
     /// The last curve-driven round's predicted miss ratio for the window after it, and the miss ratio
-    /// observed in that window, as f64 bits (NaN: none yet).
+    /// observed in that window, as f64 bits (NaN: none yet); with tenant pools, the mean over the pools
+    /// that have both.
     pub policy_predicted_bits: AtomicU64,
     pub policy_observed_bits: AtomicU64,
 }

@@ -6,13 +6,15 @@
 //! - `session`  — one connection's protocol state: bytes in, replies out
 //! - `dispatch` — one function per command family, over the engine
 //! - `stats`    — the `stats` families under memcached's names
-//! - `mrc_report` — the online miss-ratio curves (`stats mrc`, `/mrc`)
+//! - `mrc_report` — the online miss-ratio curves of classes and tenants (`stats mrc`, `/mrc`)
+//! - `memory`   — the memory model: tenant pools under a tenant arbiter, slab classes under a class policy
 //! - `admin`    — the admin HTTP port (`/mrc`, `/metrics`)
 //! - `tenants`  — tenant identity (password, prefix, port), the `--config`/`-Y` files, reload
 
 pub mod admin;
 pub mod context;
 pub mod dispatch;
+pub mod memory;
 pub mod mrc_report;
 pub mod net;
 pub mod session;

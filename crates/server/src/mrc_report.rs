@@ -1,14 +1,20 @@
-//! The online miss-ratio curves of the slab classes, as `stats mrc [class]` prints them and as the admin
-//! port's `/mrc` serves them (JSON).
+//! The online miss-ratio curves of the slab classes and of the tenants, as `stats mrc [class]` prints
+//! them and as the admin port's `/mrc` serves them (JSON).
 //!
 //! Each class's curve comes from the engine's profilers (`Engine::mrc`), evaluated in items and reported
 //! both in items and at page counts (the unit allocation policies move), with the class's current pages
 //! and items beside it so a reader can see where on its curve each class sits.
+//!
+//! Each tenant with a pool of its own has a whole-tenant curve (`Engine::pool_histogram`: every class of
+//! its pool, sizes in bytes; only with tenant pools), reported in bytes of items and at page counts, a
+//! page holding as many item bytes as the pool's pages hold on average now — the conversion the tenant
+//! arbiter makes (`mrcache_policy::arbitrate`). Tenant curves come with the whole report only (not with
+//! one class), and a connection that is one tenant sees only its own.
 
 use serde::Serialize;
 
-use mrcache_engine::ClassId;
-use mrcache_profile::{MrcQuery, SizeUnit};
+use mrcache_engine::{ClassId, Engine, EngineStats, TenantId, UNLIMITED};
+use mrcache_profile::{MrcQuery, ReuseTimeMethod, SizeUnit};
 
 use crate::context::ServerContext;
 
@@ -34,7 +40,29 @@ pub struct ClassCurve {
     pub curve_pages: Vec<(usize, f64)>,
 }
 
-/// All classes.
+/// One tenant's whole-pool curve.
+#[derive(Debug, Serialize)]
+pub struct TenantCurve {
+    pub tenant: String,
+    pub id: u16,
+    pub pool: usize,
+    /// Pages its pool holds, and the arbiter's target for it (0: none).
+    pub pages: usize,
+    pub target_pages: usize,
+    /// Bytes of its items (the engine's accounting).
+    pub bytes: u64,
+    /// Uses of its pool the profiler saw (hits and stores).
+    pub requests: u64,
+    pub sampling_rate: f64,
+    /// Item bytes one of its pages holds, as the curve in pages is converted.
+    pub item_bytes_per_page: f64,
+    /// `[bytes, miss_ratio]`: with this many bytes of items, at the page points times the page size.
+    pub curve_bytes: Vec<(u64, f64)>,
+    /// `[pages, miss_ratio]`.
+    pub curve_pages: Vec<(usize, f64)>,
+}
+
+/// All classes, and the tenants.
 #[derive(Debug, Serialize)]
 pub struct MrcReport {
     pub profiling: bool,
@@ -43,6 +71,7 @@ pub struct MrcReport {
     pub page_limit: usize,
     pub profiler_memory_bytes: usize,
     pub classes: Vec<ClassCurve>,
+    pub tenants: Vec<TenantCurve>,
 }
 
 /// Page counts to evaluate for a cache of `page_limit` pages.
@@ -63,8 +92,9 @@ fn page_points(page_limit: usize) -> Vec<usize> {
     points
 }
 
-/// The curves of every profiled class, or of `class` only.
-pub fn report(ctx: &ServerContext, class: Option<ClassId>) -> MrcReport {
+/// The curves of every profiled class and of every tenant with a pool (of tenant `only` when given), or
+/// of `class` only.
+pub fn report(ctx: &ServerContext, class: Option<ClassId>, only: Option<TenantId>) -> MrcReport {
     let engine = &ctx.engine;
     let clock = ctx.clock();
     let stats = engine.stats(clock);
@@ -98,6 +128,11 @@ pub fn report(ctx: &ServerContext, class: Option<ClassId>) -> MrcReport {
             }
         })
         .collect();
+    let tenants = if class.is_some() {
+        Vec::new()
+    } else {
+        tenant_curves(ctx, &stats, &pages, only)
+    };
     MrcReport {
         profiling: engine.config().profile_sample_rate.is_some(),
         shards: engine.shard_count(),
@@ -105,13 +140,94 @@ pub fn report(ctx: &ServerContext, class: Option<ClassId>) -> MrcReport {
         page_limit: stats.page_limit,
         profiler_memory_bytes: engine.profile_memory_bytes(),
         classes,
+        tenants,
     }
 }
 
-/// `stats mrc [class]`: `STAT` lines, then `END`. Curves are `pages:miss_ratio` pairs, comma-separated.
-pub fn write_stats(ctx: &ServerContext, class: Option<ClassId>, out: &mut Vec<u8>) {
+/// The whole-pool curve of every known tenant that has a pool and a profile, at `pages`.
+fn tenant_curves(
+    ctx: &ServerContext,
+    stats: &EngineStats,
+    pages: &[usize],
+    only: Option<TenantId>,
+) -> Vec<TenantCurve> {
+    let engine = &ctx.engine;
+    let clock = ctx.clock();
+    let page_bytes = engine.geometry().page_size_bytes();
+    let mut curves = Vec::new();
+    for (id, name) in ctx.tenants.known() {
+        let pool = id.index();
+        if only.is_some_and(|o| o != id) || pool >= engine.pool_count() {
+            continue;
+        }
+        let Some((histogram, sampling_rate)) = engine.pool_histogram(pool) else {
+            continue;
+        };
+        let per_page = item_bytes_per_page(engine, pool, clock).unwrap_or(page_bytes as f64);
+        let bytes: Vec<u64> = pages.iter().map(|&p| (p * page_bytes) as u64).collect();
+        let by_pages: Vec<u64> = pages
+            .iter()
+            .map(|&p| (p as f64 * per_page) as u64)
+            .collect();
+        let sizes: Vec<u64> = bytes.iter().chain(&by_pages).copied().collect();
+        let curve = histogram.mrc(
+            ReuseTimeMethod::Aet,
+            &MrcQuery::exactly(SizeUnit::Bytes, &sizes),
+        );
+        let at = |size: u64| curve.miss_ratio_at(size as f64);
+        let held = engine.pool(pool);
+        curves.push(TenantCurve {
+            tenant: name,
+            id: id.0,
+            pool,
+            pages: held.held,
+            target_pages: if held.target == UNLIMITED {
+                0
+            } else {
+                held.target
+            },
+            bytes: stats.tenant(id).bytes,
+            requests: histogram.requests(),
+            sampling_rate,
+            item_bytes_per_page: per_page,
+            curve_bytes: bytes.iter().map(|&b| (b, at(b))).collect(),
+            curve_pages: pages
+                .iter()
+                .zip(&by_pages)
+                .map(|(&p, &b)| (p, at(b)))
+                .collect(),
+        });
+    }
+    curves
+}
+
+/// Item bytes one page of `pool` holds when full: each used class's chunks per page times its mean
+/// item size, weighted by its pages (as `mrcache_policy::arbitrate` converts a tenant's curve). `None`
+/// before the pool stores anything.
+fn item_bytes_per_page(engine: &Engine, pool: usize, clock: mrcache_engine::Clock) -> Option<f64> {
+    let (mut bytes, mut pages) = (0.0, 0usize);
+    for c in engine.pool_classes(pool, clock) {
+        if c.items == 0 || c.total_pages == 0 {
+            continue;
+        }
+        let mean = c.requested_bytes as f64 / c.items as f64;
+        bytes += c.total_pages as f64 * c.chunks_per_page as f64 * mean;
+        pages += c.total_pages;
+    }
+    (pages > 0).then(|| bytes / pages as f64)
+}
+
+/// `stats mrc [class]`: `STAT` lines, then `END`. Curves are `pages:miss_ratio` pairs (`bytes:miss_ratio`
+/// for `mrc_bytes`), comma-separated. Class lines are `<class>:<field>`, tenant lines
+/// `tenant:<name>:<field>`.
+pub fn write_stats(
+    ctx: &ServerContext,
+    class: Option<ClassId>,
+    only: Option<TenantId>,
+    out: &mut Vec<u8>,
+) {
     use std::io::Write;
-    let r = report(ctx, class);
+    let r = report(ctx, class, only);
     let _ = writeln!(out, "STAT profiling {}\r", u8::from(r.profiling));
     let _ = writeln!(
         out,
@@ -132,12 +248,75 @@ pub fn write_stats(ctx: &ServerContext, class: Option<ClassId>, out: &mut Vec<u8
             .collect();
         let _ = writeln!(out, "STAT {}:mrc_pages {}\r", c.class, curve.join(","));
     }
+    for t in &r.tenants {
+        let n = &t.tenant;
+        let _ = writeln!(out, "STAT tenant:{n}:pool {}\r", t.pool);
+        let _ = writeln!(out, "STAT tenant:{n}:pages {}\r", t.pages);
+        let _ = writeln!(out, "STAT tenant:{n}:target_pages {}\r", t.target_pages);
+        let _ = writeln!(out, "STAT tenant:{n}:bytes {}\r", t.bytes);
+        let _ = writeln!(out, "STAT tenant:{n}:requests {}\r", t.requests);
+        let _ = writeln!(out, "STAT tenant:{n}:sampling_rate {}\r", t.sampling_rate);
+        let pairs = |points: &mut dyn Iterator<Item = String>| points.collect::<Vec<_>>().join(",");
+        let bytes = pairs(&mut t.curve_bytes.iter().map(|(b, m)| format!("{b}:{m:.4}")));
+        let _ = writeln!(out, "STAT tenant:{n}:mrc_bytes {bytes}\r");
+        let pages = pairs(&mut t.curve_pages.iter().map(|(p, m)| format!("{p}:{m:.4}")));
+        let _ = writeln!(out, "STAT tenant:{n}:mrc_pages {pages}\r");
+    }
     out.extend_from_slice(b"END\r\n");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::Settings;
+    use mrcache_engine::{Key, StoreArgs};
+
+    #[test]
+    fn tenants_with_pools_have_byte_curves() {
+        let tenants = crate::tenants::TenantsConfig::merge(
+            crate::tenants::config::parse_config(
+                "[[tenant]]\nname = \"a\"\n[[tenant]]\nname = \"b\"\n",
+            )
+            .unwrap(),
+            Vec::new(),
+        )
+        .unwrap();
+        let settings = Settings {
+            tenants,
+            shards: 1,
+            mrc_sample_rate: 1.0,
+            ..Settings::default()
+        };
+        let engine = mrcache_engine::Engine::new(settings.engine_config()).unwrap();
+        let ctx = ServerContext::new(engine, settings, 1);
+        // Tenant a reuses 500 keys of 100 bytes: about 64 KB of items, a small part of one page.
+        for round in 0..4 {
+            for i in 0..500 {
+                let key = format!("k{i}");
+                let key = Key::new(TenantId(1), key.as_bytes());
+                let clock = ctx.clock();
+                if round == 0 || ctx.engine.get(key, clock, |_| ()).is_none() {
+                    ctx.engine.store(&StoreArgs::set(key, &[b'v'; 100]), clock);
+                }
+            }
+        }
+        let r = report(&ctx, None, None);
+        assert_eq!(r.tenants.len(), 1, "only a has used its pool");
+        let a = &r.tenants[0];
+        assert_eq!((a.tenant.as_str(), a.pool), ("a", 1));
+        assert!(a.requests > 0 && a.bytes > 0);
+        assert_eq!(a.curve_bytes[0].0, r.page_size_bytes as u64);
+        assert!(a.curve_bytes[0].1 < 0.5, "{:?}", a.curve_bytes);
+        assert_eq!(a.curve_pages.len(), a.curve_bytes.len());
+        assert!(report(&ctx, None, Some(TenantId(2))).tenants.is_empty());
+        let class = r.classes[0].class;
+        assert!(report(&ctx, Some(ClassId(class)), None).tenants.is_empty());
+        let mut out = Vec::new();
+        write_stats(&ctx, None, None, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("STAT tenant:a:pool 1\r\n"), "{text}");
+        assert!(text.contains("STAT tenant:a:mrc_bytes 1048576:"), "{text}");
+    }
 
     #[test]
     fn page_points_are_dense_then_log_spaced_and_end_at_the_limit() {

@@ -17,6 +17,7 @@ use mrcache_engine::config::{
 };
 use mrcache_engine::{EngineConfig, ItemAccounting};
 
+use crate::memory;
 use crate::tenants::TenantsConfig;
 
 /// The memcached release whose behaviour and `stats` we reproduce.
@@ -228,6 +229,9 @@ pub struct Settings {
     pub config_file: Option<PathBuf>,
     /// The tenants the two files above give, as loaded at start-up (SIGHUP reloads them).
     pub tenants: TenantsConfig,
+    /// `--tenant-policy` (ours): the tenant arbiter, overriding the config file's `tenant_policy`; see
+    /// `crate::memory` for when tenants have memory of their own.
+    pub tenant_policy: Option<String>,
 }
 
 impl Default for Settings {
@@ -267,6 +271,7 @@ impl Default for Settings {
             auth_file: None,
             config_file: None,
             tenants: TenantsConfig::default(),
+            tenant_policy: None,
         };
         s.shards = default_shards(s.threads, s.page_budget());
         s
@@ -411,6 +416,15 @@ struct Cli {
     /// -o slab_automove (default: lama-mr, or memcached's mover when -o slab_automove is given)
     #[arg(long = "slab-policy", value_name = "POLICY")]
     slab_policy: Option<String>,
+    /// how memory is divided among tenants, NAME[:key=value,...]: static (each tenant its reserve plus a
+    /// share of the rest by weight), pooled (one memory for all, as memcached; reserves are not kept),
+    /// memshare (reserves, and the rest moved toward the tenants whose recently evicted keys are asked
+    /// for again; Memshare), mpart (the division that minimises misses by the tenants' miss-ratio curves,
+    /// at most 30% of a tenant's memory moved a round; mPart), lama-qos (the least memory meeting each
+    /// target_hit_ratio, the rest by the curves; LAMA). Overrides tenant_policy in --config (default:
+    /// mpart when tenants are configured; without tenants memory is not divided)
+    #[arg(long = "tenant-policy", value_name = "POLICY")]
+    tenant_policy: Option<String>,
     /// admin HTTP port for /mrc (JSON curves) and /metrics; 0 picks a free port; off when not given
     #[arg(long = "admin-port")]
     admin_port: Option<u16>,
@@ -460,8 +474,8 @@ struct Cli {
     /// must authenticate (a `set` whose data is `user password`) and then acts as tenant `user`
     #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
     auth_file: Option<PathBuf>,
-    /// tenant configuration (TOML: [[tenant]] name, password, prefix, port, reserved, max,
-    /// target_hit_ratio, weight); SIGHUP reloads it and the -Y file
+    /// tenant configuration (TOML: tenant_policy, and [[tenant]] name, password, prefix, port, reserved,
+    /// max, target_hit_ratio, weight); SIGHUP reloads it and the -Y file
     #[arg(long = "config", value_name = "FILE")]
     config: Option<PathBuf>,
     /// not supported
@@ -578,6 +592,7 @@ impl Settings {
             admin_port: cli.admin_port,
             admin_listen: cli.admin_listen.clone(),
             slab_policy: cli.slab_policy.clone(),
+            tenant_policy: cli.tenant_policy.clone(),
             tenants: TenantsConfig::load(cli.config.as_deref(), cli.auth_file.as_deref()).map_err(
                 |e| {
                     let flag = if cli.config.is_some() {
@@ -601,6 +616,7 @@ impl Settings {
         s.validate()?;
         mrcache_policy::class::by_name(&s.slab_policy_spec())
             .map_err(|e| SettingsError(format!("--slab-policy: {e}")))?;
+        memory::check_settings(&s)?;
         s.shards = match shards {
             Some(n) => n,
             None => default_shards(s.threads, s.page_budget()),
@@ -773,6 +789,17 @@ impl Settings {
         Ok(())
     }
 
+    /// Tenant pools the engine keeps (1: one memory for everyone); see `crate::memory::pool_count`.
+    pub fn tenant_pools(&self) -> usize {
+        memory::pool_count(self.tenant_policy.as_deref(), &self.tenants)
+    }
+
+    /// The tenant arbiter's spec at start-up, or `None` when tenants share one memory.
+    pub fn tenant_policy_spec(&self) -> Option<String> {
+        (self.tenant_pools() > 1)
+            .then(|| memory::policy_spec(self.tenant_policy.as_deref(), &self.tenants).to_string())
+    }
+
     /// The page size the engine will use: 1 MiB, or `-I` when larger.
     pub fn page_size_bytes(&self) -> usize {
         self.item_size_max_bytes.max(DEFAULT_PAGE_SIZE_BYTES)
@@ -795,6 +822,11 @@ impl Settings {
             evict_when_full: self.evict_when_full,
             shards: self.shards,
             profile_sample_rate: (self.mrc_sample_rate > 0.0).then_some(self.mrc_sample_rate),
+            tenant_pools: self.tenant_pools(),
+            shadow_queue_bytes: self
+                .tenant_policy_spec()
+                .and_then(|spec| mrcache_policy::tenant::by_name(&spec).ok())
+                .and_then(|a| a.shadow_queue_bytes()),
             ..EngineConfig::default()
         }
     }
@@ -873,6 +905,11 @@ impl Settings {
                     .collect::<Vec<_>>()
                     .join(","),
             ),
+            (
+                "tenant_policy",
+                memory::describe_spec(self.tenant_policy_spec().as_deref()),
+            ),
+            ("tenant_pools", self.tenant_pools().to_string()),
         ]
     }
 }

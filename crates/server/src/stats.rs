@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 
-use mrcache_engine::{EngineStats, TenantCounters, TenantId};
+use mrcache_engine::{EngineStats, TenantCounters, TenantId, UNLIMITED};
 
 use crate::context::ServerContext;
 use crate::settings::{MEMCACHED_COMPAT_VERSION, MRCACHED_VERSION};
@@ -77,7 +77,6 @@ fn rusage() -> (String, String) {
     (fmt(ru.ru_utime), fmt(ru.ru_stime))
 }
 
-/// `stats`: the general figures.
 /// One tenant as `stats tenants` and `/metrics` report it.
 pub struct TenantRow {
     pub id: TenantId,
@@ -91,18 +90,30 @@ pub struct TenantRow {
     /// 0: no target.
     pub target_hit_ratio: f64,
     pub weight: f64,
+    /// The pool it stores into now: its own, or 0 when it has none (more tenants than pools, or the
+    /// `pooled` arbiter).
+    pub pool: usize,
+    /// Its own pool's pages, target, reserve and cap (0 when it has no pool of its own; target and cap
+    /// are also 0 when none is set).
+    pub pages: usize,
+    pub target_pages: usize,
+    pub reserved_pages: usize,
+    pub max_pages: usize,
 }
 
 /// Every tenant ever known (or only `only`), by id: configuration in force and engine counters.
 pub fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
     let stats = ctx.engine.stats(ctx.clock());
     let table = ctx.tenants.current();
+    let engine = &ctx.engine;
+    let limit = |pages: usize| if pages == UNLIMITED { 0 } else { pages };
     ctx.tenants
         .known()
         .into_iter()
         .filter(|(id, _)| only.is_none_or(|o| o == *id))
         .map(|(id, name)| {
             let spec = table.spec(id);
+            let own = (id.index() < engine.pool_count()).then(|| engine.pool(id.index()));
             TenantRow {
                 id,
                 configured: spec.is_some() || id == TenantId::DEFAULT,
@@ -111,6 +122,11 @@ pub fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow
                 max_bytes: spec.and_then(|s| s.max_bytes).unwrap_or(0),
                 target_hit_ratio: spec.and_then(|s| s.target_hit_ratio).unwrap_or(0.0),
                 weight: spec.map_or(crate::tenants::config::DEFAULT_WEIGHT, |s| s.weight),
+                pool: engine.pool_of(id),
+                pages: own.map_or(0, |p| p.held),
+                target_pages: own.map_or(0, |p| limit(p.target)),
+                reserved_pages: own.map_or(0, |p| p.reserved),
+                max_pages: own.map_or(0, |p| limit(p.max)),
                 name,
             }
         })
@@ -118,7 +134,10 @@ pub fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow
 }
 
 /// `stats tenants`: `STAT tenant:<name>:<field> <value>` for every tenant (a connection that is one
-/// tenant sees only itself). `max` and `target_hit_ratio` are 0 when not set.
+/// tenant sees only itself). `max` and `target_hit_ratio` are 0 when not set. The memory it holds, in
+/// pages: `pool` (the pool it stores into), and its own pool's `pages`, `target_pages` (the arbiter's),
+/// `reserved_pages` and `max_pages` (0: none), as in [`TenantRow`]; `shadow_hits` counts its GET
+/// misses on recently evicted keys (Memshare's shadow queues; 0 without them).
 pub fn tenants(ctx: &ServerContext, only: Option<TenantId>, out: &mut Vec<u8>) {
     for row in tenant_rows(ctx, only) {
         let n = &row.name;
@@ -142,10 +161,21 @@ pub fn tenants(ctx: &ServerContext, only: Option<TenantId>, out: &mut Vec<u8>) {
             row.target_hit_ratio,
         );
         stat(out, &format!("tenant:{n}:weight"), row.weight);
+        stat(out, &format!("tenant:{n}:pool"), row.pool);
+        stat(out, &format!("tenant:{n}:pages"), row.pages);
+        stat(out, &format!("tenant:{n}:target_pages"), row.target_pages);
+        stat(
+            out,
+            &format!("tenant:{n}:reserved_pages"),
+            row.reserved_pages,
+        );
+        stat(out, &format!("tenant:{n}:max_pages"), row.max_pages);
+        stat(out, &format!("tenant:{n}:shadow_hits"), c.shadow_hits);
     }
     end(out);
 }
 
+/// `stats`: the general figures.
 pub fn general(ctx: &ServerContext, out: &mut Vec<u8>) {
     let e = ctx.engine.stats(ctx.clock());
     let classes = e.class_totals();
@@ -297,6 +327,7 @@ pub fn general(ctx: &ServerContext, out: &mut Vec<u8>) {
         "slab_policy_observed_miss_ratio",
         ratio(&m.policy_observed_bits),
     );
+    stat(out, "tenant_arbiter_rounds", load(&m.arbiter_rounds));
     end(out);
 }
 
@@ -398,6 +429,13 @@ pub fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
         out,
         "item_accounting",
         ctx.engine.config().item_accounting.name(),
+    );
+    stat(
+        out,
+        "tenant_policy",
+        ctx.tenant_policy
+            .lock()
+            .map_or_else(|e| e.into_inner().clone(), |s| s.clone()),
     );
     end(out);
 }
@@ -614,7 +652,11 @@ mod tests {
         general(&ctx, &mut out);
         let ours: Vec<String> = names(&out)
             .into_iter()
-            .filter(|n| n != "mrcached_version" && !n.starts_with("slab_policy_"))
+            .filter(|n| {
+                n != "mrcached_version"
+                    && !n.starts_with("slab_policy_")
+                    && n != "tenant_arbiter_rounds"
+            })
             .collect();
         let theirs: Vec<&str> = MEMCACHED_GENERAL
             .split_whitespace()
@@ -701,6 +743,59 @@ mod tests {
         general(&ctx, &mut out);
         assert_eq!(value(&out, "cmd_set"), "0");
         assert_eq!(value(&out, "curr_items"), "1", "reset keeps items");
+    }
+
+    #[test]
+    fn tenants_report_their_pools() {
+        let config = crate::tenants::TenantsConfig::merge(
+            crate::tenants::config::parse_config(
+                "[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\nmax = \"9MiB\"\n",
+            )
+            .unwrap(),
+            Vec::new(),
+        )
+        .unwrap();
+        let server = ctx_with(Settings {
+            tenants: config,
+            ..Settings::default()
+        });
+        let memory = crate::memory::MemoryModel::new(&server);
+        let mut out = Vec::new();
+        tenants(&server, None, &mut out);
+        assert_eq!(value(&out, "tenant:a:pool"), "1");
+        assert_eq!(value(&out, "tenant:a:reserved_pages"), "3");
+        assert_eq!(value(&out, "tenant:a:max_pages"), "9");
+        assert_eq!(value(&out, "tenant:a:pages"), "0");
+        assert_eq!(value(&out, "tenant:a:shadow_hits"), "0");
+        assert_eq!(value(&out, "tenant:default:max_pages"), "0", "no cap");
+        let targets: usize = ["default", "a"]
+            .iter()
+            .map(|t| {
+                value(&out, &format!("tenant:{t}:target_pages"))
+                    .parse::<usize>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(targets, 64);
+        let mut out = Vec::new();
+        settings(&server, &mut out);
+        assert_eq!(
+            value(&out, "tenant_policy"),
+            crate::memory::describe(memory.arbitration())
+        );
+        let mut out = Vec::new();
+        general(&server, &mut out);
+        assert_eq!(value(&out, "tenant_arbiter_rounds"), "0");
+
+        // Without tenants: one pool, which the default tenant's row shows.
+        let ctx = ctx();
+        let mut out = Vec::new();
+        tenants(&ctx, None, &mut out);
+        assert_eq!(value(&out, "tenant:default:pool"), "0");
+        assert_eq!(value(&out, "tenant:default:target_pages"), "0");
+        let mut out = Vec::new();
+        settings(&ctx, &mut out);
+        assert_eq!(value(&out, "tenant_policy"), "none");
     }
 
     #[test]

@@ -3,11 +3,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{free_port, Server, ServerKind};
+use common::{free_port, http_get, Server, ServerKind};
 
 /// Sends one command and reads up to `END`.
 fn command(conn: &mut BufReader<TcpStream>, cmd: &str) -> String {
@@ -25,33 +25,6 @@ fn command(conn: &mut BufReader<TcpStream>, cmd: &str) -> String {
             return reply;
         }
     }
-}
-
-/// A plain HTTP/1.0 GET against the admin port; retries the connect until `deadline` (start-up).
-fn http_get(port: u16, path: &str) -> (u16, String) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut stream = loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => break s,
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
-                std::thread::yield_now();
-            }
-            Err(e) => panic!("admin port {port}: {e}"),
-        }
-    };
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    (status, body)
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! End to end: tenants against the real `mrcached` binary. Two tenants with passwords (`-Y` plus
 //! `--config`) try every command on each other's keys; wrong passwords and unauthenticated commands are
 //! refused; a port tenant and prefix tenants are isolated; SIGHUP adds a tenant without losing data.
+//! Memory: a tenant's reserve keeps its working set through a neighbour's flood (and without pools the
+//! flood evicts it); the tenant arbiter runs, reports its pools, targets and curves (`stats tenants`,
+//! `stats mrc`, `/mrc`, `/metrics`), and a reload switches it.
 
 mod common;
 
@@ -9,7 +12,7 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{free_port, Server, ServerKind};
+use common::{free_port, http_get, Server, ServerKind};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -303,4 +306,309 @@ fn prefix_and_port_tenants_are_isolated() {
     ] {
         assert!(stats.contains(line), "{line} in {stats}");
     }
+}
+
+/// Bytes of every value in the reserve test: one slab class for both tenants, so that without pools of
+/// their own (`pooled`) they would share one LRU.
+const FLOOD_VALUE_BYTES: usize = 1000;
+/// Keys one pipelined batch stores.
+const FLOOD_BATCH_KEYS: usize = 500;
+
+/// Stores `keys` under `prefix` with `noreply`, in pipelined batches, then waits for the server to have
+/// run them all (`mn` answers after every request before it).
+fn store_noreply(client: &mut Client, prefix: &str, keys: std::ops::Range<usize>) {
+    let value = "v".repeat(FLOOD_VALUE_BYTES);
+    let mut batch = String::new();
+    for i in keys {
+        batch.push_str(&format!(
+            "set {prefix}{i} 0 0 {FLOOD_VALUE_BYTES} noreply\r\n{value}\r\n"
+        ));
+        if batch.len() > FLOOD_BATCH_KEYS * FLOOD_VALUE_BYTES {
+            client.send(batch.as_bytes());
+            batch.clear();
+        }
+    }
+    client.send(batch.as_bytes());
+    assert_eq!(client.call("mn\r\n"), "MN");
+}
+
+/// How many of `keys` under `prefix` hit, asked 100 to a `get`.
+fn hits(client: &mut Client, prefix: &str, keys: std::ops::Range<usize>) -> usize {
+    let keys: Vec<usize> = keys.collect();
+    let mut found = 0;
+    for chunk in keys.chunks(100) {
+        let names: Vec<String> = chunk.iter().map(|i| format!("{prefix}{i}")).collect();
+        let reply = client.call(&format!("get {}\r\n", names.join(" ")));
+        found += reply.lines().filter(|l| l.starts_with("VALUE ")).count();
+    }
+    found
+}
+
+/// One figure of the connection's own row of `stats tenants`.
+fn tenant_stat(client: &mut Client, tenant: &str, field: &str) -> usize {
+    let stats = client.call("stats tenants\r\n");
+    let name = format!("STAT tenant:{tenant}:{field} ");
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(&name))
+        .unwrap_or_else(|| panic!("no {name} in {stats}"))
+        .parse()
+        .unwrap()
+}
+
+/// What [`flood`] saw.
+struct Flood {
+    /// a's keys.
+    working_set: usize,
+    /// The share of them that hit after b's flood.
+    hit_ratio: f64,
+    /// a's pages and reserved pages after the flood.
+    pages: usize,
+    reserved_pages: usize,
+}
+
+/// Tenant `a` (reserve 13 of 32 pages) stores a working set (`keys`, or batches until its pool holds
+/// more pages than its reserve) and reads it back; then `b` stores four times the memory, and `a` reads
+/// its working set again.
+fn flood(tenant_policy: &str, keys: Option<usize>) -> Flood {
+    let dir = temp_dir();
+    let auth = dir.join(format!("flood-{tenant_policy}.auth"));
+    let conf = dir.join(format!("flood-{tenant_policy}.toml"));
+    std::fs::write(&auth, "a:apw\nb:bpw\n").unwrap();
+    std::fs::write(&conf, "[[tenant]]\nname = \"a\"\nreserved = \"13MiB\"\n").unwrap();
+    let server = start(&[
+        "-m",
+        "32",
+        "-Y",
+        auth.to_str().unwrap(),
+        "--config",
+        conf.to_str().unwrap(),
+        "--tenant-policy",
+        tenant_policy,
+    ]);
+    let mut a = Client::connect(server.port());
+    let mut b = Client::connect(server.port());
+    assert_eq!(
+        a.auth("a", "bpw"),
+        "CLIENT_ERROR authentication failure",
+        "a wrong password is refused"
+    );
+    assert_eq!(a.auth("a", "apw"), "STORED");
+    assert_eq!(b.auth("b", "bpw"), "STORED");
+    let reserved_pages = tenant_stat(&mut a, "a", "reserved_pages");
+
+    let mut working_set = 0;
+    match keys {
+        Some(n) => {
+            store_noreply(&mut a, "a", 0..n);
+            working_set = n;
+        }
+        None => {
+            while tenant_stat(&mut a, "a", "pages") <= reserved_pages {
+                assert!(
+                    working_set < 100_000,
+                    "a's pool never grew past its reserve"
+                );
+                store_noreply(&mut a, "a", working_set..working_set + FLOOD_BATCH_KEYS);
+                working_set += FLOOD_BATCH_KEYS;
+            }
+        }
+    }
+    assert_eq!(hits(&mut a, "a", 0..working_set), working_set);
+    // b sees none of a's keys, and floods: 4 x 32 MiB of sets.
+    assert_eq!(hits(&mut b, "a", 0..100), 0);
+    let flood_keys = 4 * 32 * (1 << 20) / FLOOD_VALUE_BYTES;
+    store_noreply(&mut b, "b", 0..flood_keys);
+    if tenant_stat(&mut b, "b", "pool") != 0 {
+        let b_pages = tenant_stat(&mut b, "b", "pages");
+        assert!(
+            b_pages > 0 && b_pages <= 32 - reserved_pages,
+            "b holds {b_pages} pages"
+        );
+    }
+    Flood {
+        working_set,
+        hit_ratio: hits(&mut a, "a", 0..working_set) as f64 / working_set as f64,
+        pages: tenant_stat(&mut a, "a", "pages"),
+        reserved_pages,
+    }
+}
+
+#[test]
+fn a_reserve_protects_a_tenant_from_a_flooding_neighbour() {
+    let reserved = flood("mpart", None);
+    assert_eq!(reserved.reserved_pages, 13, "13 MiB in 1 MiB pages");
+    assert!(
+        reserved.hit_ratio >= 0.9,
+        "a kept {:.3} of its working set",
+        reserved.hit_ratio
+    );
+    assert!(
+        reserved.pages >= reserved.reserved_pages,
+        "a holds {} pages, reserved {}",
+        reserved.pages,
+        reserved.reserved_pages
+    );
+    // The same traffic in one shared memory: b's flood evicts a's working set.
+    let pooled = flood("pooled", Some(reserved.working_set));
+    assert!(
+        pooled.hit_ratio < 0.5,
+        "pooled: a kept {:.3} of its working set",
+        pooled.hit_ratio
+    );
+}
+
+/// Runs the lookaside pattern (get, and set on a miss) over `keys` keys under `prefix`, `rounds` times.
+fn lookaside(client: &mut Client, prefix: &str, keys: usize, rounds: usize) {
+    for _ in 0..rounds {
+        for i in 0..keys {
+            let key = format!("{prefix}{i}");
+            if client.call(&format!("get {key}\r\n")) == "END" {
+                assert_eq!(
+                    client.call(&format!("set {key} 0 0 3\r\nabc\r\n")),
+                    "STORED"
+                );
+            }
+        }
+    }
+}
+
+/// One `STAT <name> <value>` of a reply.
+fn stat_value(reply: &str, name: &str) -> Option<String> {
+    let name = format!("STAT {name} ");
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&name))
+        .map(str::to_string)
+}
+
+#[test]
+fn the_tenant_arbiter_runs_reports_and_follows_a_reload() {
+    let dir = temp_dir();
+    let conf = dir.join("arbiter.toml");
+    let tenants =
+        "[[tenant]]\nname = \"x\"\nprefix = \"x:\"\nreserved = \"4MiB\"\nmax = \"40MiB\"\n\
+                   [[tenant]]\nname = \"y\"\nprefix = \"y:\"\n";
+    std::fs::write(
+        &conf,
+        format!("tenant_policy = \"mpart:interval=500,min_requests=50\"\n{tenants}"),
+    )
+    .unwrap();
+    let admin_port = free_port();
+    let admin = admin_port.to_string();
+    // One shard: the profilers' 1% of 64 MiB then covers both tenants' pools; every key sampled, so that
+    // a few hundred keys make a curve.
+    let server = start(&[
+        "-m",
+        "64",
+        "-o",
+        "shards=1,mrc_sample_rate=1",
+        "--admin-port",
+        &admin,
+        "--config",
+        conf.to_str().unwrap(),
+    ]);
+    let mut c = Client::connect(server.port());
+    let settings = c.call("stats settings\r\n");
+    assert_eq!(
+        stat_value(&settings, "tenant_policy").as_deref(),
+        Some("mpart:interval=500,step=1,max_change=0.3,min_requests=50"),
+        "{settings}"
+    );
+    // Rounds start once the maintenance thread has seen a window of 500 accesses.
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        lookaside(&mut c, "x:", 200, 2);
+        lookaside(&mut c, "y:", 100, 2);
+        let rounds = stat_value(&c.call("stats\r\n"), "tenant_arbiter_rounds").unwrap();
+        if rounds != "0" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no arbiter round: {}",
+            server.stderr_tail()
+        );
+    }
+
+    let stats = c.call("stats tenants\r\n");
+    let field = |tenant: &str, name: &str| -> usize {
+        stat_value(&stats, &format!("tenant:{tenant}:{name}"))
+            .unwrap_or_else(|| panic!("no {tenant}:{name} in {stats}"))
+            .parse()
+            .unwrap()
+    };
+    for (tenant, id) in [("default", 0), ("x", 1), ("y", 2)] {
+        assert_eq!(field(tenant, "pool"), id, "{stats}");
+    }
+    assert_eq!(
+        (field("x", "reserved_pages"), field("x", "max_pages")),
+        (4, 40)
+    );
+    assert_eq!(field("y", "max_pages"), 0, "no cap");
+    let targets: usize = ["default", "x", "y"]
+        .iter()
+        .map(|t| field(t, "target_pages"))
+        .sum();
+    assert_eq!(targets, 64, "the targets divide all memory: {stats}");
+    assert!(field("x", "target_pages") >= 4 && field("x", "target_pages") <= 40);
+    assert!(
+        field("x", "pages") >= 1 && field("y", "pages") >= 1,
+        "{stats}"
+    );
+
+    // Each tenant's curve, by `stats mrc` and `/mrc`; pages and targets by `/metrics`.
+    let mrc = c.call("stats mrc\r\n");
+    for tenant in ["x", "y"] {
+        let bytes = stat_value(&mrc, &format!("tenant:{tenant}:mrc_bytes"))
+            .unwrap_or_else(|| panic!("no curve of {tenant}: {mrc}"));
+        let first: f64 = bytes
+            .split(',')
+            .next()
+            .unwrap()
+            .split(':')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(first < 0.5, "{tenant}'s keys fit one page: {bytes}");
+        assert!(stat_value(&mrc, &format!("tenant:{tenant}:mrc_pages")).is_some());
+    }
+    let (status, json) = http_get(admin_port, "/mrc");
+    assert_eq!(status, 200);
+    assert!(
+        json.contains("\"tenants\":[") && json.contains("\"tenant\":\"x\""),
+        "{json}"
+    );
+    let (_, metrics) = http_get(admin_port, "/metrics");
+    for series in [
+        "mrcached_tenant_pages{tenant=\"x\"}",
+        "mrcached_tenant_target_pages{tenant=\"y\"}",
+        "mrcached_tenant_arbiter_rounds_total",
+    ] {
+        assert!(metrics.contains(series), "{series} in {metrics}");
+    }
+
+    // SIGHUP with another tenant policy: a new arbitration, reported at once by the next tick.
+    std::fs::write(&conf, format!("tenant_policy = \"static\"\n{tenants}")).unwrap();
+    // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(server.pid() as i32, libc::SIGHUP) }, 0);
+    let deadline = Instant::now() + TIMEOUT;
+    while !stat_value(&c.call("stats settings\r\n"), "tenant_policy")
+        .is_some_and(|p| p.starts_with("static:"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the tenant policy did not change: {}",
+            server.stderr_tail()
+        );
+        std::thread::yield_now();
+    }
+    assert!(
+        server.stderr_tail().contains("tenant policy now static"),
+        "{}",
+        server.stderr_tail()
+    );
+    // Items stay where they were.
+    assert_eq!(c.call("get x:0\r\n"), "VALUE x:0 0 3\nabc\nEND");
 }

@@ -139,8 +139,9 @@ pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Fl
     Flow::Continue
 }
 
-/// `stats mrc [class]` (ours): every profiled class's miss-ratio curve, or one class's. A class that is
-/// not a number or not a class gets memcached's `stats` argument error.
+/// `stats mrc [class]` (ours): every profiled class's miss-ratio curve and every tenant's (only its own
+/// for a connection that is one tenant), or one class's. A class that is not a number or not a class
+/// gets memcached's `stats` argument error.
 fn stats_mrc(ctx: &Ctx<'_>, args: &[u8], out: &mut Vec<u8>) {
     let arg = std::str::from_utf8(args).unwrap_or("").trim();
     let class = if arg.is_empty() {
@@ -153,7 +154,7 @@ fn stats_mrc(ctx: &Ctx<'_>, args: &[u8], out: &mut Vec<u8>) {
             _ => return response::line(out, "CLIENT_ERROR bad command line format"),
         }
     };
-    crate::mrc_report::write_stats(ctx.server, class, out);
+    crate::mrc_report::write_stats(ctx.server, class, ctx.tenancy.own_tenant(), out);
 }
 
 pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {

@@ -1,24 +1,28 @@
-//! The maintenance thread: memcached's LRU crawler and slab rebalancer, once a second.
+//! The maintenance thread: memcached's LRU crawler and slab rebalancer, and mrcached's tenant arbiter,
+//! once a second.
 //!
 //! Each tick it (1) reaps expired and flushed items, at most [`REAP_ITEMS_PER_CLASS`] inspections per class
 //! and shard, unless `-o no_lru_crawler`; (2) gives back pages over the memory limit (after
-//! `cache_memlimit` lowered it), at most [`RELEASE_PAGES_PER_TICK`]; (3) polls the slab rebalancer
-//! (`mrcache_policy::Rebalancer`), which runs the class policy when it is due (memcached's automove once
-//! a second, PSA every M misses, LAMA every M accesses or T seconds) and moves the pages it asks for.
+//! `cache_memlimit` lowered it), at most [`RELEASE_PAGES_PER_TICK`]; (3) drives the memory model
+//! (`crate::memory::MemoryModel`): follows a reloaded tenant configuration and a new slab policy, runs
+//! the tenant arbiter when a round is due (it sets pool targets; allocations then move the pages), and
+//! polls each pool's class rebalancer, which runs the class policy when it is due (memcached's automove
+//! once a second, PSA every M misses, LAMA every M accesses or T seconds) and moves the pages it asks for.
 //! Every step is bounded, and each engine call takes one shard lock at a time (a page move holds one
 //! shard for one page's relocation), so request latency is not held hostage by maintenance.
 //!
-//! Owns: the rebalancer. Shares: the engine (through its shard locks) and the context's counters; the
-//! policy to run is `ctx.slab_policy`, re-read when `ctx.slab_policy_generation` changes.
+//! Owns: the memory model (arbitration and rebalancers). Shares: the engine (through its shard locks)
+//! and the context's counters; the class policy to run is `ctx.slab_policy`, re-read when
+//! `ctx.slab_policy_generation` changes; the tenants are `ctx.tenants`, re-read when its generation
+//! changes.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mrcache_policy::{class, Rebalancer};
-
 use crate::context::ServerContext;
+use crate::memory::MemoryModel;
 
 /// memcached's automove and crawler run at most once a second.
 pub const TICK: Duration = Duration::from_secs(1);
@@ -30,23 +34,15 @@ pub const RELEASE_PAGES_PER_TICK: usize = 16;
 /// The thread's state; [`Maintenance::run`] is the thread body.
 pub struct Maintenance {
     ctx: Arc<ServerContext>,
-    rebalancer: Rebalancer,
-    /// `ctx.slab_policy_generation` the rebalancer's policy came from.
-    generation: u64,
+    memory: MemoryModel,
 }
 
 impl Maintenance {
+    /// Sets up the memory model: when this returns, the tenants' reserves, caps and starting targets are
+    /// on the engine (so the server should build it before it serves).
     pub fn new(ctx: Arc<ServerContext>) -> Maintenance {
-        let generation = ctx.slab_policy_generation.load(Relaxed);
-        let policy = class::by_name(&current_spec(&ctx))
-            .or_else(|_| class::by_name("memcached"))
-            .expect("the memcached policy exists");
-        let rebalancer = Rebalancer::new(policy, &ctx.engine);
-        Maintenance {
-            ctx,
-            rebalancer,
-            generation,
-        }
+        let memory = MemoryModel::new(&ctx);
+        Maintenance { ctx, memory }
     }
 
     /// Ticks once a second until `stop` is signalled or dropped.
@@ -74,41 +70,6 @@ impl Maintenance {
         }
         let released = ctx.engine.shrink_to_limit(RELEASE_PAGES_PER_TICK);
         m.pages_released.fetch_add(released as u64, Relaxed);
-
-        let generation = ctx.slab_policy_generation.load(Relaxed);
-        if generation != self.generation {
-            self.generation = generation;
-            let spec = current_spec(ctx);
-            match class::by_name(&spec) {
-                Ok(policy) => self.rebalancer.set_policy(policy, &ctx.engine),
-                // Specs come from validated settings and memcached's modes; never expected.
-                Err(e) => eprintln!("mrcached: slab policy {spec}: {e}"),
-            }
-        }
-        if !ctx.settings.slab_reassign {
-            return;
-        }
-        let moved = self.rebalancer.poll(&ctx.engine, ctx.clock());
-        let stats = self.rebalancer.stats();
-        m.automove_moves.fetch_add(moved, Relaxed);
-        m.policy_rounds.store(stats.rounds, Relaxed);
-        let bits = |v: Option<f64>| v.unwrap_or(f64::NAN).to_bits();
-        m.policy_predicted_bits
-            .store(bits(stats.predicted_miss_ratio), Relaxed);
-        m.policy_observed_bits
-            .store(bits(stats.observed_miss_ratio), Relaxed);
-        if moved > 0 && ctx.settings.verbose > 1 {
-            eprintln!(
-                "mrcached: {} moved {moved} page(s)",
-                self.rebalancer.policy().name()
-            );
-        }
+        self.memory.tick(ctx);
     }
-}
-
-fn current_spec(ctx: &ServerContext) -> String {
-    ctx.slab_policy
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
 }

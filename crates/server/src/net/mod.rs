@@ -6,7 +6,8 @@
 //!   context's waker) and wakes the workers when it stops.
 //! - **workers** (`worker.rs`, `-t` threads): each owns its `mio::Poll`, its connections (`conn.rs`: socket,
 //!   session, buffers) and its `ThreadStats`. A connection never moves between workers.
-//! - **maintenance** (`maintenance.rs`, one thread): reaper, page release and automove, once a second.
+//! - **maintenance** (`maintenance.rs`, one thread): reaper, page release, tenant arbiter and automove, once
+//!   a second.
 //!
 //! Locks: on the request path only the engine's shard locks (inside the session). The connection
 //! registry's per-worker mutex (`registry.rs`) is a leaf taken on connection open/close and by
@@ -155,14 +156,16 @@ impl Server {
             None
         };
 
+        // Built before the listener runs, so that the tenants' reserves and targets are in force before
+        // the first request.
+        let maintenance = options.maintenance.then(|| Maintenance::new(ctx.clone()));
         let listener = Listener::new(ctx.clone(), bound, signals, reload, ports)?;
         let listener = std::thread::Builder::new()
             .name("mrcached-listener".into())
             .spawn(move || listener.run())?;
 
-        let maintenance = if options.maintenance {
+        let maintenance = if let Some(m) = maintenance {
             let (stop, stop_rx) = mpsc::channel();
-            let m = Maintenance::new(ctx.clone());
             let handle = std::thread::Builder::new()
                 .name("mrcached-maintenance".into())
                 .spawn(move || m.run(stop_rx))?;

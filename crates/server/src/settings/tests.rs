@@ -323,3 +323,88 @@ fn bad_tenant_files_name_the_flag_and_the_problem() {
     let clash = temp_file("clash.toml", "[[tenant]]\nname = \"a\"\nport = 11211\n");
     assert!(err(&["--config", &clash]).contains("main port"));
 }
+
+#[test]
+fn tenant_memory_is_off_without_tenants_and_mpart_with_them() {
+    let s = run(&[]).unwrap();
+    assert_eq!(s.tenant_pools(), 1);
+    assert_eq!(s.tenant_policy_spec(), None);
+    assert_eq!(crate::memory::describe_spec(None), "none");
+    let e = s.engine_config();
+    assert_eq!((e.tenant_pools, e.shadow_queue_bytes), (1, None));
+    assert!(s
+        .describe()
+        .iter()
+        .any(|(k, v)| *k == "tenant_policy" && v == "none"));
+
+    let auth = temp_file("memory-auth", "alice:a\nbob:b\n");
+    let s = run(&["-Y", &auth]).unwrap();
+    assert_eq!(s.tenant_pools(), crate::memory::MIN_TENANT_POOLS);
+    assert_eq!(s.tenant_policy_spec().as_deref(), Some("mpart"));
+    assert!(
+        crate::memory::describe_spec(s.tenant_policy_spec().as_deref())
+            .starts_with("mpart:interval=")
+    );
+    assert_eq!(s.engine_config().tenant_pools, s.tenant_pools());
+    assert_eq!(s.engine_config().shadow_queue_bytes, None);
+
+    // The file names one; the flag overrides it; Memshare's shadow queues size the engine's.
+    let conf = temp_file(
+        "memory.toml",
+        "tenant_policy = \"static\"\n[[tenant]]\nname = \"p\"\nprefix = \"p:\"\n",
+    );
+    let s = run(&["--config", &conf]).unwrap();
+    assert_eq!(s.tenant_policy_spec().as_deref(), Some("static"));
+    let s = run(&["--config", &conf, "--tenant-policy", "memshare"]).unwrap();
+    assert_eq!(s.tenant_policy_spec().as_deref(), Some("memshare"));
+    assert!(s.engine_config().shadow_queue_bytes.is_some());
+    // A tenant policy alone turns pools on (for tenants a reload will add).
+    assert!(run(&["--tenant-policy", "static"]).unwrap().tenant_pools() > 1);
+}
+
+#[test]
+fn tenant_policy_errors_name_the_flag_or_the_key() {
+    let e = err(&["--tenant-policy", "fair"]);
+    assert!(
+        e.starts_with("--tenant-policy:") && e.contains("unknown tenant arbiter `fair`"),
+        "{e}"
+    );
+    assert!(err(&["--tenant-policy", "mpart:stepp=1"]).contains("`stepp`"));
+    let bad = temp_file("bad-policy.toml", "tenant_policy = \"fair\"\n");
+    let e = err(&["--config", &bad]);
+    assert!(
+        e.starts_with("--config:") && e.contains("tenant_policy") && e.contains("`fair`"),
+        "{e}"
+    );
+    // Curves need the profilers.
+    let auth = temp_file("curves-auth", "alice:a\n");
+    let e = err(&["-Y", &auth, "-o", "mrc_sample_rate=0"]);
+    assert!(
+        e.contains("mrc_sample_rate=0") && e.contains("mpart"),
+        "{e}"
+    );
+    assert!(run(&[
+        "-Y",
+        &auth,
+        "-o",
+        "mrc_sample_rate=0",
+        "--tenant-policy",
+        "static"
+    ])
+    .is_ok());
+    assert!(
+        run(&["-o", "mrc_sample_rate=0"]).is_ok(),
+        "no tenants, no arbiter"
+    );
+}
+
+#[test]
+fn help_explains_the_tenant_arbiters() {
+    let Command::Print(help) = Settings::parse_from(["mrcached", "-h"]).unwrap() else {
+        panic!("-h prints help");
+    };
+    for name in mrcache_policy::tenant::NAMES {
+        assert!(help.contains(name), "{name} in {help}");
+    }
+    assert!(help.contains("--tenant-policy"));
+}

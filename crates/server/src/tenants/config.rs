@@ -1,16 +1,20 @@
 //! The tenant configuration: the TOML file of `--config` and memcached's `-Y` file, merged and validated.
 //!
 //! ```toml
+//! tenant_policy = "mpart"  # how memory is divided among tenants (`mrcache_policy::tenant::by_name`);
+//!                          # --tenant-policy overrides it
+//!
 //! [[tenant]]
 //! name = "shop"            # required; letters, digits, `_ - .`; "default" names tenant 0
 //! password = "s3cret"      # authenticates as `shop` (memcached's text-protocol auth)
 //! prefix = "shop:"         # keys starting with it belong to `shop` on unauthenticated connections
 //! port = 11311             # connections accepted on this port belong to `shop`
-//! reserved = "64MiB"       # memory fields: parsed, validated and reported (`stats tenants`)
-//! max = "1GiB"
-//! target_hit_ratio = 0.95
-//! weight = 2.0
+//! reserved = "64MiB"       # never taken from it while it uses it
+//! max = "1GiB"             # the most it may hold
+//! target_hit_ratio = 0.95  # lama-qos: the least memory meeting it
+//! weight = 2.0             # share of the unreserved memory at the start; Memshare's credit multiplier
 //! ```
+//! The memory fields take effect through the tenant arbiter (`crate::memory`).
 //! Unknown keys are errors that name the key. A `-Y` line `user:password` is a tenant with that password
 //! and default settings, or gives the password of the config's tenant of that name (if the config gives
 //! one too, both must agree).
@@ -18,7 +22,8 @@
 //! Invariants of a validated [`TenantsConfig`]: names are unique and valid; no tenant but `default` is
 //! named `default`, and `default` has no password, prefix or port; prefixes are non-empty and none is a
 //! prefix of another (so a key belongs to at most one prefix tenant); ports are unique and non-zero;
-//! `reserved <= max`; `0 < target_hit_ratio <= 1`; `weight > 0`.
+//! `reserved <= max`; `0 < target_hit_ratio <= 1`; `weight > 0`; `tenant_policy`, when given, names a tenant
+//! arbiter `mrcache_policy::tenant::by_name` accepts.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -37,7 +42,7 @@ pub struct TenantSpec {
     pub password: Option<String>,
     pub prefix: Option<String>,
     pub port: Option<u16>,
-    /// Memory the tenant is guaranteed (reported until the tenant arbiters use it).
+    /// Memory the tenant is guaranteed: never taken from it while it uses it.
     pub reserved_bytes: u64,
     /// Most memory the tenant may hold, if limited.
     pub max_bytes: Option<u64>,
@@ -60,15 +65,26 @@ impl TenantSpec {
     }
 }
 
-/// Every configured tenant, in file order (config tenants, then `-Y` users without a config entry).
+/// Every configured tenant, in file order (config tenants, then `-Y` users without a config entry), and
+/// the file's tenant arbiter.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TenantsConfig {
     pub tenants: Vec<TenantSpec>,
+    /// `tenant_policy`: the tenant arbiter the file names, if any (validated).
+    pub tenant_policy: Option<String>,
+}
+
+/// What `--config` gives, before the `-Y` users are merged in.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ConfigFile {
+    pub tenants: Vec<TenantSpec>,
+    pub tenant_policy: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
+    tenant_policy: Option<String>,
     #[serde(default)]
     tenant: Vec<FileTenant>,
 }
@@ -128,22 +144,23 @@ impl TenantsConfig {
     pub fn load(config: Option<&Path>, auth_file: Option<&Path>) -> Result<TenantsConfig, String> {
         let read =
             |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-        let tenants = match config {
+        let file = match config {
             Some(p) => parse_config(&read(p)?).map_err(|e| format!("{}: {e}", p.display()))?,
-            None => Vec::new(),
+            None => ConfigFile::default(),
         };
         let users = match auth_file {
             Some(p) => parse_auth_file(&read(p)?).map_err(|e| format!("{}: {e}", p.display()))?,
             None => Vec::new(),
         };
-        TenantsConfig::merge(tenants, users)
+        TenantsConfig::merge(file, users)
     }
 
     /// Config tenants plus `-Y` users, validated.
-    pub fn merge(
-        mut tenants: Vec<TenantSpec>,
-        users: Vec<(String, String)>,
-    ) -> Result<TenantsConfig, String> {
+    pub fn merge(file: ConfigFile, users: Vec<(String, String)>) -> Result<TenantsConfig, String> {
+        let ConfigFile {
+            mut tenants,
+            tenant_policy,
+        } = file;
         for (user, password) in users {
             match tenants.iter_mut().find(|t| t.name == user) {
                 Some(t) => match &t.password {
@@ -161,7 +178,10 @@ impl TenantsConfig {
                 }
             }
         }
-        let config = TenantsConfig { tenants };
+        let config = TenantsConfig {
+            tenants,
+            tenant_policy,
+        };
         config.validate()?;
         Ok(config)
     }
@@ -172,6 +192,9 @@ impl TenantsConfig {
     }
 
     fn validate(&self) -> Result<(), String> {
+        if let Some(spec) = &self.tenant_policy {
+            mrcache_policy::tenant::by_name(spec).map_err(|e| format!("tenant_policy: {e}"))?;
+        }
         let mut names = HashSet::new();
         let mut ports = HashSet::new();
         for t in &self.tenants {
@@ -256,10 +279,11 @@ impl TenantsConfig {
     }
 }
 
-/// Parses the TOML of `--config` (before merging with `-Y`).
-pub fn parse_config(text: &str) -> Result<Vec<TenantSpec>, String> {
+/// Parses the TOML of `--config` (before merging with `-Y`, which validates it).
+pub fn parse_config(text: &str) -> Result<ConfigFile, String> {
     let file: FileConfig = toml::from_str(text).map_err(|e| e.to_string().trim().to_string())?;
-    file.tenant
+    let tenants = file
+        .tenant
         .into_iter()
         .map(|t| {
             let name = t.name.clone();
@@ -280,7 +304,11 @@ pub fn parse_config(text: &str) -> Result<Vec<TenantSpec>, String> {
                 weight: t.weight.unwrap_or(DEFAULT_WEIGHT),
             })
         })
-        .collect()
+        .collect::<Result<_, String>>()?;
+    Ok(ConfigFile {
+        tenants,
+        tenant_policy: file.tenant_policy,
+    })
 }
 
 /// Parses memcached's `-Y` file: one `user:password` per line; the password runs to the end of the line

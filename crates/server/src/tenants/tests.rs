@@ -88,6 +88,28 @@ fn bad_values_are_refused() {
 }
 
 #[test]
+fn tenant_policy_is_a_validated_top_level_key() {
+    let c = config("tenant_policy = \"memshare:tax=0.5\"\n[[tenant]]\nname = \"a\"\n").unwrap();
+    assert_eq!(c.tenant_policy.as_deref(), Some("memshare:tax=0.5"));
+    assert_eq!(
+        config("[[tenant]]\nname = \"a\"\n").unwrap().tenant_policy,
+        None
+    );
+    for (text, needle) in [
+        ("tenant_policy = \"fair\"", "unknown tenant arbiter `fair`"),
+        ("tenant_policy = \"mpart:stepp=2\"", "`stepp`"),
+        ("tenant_policy = \"mpart:step=0\"", "step >= 1"),
+        ("tenant_policy = 3", "tenant_policy"),
+    ] {
+        let e = config(text).unwrap_err();
+        assert!(
+            e.contains("tenant_policy") && e.contains(needle),
+            "{text:?}: {e}"
+        );
+    }
+}
+
+#[test]
 fn sizes() {
     assert_eq!(parse_bytes("64MiB"), Some(64 << 20));
     assert_eq!(parse_bytes("512k"), Some(512 << 10));
@@ -114,7 +136,7 @@ fn auth_file_users_are_tenants() {
     assert_eq!(c.tenants[0].password.as_deref(), Some("secret"));
     assert_eq!(c.tenants[0].reserved_bytes, 1024);
     let mut clash = config_tenants;
-    clash[0].password = Some("other".into());
+    clash.tenants[0].password = Some("other".into());
     assert!(TenantsConfig::merge(clash, users)
         .unwrap_err()
         .contains("different passwords"));
