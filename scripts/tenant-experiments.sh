@@ -3,7 +3,7 @@
 #
 #   scripts/tenant-experiments.sh mpart-six [SCALE] [REQUESTS_PER_APP] [OUT_DIR]
 #   scripts/tenant-experiments.sh noisy     [SCALE] [OUT_DIR]
-#   scripts/tenant-experiments.sh qos       [SCALE] [OUT_DIR]
+#   scripts/tenant-experiments.sh qos       [OUT_DIR]
 #
 # mpart-six — mPart §4.1: Table 4.1's applications, each of Table 4.2's initial allocations, under the
 #   mpart, memshare and static arbiters. Objects, memory (90% of the summed working sets, as in the
@@ -14,9 +14,10 @@
 # noisy — mPart §4.3: the same six applications (90%-WSS allocation) and, from hour 5 of 10, tenant 6
 #   (Zipf 0.9 over 100M/SCALE objects: little reuse) with a tenth of all requests, reserved 1% of
 #   memory; under mpart, memshare and pooled (no isolation of memory).
-# qos — LAMA §5.7: three-phase APP1 (tenant 0, target hit ratio 0.85) and ETC APP2 (tenant 1), 4:1,
-#   1024 MiB/SCALE starting 50/50, lama-qos every 10M/SCALE accesses, against both sharing one pool
-#   (pooled); lama-mr divides each tenant's pages among its classes.
+# qos — LAMA §5.7: three-phase APP1 (tenant 0, target hit ratio 0.85; 100k objects, Zipf 0.9, ETC
+#   values then 1-4 KB values, as in section 8) and ETC APP2 (tenant 1, 1M objects), 4:1, 160 MiB
+#   starting 50/50, lama-qos every 1% and every 4% of the run (LAMA's 10^7 of 250M), against both
+#   sharing one pool (pooled); lama-mr divides each tenant's pages among its classes.
 set -euo pipefail
 mrcache=${MRCACHE:-target/release/mrcache}
 chunk=304
@@ -74,16 +75,14 @@ noisy)
     --plot-tenants "$out/noisy-neighbour-pages.svg" >"$out/noisy-neighbour.jsonl"
   ;;
 qos)
-  scale=${1:-4}
-  out=${2:-docs/figures}
-  total=$((250000000 / scale))
-  memory=$((1024 * 1048576 / scale))
-  echo "== qos: memory $memory bytes, $total requests" >&2
-  "$mrcache" sim --workload "qos:objects=$((7000000 / scale)),etc_objects=$((1000000 / scale)),requests=$total" \
-    --memory "$memory" --policy lama-mr --window-requests $((total / 100)) --json \
-    --tenant "0:initial=$((memory / 2)),target=0.85" --tenant "1:initial=$((memory / 2))" \
-    --tenant-policy "lama-qos:interval=$((10000000 / scale))" --tenant-policy pooled \
-    --plot-tenants "$out/qos-pages.svg" >"$out/qos.jsonl"
+  out=${1:-docs/figures}
+  total=20000000
+  echo "== qos: 160 MiB, $total requests" >&2
+  "$mrcache" sim --workload "qos:objects=100000,etc_objects=1000000,requests=$total,popularity1=zipf:0.9,popularity2=zipf:0.9,value_size1=etc,value_size2=1000-4000" \
+    --memory 160MiB --policy lama-mr --window-requests $((total / 100)) --json \
+    --tenant "0:initial=80MiB,target=0.85" --tenant "1:initial=80MiB" \
+    --tenant-policy "lama-qos:interval=$((total / 100))" --tenant-policy "lama-qos:interval=$((total / 25))" \
+    --tenant-policy pooled --plot-tenants "$out/qos-pages.svg" >"$out/qos.jsonl"
   ;;
 *)
   echo "unknown experiment $experiment (mpart-six, noisy, qos)" >&2

@@ -133,7 +133,7 @@ impl Arbitration {
             );
         }
         // The starting targets: the initial allocations when all are given, else the static division.
-        let total = engine.config().page_budget();
+        let total = engine.page_limit();
         let initial: Option<Vec<u64>> = self.tenants.iter().map(|t| t.initial_bytes).collect();
         let targets = match initial {
             Some(bytes) if !bytes.is_empty() => initial_targets(&bytes, page, total),
@@ -185,7 +185,7 @@ impl Arbitration {
         let views = self.views(engine, Some(&window), Some(clock));
         let targets = self.arbiter.round(&ArbiterInput {
             tenants: &views,
-            total_pages: engine.config().page_budget(),
+            total_pages: engine.page_limit(),
             page_bytes: engine.geometry().page_size_bytes(),
         });
         self.set_targets(engine, targets);
@@ -228,7 +228,7 @@ impl Arbitration {
         window: Option<&[TenantCounters]>,
         clock: Option<Clock>,
     ) -> Vec<TenantView> {
-        let total = engine.config().page_budget();
+        let total = engine.page_limit();
         let mut views = Vec::with_capacity(self.tenants.len());
         for (i, t) in self.tenants.iter().enumerate() {
             let pool = t.tenant.index();

@@ -512,7 +512,7 @@ fn the_tenant_arbiter_runs_reports_and_follows_a_reload() {
     let settings = c.call("stats settings\r\n");
     assert_eq!(
         stat_value(&settings, "tenant_policy").as_deref(),
-        Some("mpart:interval=500,step=1,max_change=0.3,min_requests=50"),
+        Some("mpart:interval=500,step=auto,max_change=0.3,min_requests=50"),
         "{settings}"
     );
     // Rounds start once the maintenance thread has seen a window of 500 accesses.

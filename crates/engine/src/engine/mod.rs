@@ -767,6 +767,11 @@ impl Engine {
         merged.map(|m| (m, rate))
     }
 
+    /// Pages memory may hold now: `-m`, or what `cache_memlimit` last set.
+    pub fn page_limit(&self) -> usize {
+        self.globals.budget.limit()
+    }
+
     // ----- tenant pools (the upper memory level; see `pool`) -----
 
     /// Tenant pools this engine keeps (`EngineConfig::tenant_pools`).

@@ -756,8 +756,8 @@ impl Shard {
     }
 
     /// Where `part`'s first page comes from when memory is full: the largest partition of its own pool
-    /// with a page to spare; if its pool may grow, a pool above its target, then any pool's partition with
-    /// a page to spare above that pool's reserve. `None` when none has one.
+    /// with a page to spare; if its pool may grow, a pool above its target, then a partition with a page
+    /// to spare of any pool above its reserve and not below its target. `None` when none has one.
     fn first_page_donor(&self, part: Part, may_grow: bool) -> Option<Part> {
         if let Some(own) = self.largest_part_of(part.pool(), part, 2) {
             return Some(own);
@@ -770,7 +770,7 @@ impl Shard {
         }
         let pools = &self.globals.pools;
         (0..pools.len())
-            .filter(|&p| p != part.pool() && pools.above_reserve(p) > 0)
+            .filter(|&p| p != part.pool() && pools.above_reserve(p) > 0 && !pools.below_target(p))
             .filter_map(|p| self.largest_part_of(p, part, 2))
             .max_by_key(|p| self.parts[p.index()].pages.len())
     }

@@ -98,7 +98,7 @@ fn tenant_policy_is_a_validated_top_level_key() {
     for (text, needle) in [
         ("tenant_policy = \"fair\"", "unknown tenant arbiter `fair`"),
         ("tenant_policy = \"mpart:stepp=2\"", "`stepp`"),
-        ("tenant_policy = \"mpart:step=0\"", "step >= 1"),
+        ("tenant_policy = \"mpart:step=0\"", "step=0 is not auto"),
         ("tenant_policy = 3", "tenant_policy"),
     ] {
         let e = config(text).unwrap_err();
