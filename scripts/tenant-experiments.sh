@@ -12,8 +12,8 @@
 #   memcached's accounting. Each tenant reserves half its initial allocation. mPart arbitrates 50 times
 #   a run (the thesis's every 2M of 100M accesses) with its ±30% change bound.
 # noisy — mPart §4.3: the same six applications (90%-WSS allocation) and, from hour 5 of 10, tenant 6
-#   (Zipf 0.9 over 100M/SCALE objects: little reuse) with a tenth of all requests, reserved 1% of
-#   memory; under mpart, memshare and pooled (no isolation of memory).
+#   with 30% of all requests spread uniformly over 100M/SCALE objects (no locality: a flood of
+#   one-time keys), reserved 1% of memory; under mpart, memshare and pooled (no isolation of memory).
 # qos — LAMA §5.7: three-phase APP1 (tenant 0, target hit ratio 0.85; 100k objects, Zipf 0.9, ETC
 #   values then 1-4 KB values, as in section 8) and ETC APP2 (tenant 1, 1M objects), 4:1, 160 MiB
 #   starting 50/50, lama-qos every 1% and every 4% of the run (LAMA's 10^7 of 250M), against both
@@ -66,7 +66,7 @@ noisy)
   noisy_reserve=$((memory / 100))
   echo "== noisy: memory $memory bytes, $total requests" >&2
   # shellcheck disable=SC2046
-  "$mrcache" sim --workload "noisy-neighbour:scale=$scale,noisy_share=0.1" --memory "$memory" \
+  "$mrcache" sim --workload "noisy-neighbour:scale=$scale,noisy_share=0.3,noisy_popularity=uniform" --memory "$memory" \
     --window-requests $((total / 100)) --json $(six_tenants wss90 "$scale") \
     --tenant "6:initial=$noisy_reserve,reserved=$noisy_reserve" \
     --tenant-policy "mpart:interval=$((total / 50))" \

@@ -445,30 +445,6 @@ fn parse_tenant(text: &str) -> Result<TenantSpec, String> {
     Ok(spec)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::parse_tenant;
-
-    #[test]
-    fn tenants_parse_and_bad_settings_name_themselves() {
-        let t = parse_tenant("3:reserved=64MiB,max=1GiB,target=0.85,weight=2").unwrap();
-        assert_eq!(t.tenant.0, 3);
-        assert_eq!(t.reserved_bytes, 64 << 20);
-        assert_eq!(t.max_bytes, Some(1 << 30));
-        assert_eq!(t.target_hit_ratio, Some(0.85));
-        assert_eq!(t.weight, 2.0);
-        assert_eq!(parse_tenant("0").unwrap().reserved_bytes, 0);
-        assert!(parse_tenant("x").unwrap_err().contains("tenant id"));
-        assert!(parse_tenant("1:reserve=1MiB")
-            .unwrap_err()
-            .contains("reserve"));
-        assert!(parse_tenant("1:target=1.5")
-            .unwrap_err()
-            .contains("target=1.5"));
-        assert!(parse_tenant("1:weight=0").unwrap_err().contains("weight"));
-    }
-}
-
 /// A run's name in figures: the slab policy, and the tenant arbiter when there is one.
 fn run_label(r: &SimReport) -> String {
     match &r.tenant_policy {
@@ -528,4 +504,28 @@ fn plot_tenants(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_tenant;
+
+    #[test]
+    fn tenants_parse_and_bad_settings_name_themselves() {
+        let t = parse_tenant("3:reserved=64MiB,max=1GiB,target=0.85,weight=2").unwrap();
+        assert_eq!(t.tenant.0, 3);
+        assert_eq!(t.reserved_bytes, 64 << 20);
+        assert_eq!(t.max_bytes, Some(1 << 30));
+        assert_eq!(t.target_hit_ratio, Some(0.85));
+        assert_eq!(t.weight, 2.0);
+        assert_eq!(parse_tenant("0").unwrap().reserved_bytes, 0);
+        assert!(parse_tenant("x").unwrap_err().contains("tenant id"));
+        assert!(parse_tenant("1:reserve=1MiB")
+            .unwrap_err()
+            .contains("reserve"));
+        assert!(parse_tenant("1:target=1.5")
+            .unwrap_err()
+            .contains("target=1.5"));
+        assert!(parse_tenant("1:weight=0").unwrap_err().contains("weight"));
+    }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::dist::{KeySizeModel, Popularity, ValueSizeModel};
 use super::generators::{Etc, MpartSix, SingleApp, ThreePhase};
-use super::timevarying::{Diurnal, NoisyNeighbour, Timeline, DIURNAL_PEAK_RATIO};
+use super::timevarying::{Diurnal, NoisyNeighbour, Timeline, DIURNAL_PEAK_RATIO, NOISY_OBJECTS};
 use super::Access;
 
 /// GET:SET of Facebook ETC, about 30:1.
@@ -38,6 +38,7 @@ Workloads (NAME[:key=value,...]):
   noisy-neighbour  mPart 4.3: the six applications plus tenant 6, Zipf 0.9 over 100M/scale objects,
                silent before enter_hour, then a share noisy_share of all requests.
                scale=1 requests=600000000/scale (total) hours=10 enter_hour=5 noisy_share=0.5 get_ratio=1
+               noisy_popularity=zipf:0.9
 popularity is uniform, zipf:ALPHA or pareto:SIGMA:K. Every workload takes seed=N (default: --seed).
 GETs that miss are followed by a SET of the object (the lookaside pattern) in the simulator.";
 
@@ -176,6 +177,11 @@ impl WorkloadSpec {
                     get_ratio,
                     seed,
                 )?;
+                let w = w.with_noisy_popularity(p.popularity_named(
+                    "noisy_popularity",
+                    NOISY_OBJECTS / scale.max(1),
+                    "zipf:0.9",
+                )?);
                 timeline = Some(w.timeline());
                 Box::new(w)
             }
@@ -317,6 +323,42 @@ fn parse_count(v: &str) -> Option<u64> {
         .checked_mul(mult)
 }
 
+/// Two streams interleaved `ratio`:1 (`ratio` requests of the first, then one of the second), and
+/// whichever remains once the other ends.
+struct Interleave {
+    first: Box<dyn Iterator<Item = Access> + Send>,
+    second: Box<dyn Iterator<Item = Access> + Send>,
+    ratio: u64,
+    position: u64,
+}
+
+impl Interleave {
+    fn new(
+        first: Box<dyn Iterator<Item = Access> + Send>,
+        second: Box<dyn Iterator<Item = Access> + Send>,
+        ratio: u64,
+    ) -> Interleave {
+        Interleave {
+            first,
+            second,
+            ratio,
+            position: 0,
+        }
+    }
+}
+
+impl Iterator for Interleave {
+    type Item = Access;
+    fn next(&mut self) -> Option<Access> {
+        self.position += 1;
+        if self.position.is_multiple_of(self.ratio + 1) {
+            self.second.next().or_else(|| self.first.next())
+        } else {
+            self.first.next().or_else(|| self.second.next())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,41 +428,5 @@ mod tests {
         assert_eq!(tenants.len(), 1000);
         assert_eq!(tenants.iter().filter(|&&t| t == 1).count(), 200);
         assert_eq!(&tenants[..5], &[0, 0, 0, 0, 1]);
-    }
-}
-
-/// Two streams interleaved `ratio`:1 (`ratio` requests of the first, then one of the second), and
-/// whichever remains once the other ends.
-struct Interleave {
-    first: Box<dyn Iterator<Item = Access> + Send>,
-    second: Box<dyn Iterator<Item = Access> + Send>,
-    ratio: u64,
-    position: u64,
-}
-
-impl Interleave {
-    fn new(
-        first: Box<dyn Iterator<Item = Access> + Send>,
-        second: Box<dyn Iterator<Item = Access> + Send>,
-        ratio: u64,
-    ) -> Interleave {
-        Interleave {
-            first,
-            second,
-            ratio,
-            position: 0,
-        }
-    }
-}
-
-impl Iterator for Interleave {
-    type Item = Access;
-    fn next(&mut self) -> Option<Access> {
-        self.position += 1;
-        if self.position % (self.ratio + 1) == 0 {
-            self.second.next().or_else(|| self.first.next())
-        } else {
-            self.first.next().or_else(|| self.second.next())
-        }
     }
 }

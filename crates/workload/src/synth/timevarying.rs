@@ -213,6 +213,12 @@ pub struct NoisyNeighbour {
 }
 
 impl NoisyNeighbour {
+    /// The noisy neighbour's popularity instead of Zipf 0.9 (e.g. uniform: no locality at all).
+    pub fn with_noisy_popularity(mut self, popularity: Popularity) -> NoisyNeighbour {
+        self.noisy.popularity = popularity;
+        self
+    }
+
     /// `scale` divides every tenant's objects; `requests` is the total over all seven tenants.
     pub fn new(
         scale: u64,
