@@ -74,7 +74,8 @@ pub struct SimArgs {
     #[arg(long)]
     plot_allocation: Option<PathBuf>,
     /// Figures (.svg/.png) of each tenant's pages over time, one per run with tenants: FILE's name with
-    /// the arbiter's appended (pages-mpart.svg, pages-memshare.svg, ...).
+    /// the arbiter's appended (pages-mpart.svg, pages-memshare.svg, ...; a second run of one arbiter
+    /// is pages-mpart-2.svg).
     #[arg(long)]
     plot_tenants: Option<PathBuf>,
     /// Parallel runs for a sweep (default: the machine's cores).
@@ -468,11 +469,20 @@ fn plot_tenants(
         .and_then(|s| s.to_str())
         .unwrap_or("tenants");
     let ext = path.extension().and_then(|s| s.to_str()).unwrap_or("svg");
+    let mut used: Vec<String> = Vec::new();
     for r in reports {
         let Some(arbiter) = &r.tenant_policy else {
             continue;
         };
-        let name = arbiter.split(':').next().unwrap_or(arbiter);
+        // The arbiter's name; a second run of the same arbiter (other parameters) gets its number.
+        let base = arbiter.split(':').next().unwrap_or(arbiter).to_string();
+        let same = used.iter().filter(|u| **u == base).count();
+        let name = if same > 0 {
+            format!("{base}-{}", same + 1)
+        } else {
+            base.clone()
+        };
+        used.push(base);
         let tenants = r.windows.iter().map(|w| w.tenants.len()).max().unwrap_or(0);
         let series = (0..tenants)
             .map(|t| Series {
@@ -487,7 +497,11 @@ fn plot_tenants(
                     .collect(),
             })
             .filter(|s| !s.points.is_empty())
-            .collect();
+            .collect::<Vec<_>>();
+        if series.is_empty() {
+            // Shared pools (`pooled`): no tenant has pages of its own.
+            continue;
+        }
         draw(
             &path.with_file_name(format!("{stem}-{name}.{ext}")),
             &Chart {
