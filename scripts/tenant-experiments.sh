@@ -3,6 +3,7 @@
 #
 #   scripts/tenant-experiments.sh mpart-six [SCALE] [REQUESTS_PER_APP] [OUT_DIR]
 #   scripts/tenant-experiments.sh noisy     [SCALE] [OUT_DIR]
+#   scripts/tenant-experiments.sh diurnal   [SCALE] [OUT_DIR]
 #   scripts/tenant-experiments.sh qos       [OUT_DIR]
 #
 # mpart-six — mPart §4.1: Table 4.1's applications, each of Table 4.2's initial allocations, under the
@@ -14,6 +15,8 @@
 # noisy — mPart §4.3: the same six applications (90%-WSS allocation) and, from hour 5 of 10, tenant 6
 #   with 30% of all requests spread uniformly over 100M/SCALE objects (no locality: a flood of
 #   one-time keys), reserved 1% of memory; under mpart, memshare and pooled (no isolation of memory).
+# diurnal — mPart §4.2: the six applications (90%-WSS allocation) with request rates on day curves
+#   staggered by 4 hours, under mpart and memshare.
 # qos — LAMA §5.7: three-phase APP1 (tenant 0, target hit ratio 0.85; 100k objects, Zipf 0.9, ETC
 #   values then 1-4 KB values, as in section 8) and ETC APP2 (tenant 1, 1M objects), 4:1, 160 MiB
 #   starting 50/50, lama-qos every 1% and every 4% of the run (LAMA's 10^7 of 250M), against both
@@ -38,7 +41,7 @@ six_tenants() {
   done
 }
 
-experiment=${1:?mpart-six, noisy or qos}
+experiment=${1:?mpart-six, noisy, diurnal or qos}
 shift
 case $experiment in
 mpart-six)
@@ -74,6 +77,19 @@ noisy)
     --tenant-policy pooled --plot "$out/noisy-neighbour.svg" \
     --plot-tenants "$out/noisy-neighbour-pages.svg" >"$out/noisy-neighbour.jsonl"
   ;;
+diurnal)
+  scale=${1:-10}
+  out=${2:-docs/figures}
+  total=$((600000000 / scale))
+  memory=$((25965000 * chunk / scale))
+  echo "== diurnal: memory $memory bytes, $total requests" >&2
+  # shellcheck disable=SC2046
+  "$mrcache" sim --workload "diurnal:scale=$scale" --memory "$memory" \
+    --window-requests $((total / 100)) --json $(six_tenants wss90 "$scale") \
+    --tenant-policy "mpart:interval=$((total / 50))" \
+    --tenant-policy "memshare:credit=$((500 * chunk / scale)),shadow=$((50000 * chunk / scale))" \
+    --plot "$out/diurnal.svg" >"$out/diurnal.jsonl"
+  ;;
 qos)
   out=${1:-docs/figures}
   total=20000000
@@ -85,7 +101,7 @@ qos)
     --tenant-policy pooled --plot-tenants "$out/qos-pages.svg" >"$out/qos.jsonl"
   ;;
 *)
-  echo "unknown experiment $experiment (mpart-six, noisy, qos)" >&2
+  echo "unknown experiment $experiment (mpart-six, noisy, diurnal, qos)" >&2
   exit 2
   ;;
 esac
