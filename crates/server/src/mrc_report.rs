@@ -202,8 +202,9 @@ fn tenant_curves(
 }
 
 /// Item bytes one page of `pool` holds when full: each used class's chunks per page times its mean
-/// item size, weighted by its pages (as `mrcache_policy::arbitrate` converts a tenant's curve). `None`
-/// before the pool stores anything.
+/// item size, weighted by its pages. `None` before the pool stores anything. (The report's curves are
+/// cumulative byte curves, so bytes per page place them on pages; the arbitration, which cuts windows,
+/// works in items per page instead.)
 fn item_bytes_per_page(engine: &Engine, pool: usize, clock: mrcache_engine::Clock) -> Option<f64> {
     let (mut bytes, mut pages) = (0.0, 0usize);
     for c in engine.pool_classes(pool, clock) {
