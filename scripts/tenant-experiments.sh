@@ -19,7 +19,8 @@
 #   staggered by 4 hours, under mpart and memshare.
 # qos — LAMA §5.7: three-phase APP1 (tenant 0, target hit ratio 0.85; 100k objects, Zipf 0.9, ETC
 #   values then 1-4 KB values, as in section 8) and ETC APP2 (tenant 1, 1M objects), 4:1, 160 MiB
-#   starting 50/50, lama-qos every 1% and every 4% of the run (LAMA's 10^7 of 250M), against both
+#   starting 50/50, lama-qos every 1% and every 4% of the run (LAMA's 10^7 of 250M), and every 1%
+#   aiming 2 points above the target (margin=0.02), against both
 #   sharing one pool (pooled); lama-mr divides each tenant's pages among its classes.
 set -euo pipefail
 mrcache=${MRCACHE:-target/release/mrcache}
@@ -98,6 +99,7 @@ qos)
     --memory 160MiB --policy lama-mr --window-requests $((total / 100)) --json \
     --tenant "0:initial=80MiB,target=0.85" --tenant "1:initial=80MiB" \
     --tenant-policy "lama-qos:interval=$((total / 100))" --tenant-policy "lama-qos:interval=$((total / 25))" \
+    --tenant-policy "lama-qos:interval=$((total / 100)),margin=0.02" \
     --tenant-policy pooled --plot-tenants "$out/qos-pages.svg" >"$out/qos.jsonl"
   ;;
 *)

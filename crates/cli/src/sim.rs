@@ -40,7 +40,7 @@ pub struct SimArgs {
     /// of the rest by weight), pooled (one LRU per class for everyone), memshare (shadow-queue credits;
     /// credit=,shadow=,tax=,idle=,interval=,seed=), mpart (DP over tenant MRCs; interval=,step=,
     /// max_change=,min_requests=), lama-qos (least memory meeting each target, the rest optimised;
-    /// interval=,max_change=). Needs --tenant; every arbiter runs with every slab policy.
+    /// interval=,max_change=,margin=). Needs --tenant; every arbiter runs with every slab policy.
     #[arg(long)]
     tenant_policy: Vec<String>,
     /// A tenant with memory of its own: ID[:reserved=BYTES,max=BYTES,initial=BYTES,target=HIT_RATIO,

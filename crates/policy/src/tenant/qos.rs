@@ -33,6 +33,9 @@ const TARGET_SLACK: f64 = 1e-9;
 pub struct LamaQos {
     interval_accesses: u64,
     max_change: f64,
+    /// Hit-ratio points aimed above each target, against the lag of a round behind a growing working
+    /// set (0: exactly Algorithm 2).
+    margin: f64,
 }
 
 impl Default for LamaQos {
@@ -40,6 +43,7 @@ impl Default for LamaQos {
         LamaQos {
             interval_accesses: DEFAULT_INTERVAL,
             max_change: DEFAULT_MAX_CHANGE,
+            margin: 0.0,
         }
     }
 }
@@ -49,9 +53,13 @@ impl LamaQos {
         let qos = LamaQos {
             interval_accesses: param(p, "interval", DEFAULT_INTERVAL)?,
             max_change: param(p, "max_change", DEFAULT_MAX_CHANGE)?,
+            margin: param(p, "margin", 0.0)?,
         };
         if qos.interval_accesses == 0 || qos.max_change.is_nan() || qos.max_change <= 0.0 {
             return Err("tenant arbiter `lama-qos`: need interval >= 1 and max_change > 0".into());
+        }
+        if !(0.0..1.0).contains(&qos.margin) {
+            return Err("tenant arbiter `lama-qos`: need 0 <= margin < 1".into());
         }
         Ok(qos)
     }
@@ -71,7 +79,7 @@ impl LamaQos {
         } else {
             0.0
         };
-        let goal = 1.0 - target + TARGET_SLACK - bias;
+        let goal = 1.0 - (target + self.margin).min(1.0) + TARGET_SLACK - bias;
         let pages = if miss_ratio(curve, cap) <= goal {
             least_pages(reserved, cap, |k| miss_ratio(curve, k) <= goal)
         } else {
@@ -106,8 +114,8 @@ impl TenantArbiter for LamaQos {
 
     fn describe(&self) -> String {
         format!(
-            "lama-qos:interval={},max_change={}",
-            self.interval_accesses, self.max_change
+            "lama-qos:interval={},max_change={},margin={}",
+            self.interval_accesses, self.max_change, self.margin
         )
     }
 
@@ -194,6 +202,21 @@ mod tests {
             curve: Some(curve),
             ..tenant(id, pages, 0)
         }
+    }
+
+    #[test]
+    fn a_margin_aims_above_the_target() {
+        // Target 0.85 plus a margin of 0.05: the curve must reach 0.10 misses, at 70 pages.
+        let tenants = [
+            TenantView {
+                target_hit_ratio: Some(0.85),
+                ..curved(1, 40, qos_curve)
+            },
+            curved(2, 60, |k| (1.0 - 0.01 * k as f64).max(0.0)),
+        ];
+        let mut qos = by_name("lama-qos:margin=0.05").unwrap();
+        assert_eq!(qos.round(&input(&tenants, 100))[0], 70);
+        assert!(by_name("lama-qos:margin=1").is_err());
     }
 
     #[test]
