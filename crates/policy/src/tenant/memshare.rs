@@ -244,10 +244,6 @@ impl TenantArbiter for Memshare {
         )
     }
 
-    fn needs_curves(&self) -> bool {
-        false
-    }
-
     fn shadow_queue_bytes(&self) -> Option<u64> {
         Some(self.shadow_bytes)
     }
@@ -256,8 +252,8 @@ impl TenantArbiter for Memshare {
         (self.tax > 0.0).then_some(self.idle_secs)
     }
 
-    fn due(&self, accesses_since_round: u64) -> bool {
-        accesses_since_round >= self.interval_accesses
+    fn interval_accesses(&self) -> u64 {
+        self.interval_accesses
     }
 
     fn round(&mut self, input: &ArbiterInput<'_>) -> Vec<usize> {

@@ -102,17 +102,27 @@ pub trait TenantArbiter: Send {
     /// `by_name` of it builds the same arbiter.
     fn describe(&self) -> String;
     /// Whether rounds need each tenant's curve (mpart, lama-qos).
-    fn needs_curves(&self) -> bool;
+    fn needs_curves(&self) -> bool {
+        false
+    }
     /// Memshare: the shadow queue each tenant should keep, in bytes of evicted items.
-    fn shadow_queue_bytes(&self) -> Option<u64>;
+    fn shadow_queue_bytes(&self) -> Option<u64> {
+        None
+    }
     /// Memshare with an idle tax: how long unaccessed memory takes to count as idle.
-    fn idle_time_secs(&self) -> Option<u32>;
+    fn idle_time_secs(&self) -> Option<u32> {
+        None
+    }
     /// Pooled: all tenants share one LRU per class, and the targets are reported, not enforced.
     fn shared_pool(&self) -> bool {
         false
     }
-    /// A round is due after this many accesses since the last one.
-    fn due(&self, accesses_since_round: u64) -> bool;
+    /// Accesses between rounds (its `interval=`).
+    fn interval_accesses(&self) -> u64;
+    /// Whether a round is due after `accesses_since_round` accesses since the last one.
+    fn due(&self, accesses_since_round: u64) -> bool {
+        accesses_since_round >= self.interval_accesses()
+    }
     /// Target pages per tenant, in input order; the sum equals total_pages exactly whenever the
     /// reserves fit (sum of reserved <= total), and every target >= min(reserved, what fits).
     /// (Memshare's idle tax is the one arbiter that lowers the floor of an idle reserve: see above.)

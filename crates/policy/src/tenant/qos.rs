@@ -123,16 +123,8 @@ impl TenantArbiter for LamaQos {
         true
     }
 
-    fn shadow_queue_bytes(&self) -> Option<u64> {
-        None
-    }
-
-    fn idle_time_secs(&self) -> Option<u32> {
-        None
-    }
-
-    fn due(&self, accesses_since_round: u64) -> bool {
-        accesses_since_round >= self.interval_accesses
+    fn interval_accesses(&self) -> u64 {
+        self.interval_accesses
     }
 
     fn round(&mut self, input: &ArbiterInput<'_>) -> Vec<usize> {

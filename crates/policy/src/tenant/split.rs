@@ -63,24 +63,12 @@ impl TenantArbiter for StaticSplit {
         format!("{}:interval={}", self.name(), self.interval_accesses)
     }
 
-    fn needs_curves(&self) -> bool {
-        false
-    }
-
-    fn shadow_queue_bytes(&self) -> Option<u64> {
-        None
-    }
-
-    fn idle_time_secs(&self) -> Option<u32> {
-        None
-    }
-
     fn shared_pool(&self) -> bool {
         self.pooled
     }
 
-    fn due(&self, accesses_since_round: u64) -> bool {
-        accesses_since_round >= self.interval_accesses
+    fn interval_accesses(&self) -> u64 {
+        self.interval_accesses
     }
 
     fn round(&mut self, input: &ArbiterInput<'_>) -> Vec<usize> {
