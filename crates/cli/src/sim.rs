@@ -284,15 +284,16 @@ fn write_text(out: &mut impl Write, r: &SimReport) -> std::io::Result<()> {
         )?;
         let show = |v: Option<usize>| v.map_or("-".to_string(), |n| n.to_string());
         for t in &r.tenants {
+            let w = &t.totals;
             writeln!(
                 out,
                 "  {:>5} {:>10} {:>9} {:.4} {:>6} {:>6} {:>6}",
-                t.tenant,
-                t.gets,
-                t.misses,
-                t.miss_ratio,
-                show(t.pages),
-                show(t.target_pages),
+                w.tenant,
+                w.gets,
+                w.misses,
+                w.miss_ratio,
+                show(w.pages),
+                show(w.target_pages),
                 show(t.reserved_pages)
             )?;
         }

@@ -267,22 +267,7 @@ impl Simulator {
             .iter()
             .map(|c| c.total_pages)
             .collect();
-        let tenants = if self.config.tenants.is_some() {
-            w.tenants
-                .iter()
-                .enumerate()
-                .map(|(t, &(gets, misses))| TenantWindow {
-                    tenant: t as u16,
-                    gets,
-                    misses,
-                    miss_ratio: ratio(misses, gets),
-                    pages: self.pool_pages(t).0,
-                    target_pages: self.pool_pages(t).1,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let tenants = self.tenant_rows(&w.tenants);
         self.windows.push(Window {
             end_request: self.requests,
             gets: w.gets,
@@ -292,6 +277,29 @@ impl Simulator {
             page_moves: w.page_moves,
             tenants,
         });
+    }
+
+    /// Each workload tenant's GETs and misses (`counts`, by tenant id) with its pool's pages and target
+    /// now; none when the run has no tenants with memory of their own.
+    fn tenant_rows(&self, counts: &[(u64, u64)]) -> Vec<TenantWindow> {
+        if self.config.tenants.is_none() {
+            return Vec::new();
+        }
+        counts
+            .iter()
+            .enumerate()
+            .map(|(t, &(gets, misses))| {
+                let (pages, target_pages) = self.pool_pages(t);
+                TenantWindow {
+                    tenant: t as u16,
+                    gets,
+                    misses,
+                    miss_ratio: ratio(misses, gets),
+                    pages,
+                    target_pages,
+                }
+            })
+            .collect()
     }
 
     /// Pages and target of tenant `t`'s own pool, if it has one.
@@ -334,24 +342,15 @@ impl Simulator {
             mean_prediction_error: self.rebalancers[0].stats().mean_prediction_error(),
             tenant_policy: self.arbitration.as_ref().map(|a| a.arbiter().describe()),
             arbiter_rounds: self.arbitration.as_ref().map_or(0, |a| a.stats().rounds),
-            tenants: if self.config.tenants.is_some() {
-                self.tenant_totals
-                    .iter()
-                    .enumerate()
-                    .map(|(t, &(gets, misses))| TenantReport {
-                        tenant: t as u16,
-                        gets,
-                        misses,
-                        miss_ratio: ratio(misses, gets),
-                        pages: self.pool_pages(t).0,
-                        target_pages: self.pool_pages(t).1,
-                        reserved_pages: (t < self.engine.pool_count())
-                            .then(|| self.engine.pool(t).reserved),
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            },
+            tenants: self
+                .tenant_rows(&self.tenant_totals)
+                .into_iter()
+                .map(|totals| TenantReport {
+                    reserved_pages: (usize::from(totals.tenant) < self.engine.pool_count())
+                        .then(|| self.engine.pool(totals.tenant.into()).reserved),
+                    totals,
+                })
+                .collect(),
             windows: self.windows,
             allocation: stats
                 .classes

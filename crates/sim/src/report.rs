@@ -42,15 +42,11 @@ pub struct TenantWindow {
     pub target_pages: Option<usize>,
 }
 
-/// One tenant over the whole run.
+/// One tenant over the whole run: its counts over the run and pages at the end, and its reserve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TenantReport {
-    pub tenant: u16,
-    pub gets: u64,
-    pub misses: u64,
-    pub miss_ratio: f64,
-    pub pages: Option<usize>,
-    pub target_pages: Option<usize>,
+    #[serde(flatten)]
+    pub totals: TenantWindow,
     pub reserved_pages: Option<usize>,
 }
 
