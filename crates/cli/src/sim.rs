@@ -237,22 +237,31 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
                     .collect(),
             })
             .collect();
-        draw(
+        draw_pages(
             path,
-            &Chart {
-                title: &format!(
-                    "Pages per slab class, {} ({})",
-                    args.source.name(),
-                    r.policy
-                ),
-                x_label: "requests (millions)",
-                y_label: "pages",
-                y_range: None,
-                series,
-            },
+            &format!(
+                "Pages per slab class, {} ({})",
+                args.source.name(),
+                r.policy
+            ),
+            series,
         )?;
     }
     Ok(())
+}
+
+/// A figure of pages over time (requests in millions), one series per partition.
+fn draw_pages(path: &std::path::Path, title: &str, series: Vec<Series>) -> Result<(), String> {
+    draw(
+        path,
+        &Chart {
+            title,
+            x_label: "requests (millions)",
+            y_label: "pages",
+            y_range: None,
+            series,
+        },
+    )
 }
 
 fn write_text(out: &mut impl Write, r: &SimReport) -> std::io::Result<()> {
@@ -503,19 +512,14 @@ fn plot_tenants(
             // Shared pools (`pooled`): no tenant has pages of its own.
             continue;
         }
-        draw(
+        draw_pages(
             &path.with_file_name(format!("{stem}-{name}.{ext}")),
-            &Chart {
-                title: &format!(
-                    "Pages per tenant, {} ({})",
-                    args.source.name(),
-                    run_label(r)
-                ),
-                x_label: "requests (millions)",
-                y_label: "pages",
-                y_range: None,
-                series,
-            },
+            &format!(
+                "Pages per tenant, {} ({})",
+                args.source.name(),
+                run_label(r)
+            ),
+            series,
         )?;
     }
     Ok(())
