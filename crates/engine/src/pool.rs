@@ -71,12 +71,9 @@ impl PoolTable {
         }
     }
 
-    pub fn len(&self) -> usize {
+    /// Pools in the table (at least one).
+    pub(crate) fn len(&self) -> usize {
         self.pools.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// The pool `tenant` allocates from.
