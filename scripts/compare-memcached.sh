@@ -14,6 +14,11 @@
 # alternating to spread machine noise; the table gives each round's ops/s and the ratio. With
 # `-- --qos p95=500us` each cell is instead the highest open-loop rate that met the target (and the
 # percentile measured there), found by mrcache bench's binary search.
+#
+# Each cell also gives the server's CPU time per request over its whole bench invocation (utime + stime
+# of the server process over its cmd_get + cmd_set), and cpu_ratio = memcached's over mrcached's: how many
+# more requests mrcached serves per CPU second. Where the one client core, not the server, limits
+# throughput (unpipelined loads on a 2-core machine), that ratio is the server-bound comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +50,20 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
+# Prints "OPS PCTL CPU_US_PER_REQUEST" for one bench invocation against the server on port $1, pid $2.
 bench() {
+    local port=$1 pid=$2
+    shift 2
+    local before after result
+    before=$(server_cpu_and_commands "$port" "$pid")
+    result=$(bench_load "$port" "$@")
+    after=$(server_cpu_and_commands "$port" "$pid")
+    /usr/bin/python3 -c "
+c0, n0 = map(float, '$before'.split()); c1, n1 = map(float, '$after'.split())
+print('$result', f'{(c1 - c0) * 1e6 / max(n1 - n0, 1):.2f}')"
+}
+
+bench_load() {
     local port=$1
     shift
     "${client_cpu[@]}" "$mrcache" bench --server "127.0.0.1:$port" --threads 1 --connections 50 \
@@ -64,38 +82,43 @@ else:
 
 mport=$(free_port)
 "${server_cpu[@]}" memcached "${user_flag[@]}" -U 0 -l 127.0.0.1 -p "$mport" -m "$memory" -t "$threads" &
-pids+=($!)
+mpid=$!
+pids+=("$mpid")
 rport=$(free_port)
 "${server_cpu[@]}" "$mrcached" -l 127.0.0.1 -p "$rport" -m "$memory" -t "$threads" &
-pids+=($!)
+rpid=$!
+pids+=("$rpid")
 wait_port "$mport"
 wait_port "$rport"
 if [ -n "$variant" ]; then
     vport=$(free_port)
     # shellcheck disable=SC2086 # the variant's flags are meant to split
     "${server_cpu[@]}" "$mrcached" -l 127.0.0.1 -p "$vport" -m "$memory" -t "$threads" $variant &
-    pids+=($!)
+    vpid=$!
+    pids+=("$vpid")
     wait_port "$vport"
 fi
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); -m $memory -t $threads; load: closed loop, 50 conns, 90/10, 32 B keys, 200 B values, $duration"
 [ -n "$variant" ] && echo "variant: mrcached $variant"
+head=(round memcached_ops p99_us cpu_us mrcached_ops p99_us cpu_us ratio cpu_ratio)
+row='%-6s %14s %8s %7s %14s %8s %7s %6s %9s'
 if [ -z "$variant" ]; then
-    printf '%-6s %14s %10s %14s %10s %8s\n' round memcached_ops p99_us mrcached_ops p99_us ratio
+    printf "$row\n" "${head[@]}"
 else
-    printf '%-6s %14s %10s %14s %10s %8s %14s %10s %14s\n' round memcached_ops p99_us mrcached_ops p99_us ratio \
-        variant_ops p99_us default/variant
+    printf "$row %14s %8s %7s %15s\n" "${head[@]}" variant_ops p99_us cpu_us default/variant
 fi
 for round in $(seq 1 "$rounds"); do
-    read -r m_ops m_p99 < <(bench "$mport" "$@")
-    read -r r_ops r_p99 < <(bench "$rport" "$@")
+    read -r m_ops m_p99 m_cpu < <(bench "$mport" "$mpid" "$@")
+    read -r r_ops r_p99 r_cpu < <(bench "$rport" "$rpid" "$@")
     ratio=$(/usr/bin/python3 -c "print(f'{$r_ops / $m_ops:.2f}')")
+    cpu_ratio=$(/usr/bin/python3 -c "print(f'{$m_cpu / $r_cpu:.2f}')")
+    cells=("$round" "$m_ops" "$m_p99" "$m_cpu" "$r_ops" "$r_p99" "$r_cpu" "$ratio" "$cpu_ratio")
     if [ -z "$variant" ]; then
-        printf '%-6s %14s %10s %14s %10s %8s\n' "$round" "$m_ops" "$m_p99" "$r_ops" "$r_p99" "$ratio"
+        printf "$row\n" "${cells[@]}"
     else
-        read -r v_ops v_p99 < <(bench "$vport" "$@")
+        read -r v_ops v_p99 v_cpu < <(bench "$vport" "$vpid" "$@")
         vratio=$(/usr/bin/python3 -c "print(f'{$r_ops / $v_ops:.3f}')")
-        printf '%-6s %14s %10s %14s %10s %8s %14s %10s %14s\n' "$round" "$m_ops" "$m_p99" "$r_ops" "$r_p99" \
-            "$ratio" "$v_ops" "$v_p99" "$vratio"
+        printf "$row %14s %8s %7s %15s\n" "${cells[@]}" "$v_ops" "$v_p99" "$v_cpu" "$vratio"
     fi
 done

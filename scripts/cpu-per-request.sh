@@ -1,40 +1,62 @@
 #!/usr/bin/env bash
-# Server CPU time per request under a fixed open-loop rate, for mrcached's defaults and for a variant.
+# Server CPU time per request under a fixed open-loop rate: mrcached's defaults against a variant.
 #
-#   scripts/cpu-per-request.sh [-r RATE] [-n ROUNDS] [-- VARIANT FLAGS]
+#   scripts/cpu-per-request.sh [-r RATE] [-n ROUNDS] [-t THREADS] [-- VARIANT]
 #
-# Default variant: "-o mrc_sample_rate=0 --slab-policy memcached" (profiling and the rebalancer off).
+# VARIANT is one of
+#   (nothing)                 mrcached with "-o mrc_sample_rate=0 --slab-policy memcached" (profiling and
+#                             the rebalancer off)
+#   memcached                 Debian's memcached with the same -m and -t
+#   bin=PATH [FLAGS...]       another mrcached binary (e.g. an older build), with FLAGS
+#   FLAGS...                  mrcached with these flags
 # Below saturation the server's CPU seconds per request (utime + stime from /proc/PID/stat, 10 ms ticks)
-# vary far less on a shared machine than peak throughput does. Server on core 0, load on core 1,
-# 127.0.0.1 only; 100k keys of 32 bytes with 200-byte values preloaded, 90/10 get/set, 50 connections.
+# vary far less on a shared machine than peak throughput does, and at saturation the server's peak is
+# about 1 / (CPU per request). Server on core 0, load on core 1, 127.0.0.1 only; 100k keys of 32 bytes
+# with 200-byte values preloaded, 90/10 get/set, 50 connections, one request in flight per connection.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rate=60000 rounds=4
-while getopts "r:n:" opt; do
+rate=60000 rounds=4 threads=1
+while getopts "r:n:t:" opt; do
     case "$opt" in
-        r) rate=$OPTARG ;; n) rounds=$OPTARG ;;
-        *) echo "usage: $0 [-r RATE] [-n ROUNDS] [-- variant flags]" >&2; exit 64 ;;
+        r) rate=$OPTARG ;; n) rounds=$OPTARG ;; t) threads=$OPTARG ;;
+        *) echo "usage: $0 [-r RATE] [-n ROUNDS] [-t THREADS] [-- memcached | bin=PATH [flags] | flags]" >&2
+           exit 64 ;;
     esac
 done
 shift $((OPTIND - 1))
 variant=("$@")
 [ ${#variant[@]} -eq 0 ] && variant=(-o mrc_sample_rate=0 --slab-policy memcached)
 cargo build --release -q -p mrcache-server -p mrcache-cli
+# shellcheck source=scripts/lib/ports.sh
+. scripts/lib/ports.sh
 server_cpu=() client_cpu=()
 if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
     server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
 fi
-log=$(mktemp)
+user_flag=()
+[ "$(id -u)" -eq 0 ] && user_flag=(-u root)
 pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$log"' EXIT
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null' EXIT
 
+# Starts the server named by the arguments (as VARIANT above, or none for the default mrcached) on a
+# free port, loads it, and prints its CPU microseconds per request.
 measure() {
-    "${server_cpu[@]}" target/release/mrcached -l 127.0.0.1 -p 0 -m 64 -t 1 "$@" > "$log" 2>&1 &
+    local port; port=$(free_port)
+    local common=(-l 127.0.0.1 -p "$port" -m 64 -t "$threads")
+    local first=${1:-}
+    if [ "$first" = memcached ]; then
+        "${server_cpu[@]}" memcached "${user_flag[@]}" -U 0 "${common[@]}" &
+    elif [ "${first#bin=}" != "$first" ]; then
+        local bin=${first#bin=}
+        shift
+        "${server_cpu[@]}" "$bin" "${common[@]}" "$@" > /dev/null 2>&1 &
+    else
+        "${server_cpu[@]}" target/release/mrcached "${common[@]}" "$@" > /dev/null 2>&1 &
+    fi
     pid=$!
-    for _ in $(seq 1 200); do grep -q "listening on" "$log" && break; sleep 0.05; done
-    local addr; addr=$(grep -o "listening on [0-9.:]*" "$log" | awk '{print $3}')
-    local load=(--server "$addr" --threads 1 --connections 50 --keys 100000 --key-size 32 --value-size 200
-        --get-ratio 0.9 --warmup 0s --json)
+    wait_port "$port"
+    local load=(--server "127.0.0.1:$port" --threads 1 --connections 50 --keys 100000 --key-size 32
+        --value-size 200 --get-ratio 0.9 --warmup 0s --json)
     "${client_cpu[@]}" target/release/mrcache bench "${load[@]}" --duration 1s --preload > /dev/null 2>&1
     local before; before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     local ops
@@ -46,7 +68,7 @@ measure() {
     /usr/bin/python3 -c "print(f'{($after - $before) * 1e4 / $ops:.3f}')"
 }
 
-echo "open loop at $rate requests/s; variant: ${variant[*]}"
+echo "open loop at $rate requests/s, -m 64 -t $threads; variant: ${variant[*]}"
 printf '%-6s %22s %22s %8s\n' round default_cpu_us_per_req variant_cpu_us_per_req ratio
 for round in $(seq 1 "$rounds"); do
     d=$(measure)

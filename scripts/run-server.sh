@@ -4,6 +4,9 @@
 # are memcached-style flags passed through, e.g. `scripts/run-server.sh -p 22122 -m 1024`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/toolchain.sh
+. scripts/lib/toolchain.sh
+ensure_rust
 if [ $# -eq 0 ]; then
     set -- -l 127.0.0.1 -p 11211
 fi

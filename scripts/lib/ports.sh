@@ -12,3 +12,26 @@ wait_port() {
     echo "server on port $1 did not start" >&2
     return 1
 }
+
+# Prints "CPU_SECONDS COMMANDS" for the server process $2 listening on 127.0.0.1:$1: its utime + stime
+# from /proc and the gets + sets it has served (`stats` cmd_get + cmd_set, the same for memcached and
+# mrcached). The difference of two readings gives the server's CPU time per request over that interval.
+server_cpu_and_commands() {
+    /usr/bin/python3 - "$1" "$2" <<'PY'
+import os, socket, sys
+port, pid = int(sys.argv[1]), sys.argv[2]
+with open(f"/proc/{pid}/stat") as f:
+    fields = f.read().rsplit(")", 1)[1].split()
+ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat(5))
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+s.sendall(b"stats\r\n")
+buf = b""
+while not buf.endswith(b"END\r\n"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+stats = dict(line.split()[1:3] for line in buf.decode().splitlines() if line.startswith("STAT "))
+print(ticks / os.sysconf("SC_CLK_TCK"), int(stats["cmd_get"]) + int(stats["cmd_set"]))
+PY
+}

@@ -27,7 +27,8 @@ pub struct SourceArgs {
     /// Trace file to replay (compressed files are read directly).
     #[arg(long)]
     pub trace: Option<PathBuf>,
-    /// Trace format: auto, u32be, u64be, oracle-general, arc-lis, twitter-csv, meta-kv-csv, cloudphysics-csv.
+    /// Trace format: auto, u32be, u64be, oracle-general, arc-lis, twitter-csv, meta-kv-csv, cloudphysics-csv,
+    /// msr-csv.
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// Value sizes for key-only traces: N bytes, A-B uniform, or etc (Facebook ETC's distribution).

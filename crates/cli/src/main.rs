@@ -5,6 +5,7 @@
 mod bench;
 mod figures;
 mod input;
+mod latency_plot;
 mod mrc;
 mod plan;
 mod plot;
@@ -44,6 +45,9 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Load-test memcached-protocol servers: closed or open loop, latency percentiles, QoS search.
     Bench(mrcache_loadgen::BenchArgs),
+    /// Draw latency against achieved throughput from saved `mrcache bench --scan --json` reports, one
+    /// pair of lines per report (e.g. memcached and mrcached under the same load).
+    LatencyPlot(latency_plot::LatencyPlotArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::LatencyPlot(args) => latency_plot::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -32,6 +32,8 @@ pub mod defaults {
     pub const QOS_PRECISION: f64 = 0.02;
     /// Bound on the number of QoS search steps, whatever the precision.
     pub const QOS_MAX_STEPS: usize = 12;
+    /// Bound on the number of `--scan` steps (each is a full warm-up + duration run).
+    pub const SCAN_MAX_STEPS: usize = 100;
 }
 
 /// Options of `mrcache bench`: load one or more memcached-compatible servers and measure latency.
@@ -109,6 +111,13 @@ pub struct BenchArgs {
     /// binary search (mutilate style); each step runs --warmup + --duration.
     #[arg(long)]
     pub qos: Option<QosTarget>,
+
+    /// Latency against load: one open-loop run at each rate FROM..TO:STEP (requests/s, e.g.
+    /// 20000..200000:20000, at most 100 steps), each --warmup + --duration, as mutilate's --scan.
+    /// The report lists every step; its detailed results are the last step's. Draw the steps of
+    /// one or more saved --json reports with `mrcache latency-plot`.
+    #[arg(long, conflicts_with_all = ["rate", "qos"])]
+    pub scan: Option<RateScan>,
 
     /// Set every key once before measuring (bounded by --preload-timeout).
     #[arg(long)]
@@ -315,6 +324,54 @@ impl fmt::Display for QosTarget {
     }
 }
 
+/// The open-loop rates of `--scan`: `from`, `from + step`, ... up to `to` (inclusive).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateScan {
+    pub from: f64,
+    pub to: f64,
+    pub step: f64,
+}
+
+impl RateScan {
+    /// The rates in order; `to` is included when the steps land on it (within rounding).
+    pub fn rates(&self) -> Vec<f64> {
+        let n = ((self.to - self.from) / self.step + 1e-9).floor() as usize;
+        (0..=n).map(|i| self.from + i as f64 * self.step).collect()
+    }
+}
+
+impl FromStr for RateScan {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let usage =
+            || format!("bad scan {s:?} (FROM..TO:STEP in requests/s, e.g. 20000..200000:20000)");
+        let (range, step) = s.split_once(':').ok_or_else(usage)?;
+        let (from, to) = range.split_once("..").ok_or_else(usage)?;
+        let num = |t: &str| t.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+        let (Some(from), Some(to), Some(step)) = (num(from), num(to), num(step)) else {
+            return Err(usage());
+        };
+        if from <= 0.0 || step <= 0.0 || to < from {
+            return Err(format!("scan {s:?} needs 0 < FROM <= TO and STEP > 0"));
+        }
+        let scan = RateScan { from, to, step };
+        let steps = scan.rates().len();
+        if steps > defaults::SCAN_MAX_STEPS {
+            return Err(format!(
+                "scan {s:?} has {steps} steps; at most {} (use a larger STEP)",
+                defaults::SCAN_MAX_STEPS
+            ));
+        }
+        Ok(scan)
+    }
+}
+
+impl fmt::Display for RateScan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{}:{}", self.from, self.to, self.step)
+    }
+}
+
 /// One tenant: credentials (empty user = no auth), weight, key prefix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TenantSpec {
@@ -382,6 +439,7 @@ serialize_as_display!(
     Popularity,
     Arrivals,
     QosTarget,
+    RateScan,
     TenantSpec
 );
 
@@ -394,6 +452,35 @@ mod tests {
         T::Err: fmt::Debug,
     {
         s.parse::<T>().unwrap().to_string()
+    }
+
+    #[test]
+    fn scans_list_their_rates_and_refuse_nonsense() {
+        let scan: RateScan = "20000..100000:20000".parse().unwrap();
+        assert_eq!(scan.rates(), [20000.0, 40000.0, 60000.0, 80000.0, 100000.0]);
+        assert_eq!(
+            round_trip::<RateScan>("20000..100000:20000"),
+            "20000..100000:20000"
+        );
+        // TO need not be on the grid: the last rate is the last step below it.
+        assert_eq!(
+            "1000..2500:1000".parse::<RateScan>().unwrap().rates(),
+            [1000.0, 2000.0]
+        );
+        assert_eq!("5..5:1".parse::<RateScan>().unwrap().rates(), [5.0]);
+        for bad in [
+            "",
+            "1000",
+            "1..2",
+            "0..10:1",
+            "10..5:1",
+            "1..10:0",
+            "1..x:1",
+            "1..1000:1",
+        ] {
+            let e = bad.parse::<RateScan>().unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -164,29 +164,43 @@ impl Conn {
         Ok(())
     }
 
-    /// Reads until the socket would block, handling every complete reply item on the way.
+    /// Reads until the socket is drained, handling every complete reply item on the way.
+    ///
+    /// Readiness is edge-triggered, so the socket must be drained before waiting again. A read that
+    /// returns less than it had room for has drained it (epoll(7)), which saves a `read` returning
+    /// `EAGAIN` per reply; when the event reported the server's shutdown or an error
+    /// (`peer_closed`), that FIN or error may sit behind the bytes read and raise no new edge, so it
+    /// reads on until `WouldBlock` or end of stream.
     pub fn read_replies(
         &mut self,
         plan: &Plan,
         window: &Window,
         stats: &mut RunStats,
+        peer_closed: bool,
     ) -> Result<(), Fault> {
         loop {
             self.make_room();
             let Some(stream) = self.stream.as_mut() else {
                 return Ok(());
             };
-            match stream.read(&mut self.rbuf[self.rend..]) {
+            let room = self.rbuf.len() - self.rend;
+            let drained = match stream.read(&mut self.rbuf[self.rend..]) {
                 Ok(0) => return Err(Fault::Reset),
-                Ok(n) => self.rend += n,
+                Ok(n) => {
+                    self.rend += n;
+                    n < room && !peer_closed
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return Err(Fault::Reset),
-            }
+            };
             // One clock read per batch: every reply in it had arrived by now.
             let now = Instant::now();
             while let Some(item) = self.next_item(plan)? {
                 self.on_item(item, now, plan, window, stats)?;
+            }
+            if drained {
+                return Ok(());
             }
         }
     }

@@ -27,13 +27,14 @@ mod worker;
 use std::fmt;
 
 pub use args::{
-    defaults, Arrivals, BenchArgs, HumanDuration, Popularity, QosTarget, TenantSpec, ValueSize,
+    defaults, Arrivals, BenchArgs, HumanDuration, Popularity, QosTarget, RateScan, TenantSpec,
+    ValueSize,
 };
 pub use dist::{GapSampler, KeySampler, ValueSizer, Zipf, MAX_VALUE_BYTES};
 pub use histo::{LatencyHistogram, LatencySummary};
 pub use qos::{QosSearch, QosStep};
 pub use reply::{parse_item, MalformedReply, ReplyItem};
-pub use report::{ErrorCounts, OpCounts, PreloadReport, QosReport, Report, TenantReport};
+pub use report::{ErrorCounts, OpCounts, PreloadReport, QosReport, Report, ScanStep, TenantReport};
 
 /// The operation types measured separately.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

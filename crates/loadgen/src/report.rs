@@ -113,6 +113,30 @@ pub struct QosReport {
     pub search: QosSearch,
 }
 
+/// One step of `--scan`: an open-loop run at one offered rate.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ScanStep {
+    pub offered_ops: f64,
+    pub throughput_ops: f64,
+    pub hit_ratio: Option<f64>,
+    /// All operations together, from each request's intended send time.
+    pub latency_us: LatencySummary,
+    /// Everything in [`ErrorCounts::total`].
+    pub errors: u64,
+}
+
+impl ScanStep {
+    pub(crate) fn new(offered_ops: f64, measured_secs: f64, stats: &RunStats) -> ScanStep {
+        ScanStep {
+            offered_ops,
+            throughput_ops: stats.ops.iter().sum::<u64>() as f64 / measured_secs,
+            hit_ratio: ratio(stats.key_hits, stats.key_misses),
+            latency_us: stats.latency.total.summary(),
+            errors: stats.errors.total(),
+        }
+    }
+}
+
 /// The result of `mrcache bench`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -137,6 +161,8 @@ pub struct Report {
     pub tenants: Vec<TenantReport>,
     pub preload: Option<PreloadReport>,
     pub qos: Option<QosReport>,
+    /// `--scan`: every step in order (the fields above are the last step's).
+    pub scan: Option<Vec<ScanStep>>,
 }
 
 fn ratio(hits: u64, misses: u64) -> Option<f64> {
@@ -223,6 +249,7 @@ impl Report {
             tenants,
             preload: None,
             qos: None,
+            scan: None,
         }
     }
 }
@@ -285,6 +312,23 @@ impl fmt::Display for Report {
                 )?,
                 None => writeln!(f, "QoS target not met at any rate tried (last step below)")?,
             }
+        }
+        if let Some(steps) = &self.scan {
+            writeln!(f, "latency against load (total, us):")?;
+            writeln!(
+                f,
+                "  {:>12} {:>12} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}",
+                "offered/s", "achieved/s", "p50", "p95", "p99", "p99.9", "max", "errors"
+            )?;
+            for s in steps {
+                let l = &s.latency_us;
+                writeln!(
+                    f,
+                    "  {:>12.0} {:>12.0} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7}",
+                    s.offered_ops, s.throughput_ops, l.p50, l.p95, l.p99, l.p999, l.max, s.errors
+                )?;
+            }
+            writeln!(f, "last step in detail:")?;
         }
         writeln!(
             f,

@@ -20,7 +20,7 @@ use crate::args::{defaults, BenchArgs, TenantSpec};
 use crate::dist::{GapSampler, KeySampler, ValueSizer, MAX_VALUE_BYTES};
 use crate::histo::LatencyHistogram;
 use crate::qos::{self, SearchBounds};
-use crate::report::{PreloadReport, QosReport, Report};
+use crate::report::{PreloadReport, QosReport, Report, ScanStep};
 use crate::request::{push_auth, KeySpace};
 use crate::stats::{RunStats, Tick};
 use crate::worker::{ConnSpec, LoadMode, Plan, TenantPlan, Window, Worker, TICK};
@@ -61,6 +61,23 @@ pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Write) -> Result<Report, 
     let measured_secs = args.duration.0.as_secs_f64();
     let timing = (args.warmup.0, args.duration.0);
     let mut report = match args.qos {
+        None if args.scan.is_some() => {
+            let rates = args.scan.map(|s| s.rates()).unwrap_or_default();
+            let plan = plan(args, &setup, LoadMode::Open)?;
+            let mut steps = Vec::with_capacity(rates.len());
+            let mut last = None;
+            for (i, &rate) in rates.iter().enumerate() {
+                let specs = conn_specs(args, &setup, Some(rate), false);
+                let label = format!("scan {rate:.0}/s");
+                let r = run_phase(&plan, &specs, args, timing, i as u64 + 1, &label, progress)?;
+                steps.push(ScanStep::new(rate, measured_secs, &r.stats));
+                last = Some((rate, r.stats));
+            }
+            let (rate, stats) = last.expect("a scan has at least one rate");
+            let mut report = Report::new(args, Some(rate), measured_secs, &stats);
+            report.scan = Some(steps);
+            report
+        }
         None => {
             let mode = if args.rate.is_some() {
                 LoadMode::Open

@@ -214,7 +214,8 @@ impl<'a> Worker<'a> {
             }
             for ev in events.iter() {
                 let i = ev.token().0;
-                self.on_event(i, ev.is_readable() || ev.is_read_closed() || ev.is_error());
+                let peer_closed = ev.is_read_closed() || ev.is_error();
+                self.on_event(i, ev.is_readable() || peer_closed, peer_closed);
             }
         }
         self.send_tick();
@@ -239,7 +240,7 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn on_event(&mut self, i: usize, readable: bool) {
+    fn on_event(&mut self, i: usize, readable: bool, peer_closed: bool) {
         let now = Instant::now();
         let conn = &mut self.conns[i];
         if let ConnState::Connecting(_) = conn.state {
@@ -254,7 +255,8 @@ impl<'a> Worker<'a> {
         }
         let conn = &mut self.conns[i];
         if readable {
-            if let Err(f) = conn.read_replies(self.plan, &self.window, &mut self.stats) {
+            if let Err(f) = conn.read_replies(self.plan, &self.window, &mut self.stats, peer_closed)
+            {
                 self.fault(i, f, now);
                 return;
             }

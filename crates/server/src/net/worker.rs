@@ -112,10 +112,10 @@ where
                     continue;
                 }
                 let slot = event.token().0;
-                let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+                let peer_closed = event.is_read_closed() || event.is_error();
                 let writable = event.is_writable() || event.is_write_closed();
                 if let Some(Some(s)) = self.conns.get_mut(slot) {
-                    s.conn.on_event(readable, writable);
+                    s.conn.on_event(event.is_readable(), writable, peer_closed);
                     if !s.queued {
                         s.queued = true;
                         self.ready.push_back(slot);
