@@ -1,5 +1,7 @@
-//! Figures of simulations: miss ratio against memory (one line per policy), miss ratio over time (one line
-//! per run), and pages per slab class over time. SVG or PNG by file extension, drawn with plotters.
+//! Figures of simulations and benchmarks: miss ratio against memory (one line per policy), miss ratio over
+//! time (one line per run), pages per slab class over time, latency against throughput (a log latency
+//! axis, one colour per server, one line style per percentile). SVG or PNG by file extension, drawn with
+//! plotters.
 
 use std::path::Path;
 
@@ -22,7 +24,20 @@ pub struct Chart<'a> {
     pub y_label: &'a str,
     /// `None`: from the data.
     pub y_range: Option<(f64, f64)>,
+    /// A logarithmic y axis (the range must then be above 0).
+    pub y_log: bool,
+    /// Per series, in order; empty: a palette colour per series, solid lines.
+    pub styles: Vec<SeriesStyle>,
     pub series: Vec<Series>,
+}
+
+/// How one line is drawn.
+#[derive(Clone, Copy, Debug)]
+pub struct SeriesStyle {
+    /// Index into the palette: series sharing it share a colour.
+    pub color: usize,
+    pub dashed: bool,
+    pub width: u32,
 }
 
 /// Writes `chart` to `path` (.svg or .png).
@@ -81,29 +96,60 @@ fn draw_chart<DB: DrawingBackend>(
             (0.0, 1.0)
         }
     });
-    let mut ctx = ChartBuilder::on(area)
+    let mut builder = ChartBuilder::on(area);
+    builder
         .caption(chart.title, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(48)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x_min..x_max, y_min..y_max)?;
-    ctx.configure_mesh()
-        .x_desc(chart.x_label)
-        .y_desc(chart.y_label)
-        .draw()?;
+        .y_label_area_size(64);
+    if chart.y_log {
+        let mut ctx =
+            builder.build_cartesian_2d(x_min..x_max, (y_min.max(1e-9)..y_max).log_scale())?;
+        ctx.configure_mesh()
+            .x_desc(chart.x_label)
+            .y_desc(chart.y_label)
+            .draw()?;
+        draw_lines(&mut ctx, chart)?;
+    } else {
+        let mut ctx = builder.build_cartesian_2d(x_min..x_max, y_min..y_max)?;
+        ctx.configure_mesh()
+            .x_desc(chart.x_label)
+            .y_desc(chart.y_label)
+            .draw()?;
+        draw_lines(&mut ctx, chart)?;
+    }
+    area.present()?;
+    Ok(())
+}
+
+fn draw_lines<'a, DB: DrawingBackend + 'a, CT>(
+    ctx: &mut ChartContext<'a, DB, CT>,
+    chart: &Chart<'_>,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    CT: CoordTranslate<From = (f64, f64)>,
+{
     for (i, s) in chart.series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        ctx.draw_series(LineSeries::new(
-            s.points.iter().copied(),
-            color.stroke_width(2),
-        ))?
-        .label(s.label.clone())
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        let style = chart.styles.get(i).copied().unwrap_or(SeriesStyle {
+            color: i,
+            dashed: false,
+            width: 2,
+        });
+        let color = Palette99::pick(style.color).to_rgba();
+        let stroke = color.stroke_width(style.width);
+        let points = s.points.iter().copied();
+        let drawn = if style.dashed {
+            ctx.draw_series(DashedLineSeries::new(points, 6, 4, stroke))?
+        } else {
+            ctx.draw_series(LineSeries::new(points, stroke))?
+        };
+        drawn
+            .label(s.label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], stroke));
     }
     ctx.configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;
-    area.present()?;
     Ok(())
 }

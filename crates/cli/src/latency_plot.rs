@@ -2,13 +2,15 @@
 //! reports, one pair of lines (two percentiles) per report, so two servers loaded the same way can be
 //! compared in one figure (Leverich & Kozyrakis's latency-throughput curves).
 //!
-//! Reads only the `scan` array of each report (`offered_ops`, `throughput_ops`, `latency_us.pNN`,
-//! `errors`); a report without one is refused with its file name. Points above `--max-latency-us`
-//! are left out so that the knee stays readable; the report's own table keeps every number.
+//! Reads only the `scan` array of each report (`throughput_ops`, `latency_us.pNN`); a report without
+//! one is refused with its file name. The latency axis is logarithmic, from 10 µs to
+//! `--max-latency-us`: points above it are left out so that the knee stays readable (the report's own
+//! table keeps every number). Each report has its colour; the first percentile is drawn thin, the
+//! next ones thicker, and the last dashed.
 
 use std::path::{Path, PathBuf};
 
-use crate::figures::{draw, Chart, Series};
+use crate::figures::{draw, Chart, Series, SeriesStyle};
 
 #[derive(Debug, clap::Args)]
 pub struct LatencyPlotArgs {
@@ -24,12 +26,14 @@ pub struct LatencyPlotArgs {
     #[arg(long, default_value = "p50,p99", value_delimiter = ',')]
     pub percentiles: Vec<String>,
 
-    /// Leave out points above this latency (µs), so the knee of each curve stays readable.
-    #[arg(long, default_value_t = 2000.0)]
+    /// Top of the (logarithmic) latency axis, µs; points above it are left out.
+    #[arg(long, default_value_t = 100_000.0)]
     pub max_latency_us: f64,
 }
 
 const PERCENTILES: [&str; 6] = ["p50", "p90", "p95", "p99", "p999", "max"];
+/// Bottom of the latency axis: below any loopback round trip.
+const MIN_LATENCY_US: f64 = 10.0;
 
 pub fn run(args: &LatencyPlotArgs) -> Result<(), String> {
     for p in &args.percentiles {
@@ -40,22 +44,28 @@ pub fn run(args: &LatencyPlotArgs) -> Result<(), String> {
             ));
         }
     }
-    if args.max_latency_us.is_nan() || args.max_latency_us <= 0.0 {
-        return Err("--max-latency-us must be above 0".into());
+    if args.max_latency_us.is_nan() || args.max_latency_us <= MIN_LATENCY_US {
+        return Err(format!("--max-latency-us must be above {MIN_LATENCY_US}"));
     }
     let mut series = Vec::new();
-    for spec in &args.reports {
+    let mut styles = Vec::new();
+    for (r, spec) in args.reports.iter().enumerate() {
         let (label, file) = spec
             .split_once('=')
             .ok_or_else(|| format!("{spec:?}: reports are LABEL=FILE.json"))?;
         let steps = read_scan(Path::new(file))?;
-        for p in &args.percentiles {
+        for (i, p) in args.percentiles.iter().enumerate() {
+            styles.push(SeriesStyle {
+                color: r,
+                dashed: i + 1 == args.percentiles.len() && i > 0,
+                width: 1 + i.min(2) as u32,
+            });
             let points = steps
                 .iter()
                 .filter_map(|s| {
                     let y = s["latency_us"][p.as_str()].as_f64()?;
                     let x = s["throughput_ops"].as_f64()?;
-                    (y <= args.max_latency_us).then_some((x, y))
+                    (y <= args.max_latency_us).then_some((x, y.max(MIN_LATENCY_US)))
                 })
                 .collect();
             series.push(Series {
@@ -70,7 +80,9 @@ pub fn run(args: &LatencyPlotArgs) -> Result<(), String> {
             title: "Latency against throughput (open loop)",
             x_label: "achieved requests/s",
             y_label: "latency (µs, from intended send time)",
-            y_range: Some((0.0, args.max_latency_us)),
+            y_range: Some((MIN_LATENCY_US, args.max_latency_us)),
+            y_log: true,
+            styles,
             series,
         },
     )

@@ -216,6 +216,8 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
                 x_label: "requests (millions)",
                 y_label: "miss ratio",
                 y_range: Some((0.0, 1.0)),
+                y_log: false,
+                styles: Vec::new(),
                 series,
             },
         )?;
@@ -259,6 +261,8 @@ fn draw_pages(path: &std::path::Path, title: &str, series: Vec<Series>) -> Resul
             x_label: "requests (millions)",
             y_label: "pages",
             y_range: None,
+            y_log: false,
+            styles: Vec::new(),
             series,
         },
     )
@@ -373,6 +377,8 @@ fn report_sweep(
                 x_label: "memory (MiB)",
                 y_label: "miss ratio",
                 y_range: None,
+                y_log: false,
+                styles: Vec::new(),
                 series,
             },
         )?;
