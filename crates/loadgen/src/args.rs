@@ -112,6 +112,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub qos: Option<QosTarget>,
 
+    /// With --qos: run every search step this many times (1-9) and judge it by the run with the
+    /// median percentile, so that one disturbed run on a shared machine does not decide the search.
+    /// 1 is mutilate's procedure.
+    #[arg(long, default_value_t = 1, requires = "qos", value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub qos_repeats: u32,
+
     /// Latency against load: one open-loop run at each rate FROM..TO:STEP (requests/s, e.g.
     /// 20000..200000:20000, at most 100 steps), each --warmup + --duration, as mutilate's --scan.
     /// The report lists every step; its detailed results are the last step's. Draw the steps of

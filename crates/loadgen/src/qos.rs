@@ -63,6 +63,15 @@ pub fn judge(
     }
 }
 
+/// Which of several runs of one step stands for it: the run with the median percentile (for an even
+/// count the lower of the two middle ones, the more favourable). Ties keep the earlier run.
+pub fn median_run(percentiles_us: &[u64]) -> usize {
+    assert!(!percentiles_us.is_empty(), "a step has at least one run");
+    let mut order: Vec<usize> = (0..percentiles_us.len()).collect();
+    order.sort_by_key(|&i| (percentiles_us[i], i));
+    order[(order.len() - 1) / 2]
+}
+
 /// Binary search of the offered rate in `(0, upper_ops]`. `step(rate)` runs one measurement and
 /// returns its judged result (built with [`judge`]); an error from a step aborts the search.
 /// The upper bound is tried first: a server that meets QoS at its peak needs no search.
@@ -155,6 +164,17 @@ mod tests {
         let found = search(bounds, |r| model_with_limit(r, 10)).unwrap();
         assert!(found.best.is_none());
         assert_eq!(found.steps.len(), 7);
+    }
+
+    #[test]
+    fn the_median_run_stands_for_a_step() {
+        assert_eq!(median_run(&[300]), 0);
+        // One disturbed run (90 ms) among three does not decide the step.
+        assert_eq!(median_run(&[120, 90_000, 150]), 2);
+        assert_eq!(median_run(&[90_000, 130, 140, 100, 95_000]), 2);
+        // Even counts take the lower middle run; ties keep the earlier.
+        assert_eq!(median_run(&[400, 100]), 1);
+        assert_eq!(median_run(&[200, 200, 200]), 1);
     }
 
     #[test]

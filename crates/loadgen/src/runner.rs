@@ -115,10 +115,25 @@ pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Write) -> Result<Report, 
             let search = qos::search(bounds, |rate| {
                 step_no += 1;
                 let specs = conn_specs(args, &setup, Some(rate), false);
-                let label = format!("qos {rate:.0}/s");
-                let r = run_phase(&plan, &specs, args, timing, step_no, &label, progress)?;
+                let mut runs = Vec::with_capacity(args.qos_repeats as usize);
+                for run in 1..=args.qos_repeats {
+                    let label = if args.qos_repeats > 1 {
+                        format!("qos {rate:.0}/s #{run}")
+                    } else {
+                        format!("qos {rate:.0}/s")
+                    };
+                    runs.push(run_phase(
+                        &plan, &specs, args, timing, step_no, &label, progress,
+                    )?);
+                }
+                let pctls: Vec<u64> = runs
+                    .iter()
+                    .map(|r| r.stats.latency.total.percentile_us(target.percentile))
+                    .collect();
+                let median = qos::median_run(&pctls);
+                let pctl = pctls[median];
+                let r = runs.swap_remove(median);
                 let achieved = r.stats.ops.iter().sum::<u64>() as f64 / measured_secs;
-                let pctl = r.stats.latency.total.percentile_us(target.percentile);
                 let step = qos::judge(rate, achieved, pctl, r.stats.errors.total(), limit_us);
                 if step.met {
                     best_run = Some((rate, r.stats));
