@@ -36,20 +36,7 @@ trap cleanup EXIT
 . scripts/lib/ports.sh  # the script runs from the repository root
 
 # `stats` NAME of the server on port $1.
-stat() {
-    /usr/bin/python3 - "$1" "$2" <<'EOF'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(b"stats\r\n")
-buf = b""
-while not buf.endswith(b"END\r\n"):
-    buf += s.recv(65536)
-for line in buf.decode().splitlines():
-    parts = line.split()
-    if len(parts) == 3 and parts[1] == sys.argv[2]:
-        print(parts[2])
-EOF
-}
+stat() { server_stats "$1" | awk -v name="$2" '$1 == name {print $2}'; }
 
 # Fills the server on port $2 (process $3) and prints one table row named $1.
 measure() {

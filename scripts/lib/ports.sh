@@ -13,17 +13,11 @@ wait_port() {
     return 1
 }
 
-# Prints "CPU_SECONDS COMMANDS" for the server process $2 listening on 127.0.0.1:$1: its utime + stime
-# from /proc and the gets + sets it has served (`stats` cmd_get + cmd_set, the same for memcached and
-# mrcached). The difference of two readings gives the server's CPU time per request over that interval.
-server_cpu_and_commands() {
-    /usr/bin/python3 - "$1" "$2" <<'PY'
-import os, socket, sys
-port, pid = int(sys.argv[1]), sys.argv[2]
-with open(f"/proc/{pid}/stat") as f:
-    fields = f.read().rsplit(")", 1)[1].split()
-ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat(5))
-s = socket.create_connection(("127.0.0.1", port), timeout=5)
+# Prints the `stats` of the server on 127.0.0.1:$1 as "NAME VALUE" lines (memcached and mrcached alike).
+server_stats() {
+    /usr/bin/python3 - "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
 s.sendall(b"stats\r\n")
 buf = b""
 while not buf.endswith(b"END\r\n"):
@@ -31,7 +25,19 @@ while not buf.endswith(b"END\r\n"):
     if not chunk:
         break
     buf += chunk
-stats = dict(line.split()[1:3] for line in buf.decode().splitlines() if line.startswith("STAT "))
-print(ticks / os.sysconf("SC_CLK_TCK"), int(stats["cmd_get"]) + int(stats["cmd_set"]))
+for line in buf.decode().splitlines():
+    parts = line.split()
+    if len(parts) == 3 and parts[0] == "STAT":
+        print(parts[1], parts[2])
 PY
+}
+
+# Prints "CPU_SECONDS COMMANDS" for the server process $2 listening on 127.0.0.1:$1: its utime + stime
+# from /proc (fields 14 and 15 of stat(5), in clock ticks) and the gets + sets it has served (cmd_get +
+# cmd_set). The difference of two readings gives the server's CPU time per request over that interval.
+server_cpu_and_commands() {
+    local ticks commands
+    ticks=$(awk '{print $14 + $15}' "/proc/$2/stat")
+    commands=$(server_stats "$1" | awk '$1 == "cmd_get" || $1 == "cmd_set" {n += $2} END {print n + 0}')
+    echo "$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {print t / hz}') $commands"
 }

@@ -47,9 +47,13 @@ pub const DEFAULT_SLAB_AUTOMOVE_RATIO: f64 = 0.8;
 pub const DEFAULT_SLAB_AUTOMOVE_WINDOW: u32 = 30;
 /// memcached's `hashpower` limits; we accept the option for compatibility and ignore it.
 pub const HASHPOWER_RANGE: std::ops::RangeInclusive<u32> = 12..=64;
-/// Each default shard should own at least this many pages of `-m`: a shard takes pages on its own, so
-/// with too many shards a small cache strands partly used pages in every shard.
-pub const MIN_PAGES_PER_DEFAULT_SHARD: usize = 32;
+/// Each default shard should own at least this many pages of `-m`. A shard takes pages on its own, and
+/// every slab class in use holds at least one page in every shard, so each extra shard costs up to one
+/// page per class (about 40 classes in the default geometry). Measured with ETC values and `-t 2`, a
+/// second shard held 26% fewer items at `-m 64` and 7% fewer at `-m 256` (docs/results.md §6). At 256
+/// pages, about six per class, a shard's first pages stay a small share of it, and a cache gets one
+/// shard per worker once it has 256 MiB per worker (e.g. `-t 16` from `-m 4096`).
+pub const MIN_PAGES_PER_DEFAULT_SHARD: usize = 256;
 /// `-o item_accounting=compact`: the server places items by the bytes they occupy (class 1 = 80 B), which
 /// fits more items in `-m` than memcached's accounting (docs/results.md §6); `-I` stays memcached's either
 /// way. The engine's own default stays memcached's, for the simulator.
@@ -326,7 +330,7 @@ Extended options (-o key[=value],...):
    lru_crawler, no_lru_crawler  reap expired items in the background (default: on)
    modern, no_modern       no_modern turns slab_reassign and automove off, as in memcached
    shards=N                mrcached: engine lock domains, a power of two (default: threads rounded up
-                           to a power of two, at most one per 32 pages of -m)
+                           to a power of two, at most one per 256 pages of -m)
    item_accounting=A       mrcached: how an item's size picks its slab class: compact (the bytes it
                            occupies; class 1 is 80 B; default) or memcached (memcached's item header and
                            classes, as in the simulator). -I limits items as memcached does either way

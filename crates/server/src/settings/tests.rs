@@ -36,7 +36,7 @@ fn defaults_match_memcached() {
         ),
         (1, 0.8, 30)
     );
-    assert_eq!(s.shards, 2, "64 pages at 32 pages per shard");
+    assert_eq!(s.shards, 1, "64 pages, under 256 pages per shard");
     assert!(s.listen.is_empty());
 }
 
@@ -107,11 +107,11 @@ fn memcached_flags_map_onto_fields() {
         (5, 16, Protocol::Ascii)
     );
     assert_eq!(s.page_size_bytes(), 2 << 20);
-    assert_eq!(s.shards, 8, "8 threads, 512 pages allow 16");
+    assert_eq!(s.shards, 2, "8 threads, but 512 pages allow 2");
     let e = s.engine_config();
     assert_eq!(
         (e.memory_limit_bytes, e.item_size_max_bytes, e.shards),
-        (1024 << 20, 2 << 20, 8)
+        (1024 << 20, 2 << 20, 2)
     );
     assert!(!e.use_cas && !e.evict_when_full);
 }
@@ -223,7 +223,7 @@ fn help_version_and_print_config() {
         Command::PrintConfig(_)
     ));
     let d = Settings::default().describe();
-    assert!(d.iter().any(|(k, v)| *k == "shards" && v == "2"));
+    assert!(d.iter().any(|(k, v)| *k == "shards" && v == "1"));
     assert!(d
         .iter()
         .any(|(k, v)| *k == "item_accounting" && v == "compact"));
@@ -232,12 +232,14 @@ fn help_version_and_print_config() {
 
 #[test]
 fn default_shard_rule() {
-    assert_eq!(default_shards(4, 64), 2);
-    assert_eq!(default_shards(4, 16), 1);
+    assert_eq!(default_shards(4, 64), 1);
+    assert_eq!(default_shards(2, 256), 1);
+    assert_eq!(default_shards(2, 512), 2);
     assert_eq!(default_shards(3, 4096), 4);
     assert_eq!(default_shards(16, 4096), 16);
+    assert_eq!(default_shards(16, 1024), 4);
     assert_eq!(default_shards(1, 4096), 1);
-    assert_eq!(default_shards(6, 96), 2, "96/32 = 3, rounded down to 2");
+    assert_eq!(default_shards(6, 768), 2, "768/256 = 3, rounded down to 2");
 }
 
 #[test]
