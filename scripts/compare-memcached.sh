@@ -37,15 +37,10 @@ cargo build --release -q -p mrcache-server -p mrcache-cli
 mrcached=target/release/mrcached
 mrcache=target/release/mrcache
 
-server_cpu=() client_cpu=()
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-    server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
-fi
-user_flag=()
-[ "$(id -u)" -eq 0 ] && user_flag=(-u root)
-
 # shellcheck source=scripts/lib/ports.sh
 . scripts/lib/ports.sh  # the script runs from the repository root
+bench_placement
+
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
@@ -58,9 +53,7 @@ bench() {
     before=$(server_cpu_and_commands "$port" "$pid")
     result=$(bench_load "$port" "$@")
     after=$(server_cpu_and_commands "$port" "$pid")
-    /usr/bin/python3 -c "
-c0, n0 = map(float, '$before'.split()); c1, n1 = map(float, '$after'.split())
-print('$result', f'{(c1 - c0) * 1e6 / max(n1 - n0, 1):.2f}')"
+    echo "$result $(cpu_us_per_request "$before" "$after")"
 }
 
 bench_load() {

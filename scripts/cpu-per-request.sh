@@ -9,7 +9,8 @@
 #   memcached                 Debian's memcached with the same -m and -t
 #   bin=PATH [FLAGS...]       another mrcached binary (e.g. an older build), with FLAGS
 #   FLAGS...                  mrcached with these flags
-# Below saturation the server's CPU seconds per request (utime + stime from /proc/PID/stat, 10 ms ticks)
+# Below saturation the server's CPU seconds per request (utime + stime from /proc/PID/stat over the gets
+# and sets it served, see scripts/lib/ports.sh)
 # vary far less on a shared machine than peak throughput does, and at saturation the server's peak is
 # about 1 / (CPU per request). Server on core 0, load on core 1, 127.0.0.1 only; 100k keys of 32 bytes
 # with 200-byte values preloaded, 90/10 get/set, 50 connections, one request in flight per connection.
@@ -29,12 +30,7 @@ variant=("$@")
 cargo build --release -q -p mrcache-server -p mrcache-cli
 # shellcheck source=scripts/lib/ports.sh
 . scripts/lib/ports.sh
-server_cpu=() client_cpu=()
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-    server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
-fi
-user_flag=()
-[ "$(id -u)" -eq 0 ] && user_flag=(-u root)
+bench_placement
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null' EXIT
 
@@ -58,14 +54,13 @@ measure() {
     local load=(--server "127.0.0.1:$port" --threads 1 --connections 50 --keys 100000 --key-size 32
         --value-size 200 --get-ratio 0.9 --warmup 0s --json)
     "${client_cpu[@]}" target/release/mrcache bench "${load[@]}" --duration 1s --preload > /dev/null 2>&1
-    local before; before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-    local ops
-    ops=$("${client_cpu[@]}" target/release/mrcache bench "${load[@]}" --duration 8s --rate "$rate" 2>/dev/null |
-        /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["ops"]["total"])')
-    local after; after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    local before after
+    before=$(server_cpu_and_commands "$port" "$pid")
+    "${client_cpu[@]}" target/release/mrcache bench "${load[@]}" --duration 8s --rate "$rate" > /dev/null 2>&1
+    after=$(server_cpu_and_commands "$port" "$pid")
     kill "$pid"; wait "$pid" 2>/dev/null || true
     pid=""
-    /usr/bin/python3 -c "print(f'{($after - $before) * 1e4 / $ops:.3f}')"
+    cpu_us_per_request "$before" "$after"
 }
 
 echo "open loop at $rate requests/s, -m 64 -t $threads; variant: ${variant[*]}"

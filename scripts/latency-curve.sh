@@ -36,14 +36,9 @@ mkdir -p "$out"
 command -v memcached >/dev/null || { echo "memcached not installed (apt-get install memcached)" >&2; exit 1; }
 cargo build --release -q -p mrcache-server -p mrcache-cli
 mrcache=target/release/mrcache
-server_cpu=() client_cpu=()
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-    server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
-fi
-user_flag=()
-[ "$(id -u)" -eq 0 ] && user_flag=(-u root)
 # shellcheck source=scripts/lib/ports.sh
 . scripts/lib/ports.sh
+bench_placement
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
@@ -67,11 +62,8 @@ done
 tmp=$(mktemp -d)
 trap 'cleanup; rm -rf "$tmp"' EXIT
 i=0
-for rate in $(/usr/bin/python3 -c "
-lo, hi = '$scan'.split(':')[0].split('..'); step = float('$scan'.split(':')[1])
-r = float(lo)
-while r <= float(hi) + 1e-9:
-    print(int(r)); r += step"); do
+range=${scan%%:*}
+for rate in $(seq "${range%%..*}" "${scan#*:}" "${range#*..}"); do
     i=$((i + 1))
     for k in $(seq 1 "$repeats"); do
         for name in memcached mrcached; do

@@ -25,8 +25,6 @@ target=${CARGO_TARGET_DIR:-target}
 [ "$build" -eq 1 ] && cargo build --release -q -p mrcache-server -p mrcache-cli
 mrcached=$target/release/mrcached
 mrcache=$target/release/mrcache
-user_flag=()
-[ "$(id -u)" -eq 0 ] && user_flag=(-u root)
 
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; }
@@ -34,6 +32,7 @@ trap cleanup EXIT
 
 # shellcheck source=scripts/lib/ports.sh
 . scripts/lib/ports.sh  # the script runs from the repository root
+bench_placement  # only user_flag: both servers run unpinned here
 
 # `stats` NAME of the server on port $1.
 stat() { server_stats "$1" | awk -v name="$2" '$1 == name {print $2}'; }

@@ -1,4 +1,17 @@
-# Loopback port helpers shared by the benchmark scripts (sourced, not run).
+# Helpers shared by the benchmark scripts (sourced, not run): loopback ports, where servers and load run,
+# and what a server has done (its stats and CPU time).
+
+# Sets server_cpu and client_cpu, command prefixes that put servers on core 0 and the load generator on
+# core 1 where there are two cores (empty otherwise), and user_flag, the `-u root` memcached needs when
+# run as root.
+bench_placement() {
+    server_cpu=() client_cpu=() user_flag=()
+    if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+        server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
+    fi
+    [ "$(id -u)" -eq 0 ] && user_flag=(-u root)
+    return 0
+}
 
 # A TCP port on 127.0.0.1 that is free now (the kernel's pick; a server started next normally gets it).
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -40,4 +53,9 @@ server_cpu_and_commands() {
     ticks=$(awk '{print $14 + $15}' "/proc/$2/stat")
     commands=$(server_stats "$1" | awk '$1 == "cmd_get" || $1 == "cmd_set" {n += $2} END {print n + 0}')
     echo "$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {print t / hz}') $commands"
+}
+
+# Prints the server's CPU microseconds per request between two `server_cpu_and_commands` readings.
+cpu_us_per_request() {
+    echo "$1 $2" | awk '{printf "%.2f\n", ($3 - $1) * 1e6 / ($4 - $2 > 0 ? $4 - $2 : 1)}'
 }

@@ -58,37 +58,54 @@ fn reference_points(text: &str, header: &str) -> Vec<(u64, String)> {
         .collect()
 }
 
+/// The exact LRU curve of trace `file` at the sizes of one section (`header`, in `unit`) of reference
+/// `name`: (size, computed miss ratio, the reference's printed miss ratio) at every printed size.
+fn exact_against_reference(
+    dir: &std::path::Path,
+    file: &str,
+    name: &str,
+    header: &str,
+    unit: SizeUnit,
+) -> Vec<(u64, f64, String)> {
+    let reference =
+        std::fs::read_to_string(dir.join(format!("reference/{name}.lru-mrc.csv"))).unwrap();
+    let expected = reference_points(&reference, header);
+    assert!(
+        expected.len() > 10,
+        "{name}: reference has {} points",
+        expected.len()
+    );
+    let mut profiler = ExactLru::new();
+    for request in open_trace(&dir.join(file), TraceFormat::Auto).unwrap() {
+        let request = request.unwrap();
+        profiler.record(request.key, request.size);
+    }
+    let query = MrcQuery {
+        unit,
+        points_per_decade: 0,
+        exact_sizes: expected.iter().map(|&(size, _)| size).collect(),
+    };
+    let curve = profiler.mrc(&query);
+    assert_eq!(curve.points().len(), expected.len(), "{name}: points");
+    curve
+        .points()
+        .iter()
+        .zip(expected)
+        .map(|(point, (size, ratio))| {
+            assert_eq!(point.size, size, "{name}");
+            (size, point.miss_ratio, ratio)
+        })
+        .collect()
+}
+
 #[test]
 fn exact_lru_reproduces_every_reference_curve() {
     let Some(dir) = traces_dir() else { return };
     for (file, name) in TRACES {
-        let reference =
-            std::fs::read_to_string(dir.join(format!("reference/{name}.lru-mrc.csv"))).unwrap();
-        let expected = reference_points(&reference, "cache_size_objects");
-        assert!(
-            expected.len() > 10,
-            "{name}: reference has {} points",
-            expected.len()
-        );
-        let mut profiler = ExactLru::new();
-        for request in open_trace(&dir.join(file), TraceFormat::Auto).unwrap() {
-            let request = request.unwrap();
-            profiler.record(request.key, request.size);
-        }
-        let query = MrcQuery {
-            unit: SizeUnit::Objects,
-            points_per_decade: 0,
-            exact_sizes: expected.iter().map(|&(size, _)| size).collect(),
-        };
-        let curve = profiler.mrc(&query);
-        assert_eq!(curve.points().len(), expected.len(), "{name}: points");
-        for (point, (size, ratio)) in curve.points().iter().zip(&expected) {
-            assert_eq!(point.size, *size);
-            assert_eq!(
-                &format!("{:.6}", point.miss_ratio),
-                ratio,
-                "{name} at {size}"
-            );
+        let points =
+            exact_against_reference(&dir, file, name, "cache_size_objects", SizeUnit::Objects);
+        for (size, miss_ratio, ratio) in points {
+            assert_eq!(format!("{miss_ratio:.6}"), ratio, "{name} at {size}");
         }
     }
 }
@@ -101,28 +118,17 @@ fn exact_lru_reproduces_every_reference_curve() {
 #[test]
 fn exact_lru_reproduces_the_byte_capacity_reference_curve() {
     let Some(dir) = traces_dir() else { return };
-    let reference =
-        std::fs::read_to_string(dir.join("reference/cloudPhysicsIO.lru-mrc.csv")).unwrap();
-    let expected = reference_points(&reference, "cache_size_bytes");
-    assert!(expected.len() > 10, "{} points", expected.len());
-    let mut profiler = ExactLru::new();
-    let file = dir.join("block/cloudPhysicsIO.oracleGeneral.bin");
-    for request in open_trace(&file, TraceFormat::Auto).unwrap() {
-        let request = request.unwrap();
-        profiler.record(request.key, request.size);
-    }
-    let query = MrcQuery {
-        unit: SizeUnit::Bytes,
-        points_per_decade: 0,
-        exact_sizes: expected.iter().map(|&(size, _)| size).collect(),
-    };
-    let curve = profiler.mrc(&query);
-    assert_eq!(curve.points().len(), expected.len());
+    let points = exact_against_reference(
+        &dir,
+        "block/cloudPhysicsIO.oracleGeneral.bin",
+        "cloudPhysicsIO",
+        "cache_size_bytes",
+        SizeUnit::Bytes,
+    );
     let mut worst = 0f64;
-    for (point, (size, ratio)) in curve.points().iter().zip(&expected) {
-        assert_eq!(point.size, *size);
+    for (_, miss_ratio, ratio) in points {
         let want: f64 = ratio.parse().unwrap();
-        worst = worst.max((point.miss_ratio - want).abs());
+        worst = worst.max((miss_ratio - want).abs());
     }
     eprintln!("byte-capacity curve: largest difference {worst:.6}");
     assert!(worst < 2e-5, "largest difference {worst}");

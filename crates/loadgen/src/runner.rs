@@ -60,9 +60,9 @@ pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Write) -> Result<Report, 
     };
     let measured_secs = args.duration.0.as_secs_f64();
     let timing = (args.warmup.0, args.duration.0);
-    let mut report = match args.qos {
-        None if args.scan.is_some() => {
-            let rates = args.scan.map(|s| s.rates()).unwrap_or_default();
+    let mut report = match (args.qos, args.scan) {
+        (None, Some(scan)) => {
+            let rates = scan.rates();
             let plan = plan(args, &setup, LoadMode::Open)?;
             let mut steps = Vec::with_capacity(rates.len());
             let mut last = None;
@@ -78,7 +78,7 @@ pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Write) -> Result<Report, 
             report.scan = Some(steps);
             report
         }
-        None => {
+        (None, None) => {
             let mode = if args.rate.is_some() {
                 LoadMode::Open
             } else {
@@ -89,7 +89,7 @@ pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Write) -> Result<Report, 
             let r = run_phase(&plan, &specs, args, timing, 1, "run", progress)?;
             Report::new(args, args.rate, measured_secs, &r.stats)
         }
-        Some(target) => {
+        (Some(target), _) => {
             let (upper_ops, upper_source) = match args.rate {
                 Some(rate) => (rate, "--rate"),
                 None => {
