@@ -19,6 +19,8 @@
 # of the server process over its cmd_get + cmd_set), and cpu_ratio = memcached's over mrcached's: how many
 # more requests mrcached serves per CPU second. Where the one client core, not the server, limits
 # throughput (unpipelined loads on a 2-core machine), that ratio is the server-bound comparison.
+# The client column is the load generator's own CPU share over the measured window (mrcache bench's
+# client_cpu_util): near 100% in a closed loop, the client may be what limits the row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +47,8 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-# Prints "OPS PCTL CPU_US_PER_REQUEST" for one bench invocation against the server on port $1, pid $2.
+# Prints "OPS PCTL CLIENT_PCT CPU_US_PER_REQUEST" for one bench invocation against the server on port $1,
+# pid $2.
 bench() {
     local port=$1 pid=$2
     shift 2
@@ -66,11 +69,13 @@ bench_load() {
 import json, sys
 r = json.load(sys.stdin)
 q = r.get("qos")
+u = r.get("client_cpu_util")
+client = "-" if u is None else f"{100 * u:.0f}%"
 if q:  # --qos: the highest rate that met the target, and its percentile
     b = q.get("best") or {"achieved_ops": 0, "percentile_us": 0}
-    print(int(b["achieved_ops"]), b["percentile_us"])
+    print(int(b["achieved_ops"]), b["percentile_us"], client)
 else:
-    print(int(r["throughput_ops"]), r["latency_us"]["total"]["p99"])'
+    print(int(r["throughput_ops"]), r["latency_us"]["total"]["p99"], client)'
 }
 
 mport=$(free_port)
@@ -94,24 +99,24 @@ fi
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); -m $memory -t $threads; load: closed loop, 50 conns, 90/10, 32 B keys, 200 B values, $duration"
 [ -n "$variant" ] && echo "variant: mrcached $variant"
-head=(round memcached_ops p99_us cpu_us mrcached_ops p99_us cpu_us ratio cpu_ratio)
-row='%-6s %14s %8s %7s %14s %8s %7s %6s %9s'
+head=(round memcached_ops p99_us client cpu_us mrcached_ops p99_us client cpu_us ratio cpu_ratio)
+row='%-6s %14s %8s %6s %7s %14s %8s %6s %7s %6s %9s'
 if [ -z "$variant" ]; then
     printf "$row\n" "${head[@]}"
 else
-    printf "$row %14s %8s %7s %15s\n" "${head[@]}" variant_ops p99_us cpu_us default/variant
+    printf "$row %14s %8s %6s %7s %15s\n" "${head[@]}" variant_ops p99_us client cpu_us default/variant
 fi
 for round in $(seq 1 "$rounds"); do
-    read -r m_ops m_p99 m_cpu < <(bench "$mport" "$mpid" "$@")
-    read -r r_ops r_p99 r_cpu < <(bench "$rport" "$rpid" "$@")
+    read -r m_ops m_p99 m_client m_cpu < <(bench "$mport" "$mpid" "$@")
+    read -r r_ops r_p99 r_client r_cpu < <(bench "$rport" "$rpid" "$@")
     ratio=$(/usr/bin/python3 -c "print(f'{$r_ops / $m_ops:.2f}')")
     cpu_ratio=$(/usr/bin/python3 -c "print(f'{$m_cpu / $r_cpu:.2f}')")
-    cells=("$round" "$m_ops" "$m_p99" "$m_cpu" "$r_ops" "$r_p99" "$r_cpu" "$ratio" "$cpu_ratio")
+    cells=("$round" "$m_ops" "$m_p99" "$m_client" "$m_cpu" "$r_ops" "$r_p99" "$r_client" "$r_cpu" "$ratio" "$cpu_ratio")
     if [ -z "$variant" ]; then
         printf "$row\n" "${cells[@]}"
     else
-        read -r v_ops v_p99 v_cpu < <(bench "$vport" "$vpid" "$@")
+        read -r v_ops v_p99 v_client v_cpu < <(bench "$vport" "$vpid" "$@")
         vratio=$(/usr/bin/python3 -c "print(f'{$r_ops / $v_ops:.3f}')")
-        printf "$row %14s %8s %7s %15s\n" "${cells[@]}" "$v_ops" "$v_p99" "$v_cpu" "$vratio"
+        printf "$row %14s %8s %6s %7s %15s\n" "${cells[@]}" "$v_ops" "$v_p99" "$v_client" "$v_cpu" "$vratio"
     fi
 done

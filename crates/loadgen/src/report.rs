@@ -158,12 +158,19 @@ pub struct Report {
     pub send_delay_us: LatencySummary,
     pub errors: ErrorCounts,
     pub last_error: Option<String>,
+    /// Share of the measured window the load threads were on a CPU (1.0 = every thread busy all
+    /// the time). In a closed loop, near 1.0 means the client, not the server, may have limited the
+    /// throughput. In an open loop the threads spin before each send time, so it reads high by design.
+    pub client_cpu_util: Option<f64>,
     pub tenants: Vec<TenantReport>,
     pub preload: Option<PreloadReport>,
     pub qos: Option<QosReport>,
     /// `--scan`: every step in order (the fields above are the last step's).
     pub scan: Option<Vec<ScanStep>>,
 }
+
+/// Closed-loop client CPU share from which the text report warns that the client may be the bottleneck.
+const CLIENT_BOUND_UTIL: f64 = 0.9;
 
 fn ratio(hits: u64, misses: u64) -> Option<f64> {
     let asked = hits + misses;
@@ -246,6 +253,9 @@ impl Report {
             send_delay_us: stats.send_delay.summary(),
             errors: stats.errors,
             last_error: stats.last_error.clone(),
+            client_cpu_util: (stats.client_threads > 0 && measured_secs > 0.0).then(|| {
+                stats.client_cpu_secs / (measured_secs * stats.client_threads as f64)
+            }),
             tenants,
             preload: None,
             qos: None,
@@ -347,6 +357,22 @@ impl fmt::Display for Report {
             write_latency_row(f, name, s)?;
         }
         write_latency_row(f, "send delay", &self.send_delay_us)?;
+        if let Some(u) = self.client_cpu_util {
+            let conns = self.config.connections * self.config.servers.len().max(1);
+            let threads = self.config.threads.min(conns).max(1);
+            write!(
+                f,
+                "load generator CPU: {:.0}% of its {threads} thread(s)",
+                u * 100.0
+            )?;
+            if self.offered_ops.is_none() && u >= CLIENT_BOUND_UTIL {
+                write!(
+                    f,
+                    " - the client may be what limits this throughput (more --threads, on more cores)"
+                )?;
+            }
+            writeln!(f)?;
+        }
         for t in &self.tenants {
             writeln!(
                 f,

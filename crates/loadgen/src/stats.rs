@@ -34,6 +34,10 @@ pub(crate) struct RunStats {
     pub errors: ErrorCounts,
     pub last_error: Option<String>,
     pub tenants: Vec<TenantStats>,
+    /// CPU time the load threads spent inside the measured window, and how many threads measured
+    /// it: the load generator's own busy share, which says whether the client limited the run.
+    pub client_cpu_secs: f64,
+    pub client_threads: usize,
     /// Completions since the last progress tick, measured or not.
     pub tick_ops: u64,
     pub tick_latency: LatencyHistogram,
@@ -100,6 +104,8 @@ impl RunStats {
             *a += b;
         }
         self.lookaside_sets += other.lookaside_sets;
+        self.client_cpu_secs += other.client_cpu_secs;
+        self.client_threads += other.client_threads;
         self.key_hits += other.key_hits;
         self.key_misses += other.key_misses;
         self.errors.add(&other.errors);

@@ -102,6 +102,20 @@ pub(crate) struct Worker<'a> {
     progress: Sender<Tick>,
     /// `stats.errors.total()` when the last tick was sent.
     errors_at_tick: u64,
+    /// This thread's CPU time when the measured window opened, until it closes.
+    cpu_at_measure_start: Option<Duration>,
+    cpu_measured: bool,
+}
+
+/// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`); `None` where the clock is missing.
+fn thread_cpu_time() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the call writes it and touches nothing else.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
 impl<'a> Worker<'a> {
@@ -145,6 +159,8 @@ impl<'a> Worker<'a> {
             stats,
             progress,
             errors_at_tick: 0,
+            cpu_at_measure_start: None,
+            cpu_measured: false,
         })
     }
 
@@ -163,6 +179,7 @@ impl<'a> Worker<'a> {
         let mut next_scan = start + SCAN_INTERVAL;
         loop {
             let now = Instant::now();
+            self.track_cpu(now);
             // Completion scans every connection: during a preload only as often as timeouts.
             let may_be_done = match self.plan.mode {
                 LoadMode::Preload => now >= next_scan,
@@ -219,8 +236,31 @@ impl<'a> Worker<'a> {
             }
         }
         self.send_tick();
+        self.track_cpu(self.window.measure_end.max(Instant::now()));
         self.finish();
         self.stats
+    }
+
+    /// Reads this thread's CPU clock as the measured window opens and as it closes (or as the
+    /// phase ends, if that comes first), and adds the difference to the stats.
+    fn track_cpu(&mut self, now: Instant) {
+        if self.cpu_measured || self.plan.mode == LoadMode::Preload {
+            return;
+        }
+        if self.cpu_at_measure_start.is_none() && now >= self.window.measure_start {
+            self.cpu_at_measure_start = thread_cpu_time();
+            if self.cpu_at_measure_start.is_none() {
+                self.cpu_measured = true; // no thread clock: report nothing rather than a guess
+            }
+        } else if let Some(start) = self.cpu_at_measure_start {
+            if now >= self.window.measure_end {
+                if let Some(end) = thread_cpu_time() {
+                    self.stats.client_cpu_secs += end.saturating_sub(start).as_secs_f64();
+                    self.stats.client_threads += 1;
+                }
+                self.cpu_measured = true;
+            }
+        }
     }
 
     /// True when no more work can happen: measurement over and nothing in flight, or (preload)
