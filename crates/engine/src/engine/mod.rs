@@ -350,36 +350,27 @@ impl Engine {
                     (it.cas(), it.expiry(), it.bits())
                 };
                 let old_class = shard.part_of_item(old);
-                if args.cas == old_cas {
-                    shard.class_counters_mut(old_class).cas_hits += 1;
-                    shard.write_and_link(
-                        args.key,
-                        hash,
-                        args.client_flags,
-                        expiry,
-                        &[args.value],
-                        clock,
-                    )
-                } else if args.invalidate && args.cas < old_cas {
-                    // Meta `ms I`: an older CAS replaces the value but keeps the TTL and marks it stale.
-                    shard.class_counters_mut(old_class).cas_hits += 1;
-                    let r = shard.write_and_link(
-                        args.key,
-                        hash,
-                        args.client_flags,
-                        old_expiry,
-                        &[args.value],
-                        clock,
-                    );
-                    if let Ok((h, _)) = r {
-                        let keep = bits::STALE | (old_bits & bits::TOKEN_SENT);
-                        shard.item_mut(h).insert_bits(keep);
-                    }
-                    r
-                } else {
+                // Meta `ms I`: an older CAS replaces the value but keeps the TTL and marks it stale.
+                let invalidating = args.cas != old_cas && args.invalidate && args.cas < old_cas;
+                if args.cas != old_cas && !invalidating {
                     shard.class_counters_mut(old_class).cas_badval += 1;
                     return StoreOutcome::Exists;
                 }
+                shard.class_counters_mut(old_class).cas_hits += 1;
+                let expiry = if invalidating { old_expiry } else { expiry };
+                let r = shard.write_and_link(
+                    args.key,
+                    hash,
+                    args.client_flags,
+                    expiry,
+                    &[args.value],
+                    clock,
+                );
+                if let (true, Ok((h, _))) = (invalidating, &r) {
+                    let keep = bits::STALE | (old_bits & bits::TOKEN_SENT);
+                    shard.item_mut(*h).insert_bits(keep);
+                }
+                r
             }
             (StoreMode::Append | StoreMode::Prepend, Some(old)) => {
                 let (old_cas, old_flags, old_expiry) = {
