@@ -253,9 +253,8 @@ impl Report {
             send_delay_us: stats.send_delay.summary(),
             errors: stats.errors,
             last_error: stats.last_error.clone(),
-            client_cpu_util: (stats.client_threads > 0 && measured_secs > 0.0).then(|| {
-                stats.client_cpu_secs / (measured_secs * stats.client_threads as f64)
-            }),
+            client_cpu_util: (stats.client_threads > 0 && measured_secs > 0.0)
+                .then(|| stats.client_cpu_secs / (measured_secs * stats.client_threads as f64)),
             tenants,
             preload: None,
             qos: None,

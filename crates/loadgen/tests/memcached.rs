@@ -137,9 +137,14 @@ fn closed_loop_after_preload_hits_everything_without_errors() {
     assert_eq!(json["config"]["connections"], 8);
     // The one load thread ran for the whole window: its CPU share is positive and at most one core
     // (a little slack for the clock reads straddling the window's edges).
-    let util = report.client_cpu_util.expect("the thread CPU clock exists on Linux");
+    let util = report
+        .client_cpu_util
+        .expect("the thread CPU clock exists on Linux");
     assert!(util > 0.0 && util <= 1.05, "client_cpu_util {util}");
-    assert!(report.to_string().contains("load generator CPU:"), "{report}");
+    assert!(
+        report.to_string().contains("load generator CPU:"),
+        "{report}"
+    );
 }
 
 #[test]
