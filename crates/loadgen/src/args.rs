@@ -7,9 +7,11 @@
 //! Passwords are the one exception: they are echoed as `***`.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+use mrcache_workload::TraceFormat;
 use serde::{Serialize, Serializer};
 
 /// Defaults, each with the reason it was chosen.
@@ -87,9 +89,17 @@ pub struct BenchArgs {
     #[arg(long, default_value = "200")]
     pub value_size: ValueSize,
 
-    /// Key popularity: uniform, or zipf:S with exponent S >= 0 (rank 1 = key 0 is hottest).
+    /// Key popularity: uniform, zipf:S with exponent S >= 0 (rank 1 = key 0 is hottest), or
+    /// trace:PATH, the key sequence of a trace file (any format `mrcache sim` reads, compressed or
+    /// not), replayed in order by all connections together and looped. With a trace, --keys is the
+    /// trace's number of distinct keys; --get-ratio and --value-size still decide operations and sizes.
     #[arg(long, default_value = "uniform")]
     pub popularity: Popularity,
+
+    /// With --popularity trace:PATH, the trace's format (auto detects it from the name).
+    #[arg(long, default_value = "auto", value_parser = parse_trace_format)]
+    #[serde(serialize_with = "serialize_display")]
+    pub trace_format: TraceFormat,
 
     /// Keys per get: above 1 every get is a multi-get of that many keys.
     #[arg(long, default_value_t = 1)]
@@ -242,11 +252,13 @@ impl fmt::Display for ValueSize {
 }
 
 /// Key popularity over the key ranks.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Popularity {
     Uniform,
     /// Zipf with this exponent: P(rank k) proportional to k^-s.
     Zipf(f64),
+    /// The key sequence of this trace file, in order.
+    Trace(PathBuf),
 }
 
 impl FromStr for Popularity {
@@ -255,9 +267,15 @@ impl FromStr for Popularity {
         if s == "uniform" {
             return Ok(Popularity::Uniform);
         }
+        if let Some(path) = s.strip_prefix("trace:") {
+            if path.is_empty() {
+                return Err("trace: needs a file, as in trace:web07.trace.xz".into());
+            }
+            return Ok(Popularity::Trace(PathBuf::from(path)));
+        }
         let exp = s
             .strip_prefix("zipf:")
-            .ok_or("popularity is uniform or zipf:S")?;
+            .ok_or("popularity is uniform, zipf:S or trace:PATH")?;
         match exp.parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 => Ok(Popularity::Zipf(v)),
             _ => Err(format!("bad zipf exponent {exp:?} (a number >= 0)")),
@@ -270,6 +288,7 @@ impl fmt::Display for Popularity {
         match self {
             Popularity::Uniform => f.write_str("uniform"),
             Popularity::Zipf(s) => write!(f, "zipf:{s}"),
+            Popularity::Trace(path) => write!(f, "trace:{}", path.display()),
         }
     }
 }
@@ -430,6 +449,15 @@ impl fmt::Display for TenantSpec {
     }
 }
 
+/// `--trace-format`: one of the trace readers' format names.
+fn parse_trace_format(s: &str) -> Result<TraceFormat, String> {
+    s.parse()
+}
+
+fn serialize_display<T: fmt::Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
 macro_rules! serialize_as_display {
     ($($t:ty),*) => {$(
         impl Serialize for $t {
@@ -516,6 +544,11 @@ mod tests {
         assert_eq!("200".parse::<ValueSize>().unwrap(), ValueSize::Fixed(200));
         assert!("uniform:20-10".parse::<ValueSize>().is_err());
         assert_eq!(round_trip::<Popularity>("zipf:0.99"), "zipf:0.99");
+        assert_eq!(
+            round_trip::<Popularity>("trace:web07.trace.xz"),
+            "trace:web07.trace.xz"
+        );
+        assert!("trace:".parse::<Popularity>().is_err());
         assert!("zipf:-1".parse::<Popularity>().is_err());
         let q: QosTarget = "p99.9=1ms".parse().unwrap();
         assert_eq!((q.percentile, q.limit), (99.9, Duration::from_millis(1)));

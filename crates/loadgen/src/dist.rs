@@ -1,11 +1,19 @@
 //! Random samplers of the workload: key ranks, value sizes and open-loop inter-arrival gaps.
 //!
-//! Every sampler is a pure function of the RNG it is handed, so a seeded run is reproducible.
-//! Invariants: [`KeySampler::sample`] returns an index in `0..n` (index 0 is the most popular key
-//! under Zipf); [`ValueSizer::size_of`] is a function of the key alone (a key keeps its size for
+//! Every sampler but the trace is a pure function of the RNG it is handed, so a seeded run is
+//! reproducible. A trace ([`KeyTrace`]) is replayed in its own order from one cursor shared by all
+//! connections: the sequence of keys is the trace's, their interleaving over connections depends on
+//! timing. Invariants: [`KeySampler::sample`] returns an index in `0..n` (index 0 is the most
+//! popular key under Zipf, the trace's first key for a trace); [`ValueSizer::size_of`] is a function of the key alone (a key keeps its size for
 //! the whole run, as a real object would) and never exceeds [`MAX_VALUE_BYTES`]; gaps are finite
 //! and non-negative with mean `1 / rate`.
 
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use mrcache_workload::{open_trace, TraceFormat};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -20,14 +28,21 @@ pub const MAX_VALUE_BYTES: usize = 1_000_000;
 pub enum KeySampler {
     Uniform { n: u64 },
     Zipf(Zipf),
+    Trace(Arc<KeyTrace>),
 }
 
 impl KeySampler {
-    pub fn new(popularity: Popularity, n: u64) -> Self {
+    /// A sampler over `n` keys; a trace popularity takes its keys from `trace` (loaded once by
+    /// the caller, whose `distinct_keys` is then `n`).
+    pub fn new(popularity: &Popularity, n: u64, trace: Option<&Arc<KeyTrace>>) -> Self {
         assert!(n > 0, "key space must not be empty");
-        match popularity {
-            Popularity::Uniform => KeySampler::Uniform { n },
-            Popularity::Zipf(s) => KeySampler::Zipf(Zipf::new(n, s)),
+        match (popularity, trace) {
+            (Popularity::Uniform, _) => KeySampler::Uniform { n },
+            (Popularity::Zipf(s), _) => KeySampler::Zipf(Zipf::new(n, *s)),
+            (Popularity::Trace(_), Some(t)) => KeySampler::Trace(t.clone()),
+            (Popularity::Trace(path), None) => {
+                panic!("trace {} must be loaded first", path.display())
+            }
         }
     }
 
@@ -35,8 +50,102 @@ impl KeySampler {
         match self {
             KeySampler::Uniform { n } => rng.gen_range(0..*n),
             KeySampler::Zipf(z) => z.sample(rng) - 1,
+            KeySampler::Trace(t) => t.next(),
         }
     }
+}
+
+/// Most requests a trace may hold for replay: 4 bytes each in memory, so 1 GB at this bound.
+pub const MAX_TRACE_REQUESTS: usize = 250_000_000;
+
+/// A trace's key sequence for replay: every key renamed to a dense index in order of first
+/// appearance (the first key is 0), so the load generator's own fixed-size key names apply.
+#[derive(Debug)]
+pub struct KeyTrace {
+    keys: Box<[u32]>,
+    distinct: u64,
+    /// Position of the next request, over all connections and phases; wraps around the trace.
+    cursor: AtomicUsize,
+}
+
+impl KeyTrace {
+    /// Reads the whole trace. Errors name the file and offset (the trace readers' errors), or say
+    /// the trace is too long to hold.
+    pub fn load(path: &Path, format: TraceFormat) -> Result<KeyTrace, String> {
+        let reader = open_trace(path, format).map_err(|e| {
+            if e.is_unknown_format() {
+                format!(
+                    "{}: cannot tell the trace format from the name or first line; pass --trace-format",
+                    path.display()
+                )
+            } else {
+                e.to_string()
+            }
+        })?;
+        KeyTrace::from_ids(reader.map(|r| r.map(|req| req.key).map_err(|e| e.to_string()))).map_err(
+            |e| match e {
+                FromIdsError::Read(e) => e,
+                FromIdsError::TooLong => format!(
+                    "{}: more than {MAX_TRACE_REQUESTS} requests; replay a cut of it",
+                    path.display()
+                ),
+                FromIdsError::Empty => format!("{}: the trace holds no requests", path.display()),
+            },
+        )
+    }
+
+    /// Builds the sequence from a trace's key ids.
+    fn from_ids<I>(ids: I) -> Result<KeyTrace, FromIdsError>
+    where
+        I: Iterator<Item = Result<u64, String>>,
+    {
+        let mut index: HashMap<u64, u32> = HashMap::new();
+        let mut keys = Vec::new();
+        for id in ids {
+            let id = id.map_err(FromIdsError::Read)?;
+            if keys.len() == MAX_TRACE_REQUESTS {
+                return Err(FromIdsError::TooLong);
+            }
+            let next = index.len() as u32; // at most MAX_TRACE_REQUESTS < 2^32 distinct keys
+            keys.push(*index.entry(id).or_insert(next));
+        }
+        if keys.is_empty() {
+            return Err(FromIdsError::Empty);
+        }
+        Ok(KeyTrace {
+            keys: keys.into_boxed_slice(),
+            distinct: index.len() as u64,
+            cursor: AtomicUsize::new(0),
+        })
+    }
+
+    /// The number of distinct keys: the key space of the replay.
+    pub fn distinct_keys(&self) -> u64 {
+        self.distinct
+    }
+
+    /// Requests in one pass of the trace.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Never true: an empty trace is refused when loading.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The key of the next request, looping at the end of the trace.
+    fn next(&self) -> u64 {
+        let at = self.cursor.fetch_add(1, Relaxed) % self.keys.len();
+        u64::from(self.keys[at])
+    }
+}
+
+#[derive(Debug)]
+enum FromIdsError {
+    Read(String),
+    TooLong,
+    Empty,
 }
 
 /// Zipf over ranks `1..=n` with exponent `s >= 0`, by rejection-inversion (Hörmann & Derflinger,
@@ -284,9 +393,68 @@ mod tests {
     fn key_sampler_stays_in_range() {
         let mut r = rng();
         for pop in [Popularity::Uniform, Popularity::Zipf(1.0)] {
-            let ks = KeySampler::new(pop, 3);
+            let ks = KeySampler::new(&pop, 3, None);
             assert!((0..1000).all(|_| ks.sample(&mut r) < 3));
         }
+    }
+
+    fn ids(v: &[u64]) -> impl Iterator<Item = Result<u64, String>> + '_ {
+        v.iter().map(|&id| Ok(id))
+    }
+
+    #[test]
+    fn a_trace_replays_its_keys_in_order_renamed_by_first_appearance_and_loops() {
+        let trace = Arc::new(KeyTrace::from_ids(ids(&[900, 7, 900, 42, 7])).unwrap());
+        assert_eq!((trace.len(), trace.distinct_keys()), (5, 3));
+        let ks = KeySampler::new(
+            &Popularity::Trace("t.trace".into()),
+            trace.distinct_keys(),
+            Some(&trace),
+        );
+        let mut r = rng();
+        let drawn: Vec<u64> = (0..12).map(|_| ks.sample(&mut r)).collect();
+        assert_eq!(drawn, [0, 1, 0, 2, 1, 0, 1, 0, 2, 1, 0, 1]);
+        // Clones (one per phase) share the cursor: the replay runs on.
+        let again = ks.clone();
+        assert_eq!(again.sample(&mut r), 0);
+    }
+
+    #[test]
+    fn a_trace_that_fails_or_holds_nothing_is_an_error() {
+        let failing = [Ok(1), Err("t.trace: byte 4: partial record".to_string())];
+        match KeyTrace::from_ids(failing.into_iter()) {
+            Err(FromIdsError::Read(e)) => assert!(e.contains("byte 4"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            KeyTrace::from_ids(ids(&[])),
+            Err(FromIdsError::Empty)
+        ));
+    }
+
+    #[test]
+    fn a_trace_file_loads_through_the_shared_readers() {
+        let dir = std::env::temp_dir().join(format!("mrcache-keytrace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keys.trace"); // cache2k format: big-endian u32 ids
+        let bytes: Vec<u8> = [5u32, 6, 5, 5]
+            .iter()
+            .flat_map(|k| k.to_be_bytes())
+            .collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let trace = KeyTrace::load(&path, TraceFormat::Auto).unwrap();
+        assert_eq!((trace.len(), trace.distinct_keys()), (4, 2));
+        std::fs::write(&path, &bytes[..6]).unwrap();
+        let err = KeyTrace::load(&path, TraceFormat::Auto).unwrap_err();
+        assert!(
+            err.contains("keys.trace") && err.contains("byte 4"),
+            "{err}"
+        );
+        let unknown = dir.join("keys.bin");
+        std::fs::write(&unknown, &bytes).unwrap();
+        let err = KeyTrace::load(&unknown, TraceFormat::Auto).unwrap_err();
+        assert!(err.contains("--trace-format"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     fn quantile(sorted: &[usize], q: f64) -> usize {

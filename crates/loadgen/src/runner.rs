@@ -11,13 +11,14 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::args::{defaults, BenchArgs, TenantSpec};
-use crate::dist::{GapSampler, KeySampler, ValueSizer, MAX_VALUE_BYTES};
+use crate::args::{defaults, BenchArgs, Popularity, TenantSpec};
+use crate::dist::{GapSampler, KeySampler, KeyTrace, ValueSizer, MAX_VALUE_BYTES};
 use crate::histo::LatencyHistogram;
 use crate::qos::{self, SearchBounds};
 use crate::report::{PreloadReport, QosReport, Report, ScanStep};
@@ -41,6 +42,10 @@ struct PhaseResult {
 struct Setup {
     addrs: Vec<(String, SocketAddr)>,
     tenants: Vec<TenantSpec>,
+    /// Keys per tenant: `--keys`, or a replayed trace's distinct keys.
+    keys: u64,
+    /// `--popularity trace:PATH`, read once for every phase (its cursor runs on across phases).
+    trace: Option<Arc<KeyTrace>>,
 }
 
 pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Write) -> Result<Report, BenchError> {
@@ -156,6 +161,7 @@ pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Write) -> Result<Report, 
         }
     };
     report.preload = preload;
+    report.config.keys = setup.keys;
     Ok(report)
 }
 
@@ -168,7 +174,14 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
     if !(0.0..=1.0).contains(&args.get_ratio) {
         return bad(format!("--get-ratio {} is not in [0, 1]", args.get_ratio));
     }
-    if args.keys == 0 {
+    let trace = match &args.popularity {
+        Popularity::Trace(path) => Some(Arc::new(
+            KeyTrace::load(path, args.trace_format).map_err(BenchError::InvalidArgs)?,
+        )),
+        _ => None,
+    };
+    let keys = trace.as_ref().map_or(args.keys, |t| t.distinct_keys());
+    if keys == 0 {
         return bad("--keys must be at least 1".into());
     }
     if !(1..=MAX_MULTIGET).contains(&args.multiget) {
@@ -210,7 +223,7 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
         ));
     }
     for t in &tenants {
-        KeySpace::new(&t.key_prefix, args.key_size, args.keys).map_err(BenchError::InvalidArgs)?;
+        KeySpace::new(&t.key_prefix, args.key_size, keys).map_err(BenchError::InvalidArgs)?;
     }
     let mut addrs = Vec::new();
     for server in &args.servers {
@@ -230,7 +243,12 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
     if addrs.is_empty() {
         return bad("at least one --server is needed".into());
     }
-    Ok(Setup { addrs, tenants })
+    Ok(Setup {
+        addrs,
+        tenants,
+        keys,
+        trace,
+    })
 }
 
 fn plan(args: &BenchArgs, setup: &Setup, mode: LoadMode) -> Result<Plan, BenchError> {
@@ -238,7 +256,7 @@ fn plan(args: &BenchArgs, setup: &Setup, mode: LoadMode) -> Result<Plan, BenchEr
     let mut tenants = Vec::new();
     for t in &setup.tenants {
         tenants.push(TenantPlan {
-            space: KeySpace::new(&t.key_prefix, args.key_size, args.keys)
+            space: KeySpace::new(&t.key_prefix, args.key_size, setup.keys)
                 .map_err(BenchError::InvalidArgs)?,
             user: t.user.clone(),
             password: t.password.clone(),
@@ -251,7 +269,7 @@ fn plan(args: &BenchArgs, setup: &Setup, mode: LoadMode) -> Result<Plan, BenchEr
         multiget: args.multiget,
         lookaside: args.lookaside,
         backend_delay: args.backend_delay.0,
-        keys: KeySampler::new(args.popularity, args.keys),
+        keys: KeySampler::new(&args.popularity, setup.keys, setup.trace.as_ref()),
         value: vec![b'v'; sizer.max_size()],
         sizer,
         tenants,
@@ -292,7 +310,7 @@ fn conn_specs(args: &BenchArgs, setup: &Setup, rate: Option<f64>, preload: bool)
             let per_conn =
                 rate.map(|r| r * weights[tenant] / weight_sum / (conns * servers) as f64);
             for c in 0..conns as u64 {
-                let keys = args.keys;
+                let keys = setup.keys;
                 let range = if preload {
                     (keys * c / conns as u64)..(keys * (c + 1) / conns as u64)
                 } else {

@@ -148,6 +148,58 @@ fn closed_loop_after_preload_hits_everything_without_errors() {
 }
 
 #[test]
+fn a_trace_replays_its_keys_and_lookaside_fills_them() {
+    let Some(mc) = Memcached::start(&[]) else {
+        return;
+    };
+    // A cache2k-format trace (big-endian u32 ids) cycling over 50 keys, 1,000 requests a pass.
+    let dir = std::env::temp_dir().join(format!("mrcache-bench-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cycle.trace");
+    let ids: Vec<u8> = (0..1000u32)
+        .flat_map(|i| (10_000 + i % 50).to_be_bytes())
+        .collect();
+    std::fs::write(&path, ids).unwrap();
+    let popularity = format!("trace:{}", path.display());
+    let opts = [
+        "--duration",
+        "500ms",
+        "--warmup",
+        "200ms",
+        "--connections",
+        "2",
+        "--popularity",
+        &popularity,
+        "--get-ratio",
+        "1",
+        "--lookaside",
+        "--key-size",
+        "16",
+    ];
+    let (report, _) = bench(&mc.addr, &opts);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let report = report.expect("bench runs");
+    assert_eq!(report.errors.total(), 0, "{report}");
+    assert_eq!(report.config.keys, 50, "the key space is the trace's");
+    // The 50 keys missed once each, during the warm-up, and were filled: every measured get hits.
+    assert_eq!(report.hit_ratio, Some(1.0), "{report}");
+    assert!(
+        report.ops.get > 1000,
+        "more than one pass of the trace: {report}"
+    );
+    assert!(report.to_string().contains("popularity trace:"), "{report}");
+
+    let missing = [
+        "--popularity",
+        "trace:/nonexistent/x.trace",
+        "--duration",
+        "1s",
+    ];
+    let err = bench(&mc.addr, &missing).0.unwrap_err().to_string();
+    assert!(err.contains("/nonexistent/x.trace"), "{err}");
+}
+
+#[test]
 fn open_loop_lookaside_multiget_follows_the_rate_and_fills_misses() {
     let Some(mc) = Memcached::start(&[]) else {
         return;

@@ -61,6 +61,11 @@ impl TraceError {
     pub fn line(&self) -> Option<u64> {
         self.line
     }
+
+    /// True when the format could not be detected, so the caller can name its own format option.
+    pub fn is_unknown_format(&self) -> bool {
+        matches!(self.kind, TraceErrorKind::UnknownFormat)
+    }
 }
 
 impl fmt::Display for TraceError {
