@@ -330,8 +330,12 @@ impl Engine {
         shard.class_counters_mut(part).set_cmds += 1;
         shard.tenant_counters_mut(args.key.tenant).set_cmds += 1;
         let old = shard.find(args.key, hash, clock).ok();
-        let expiry = clock.expiry(args.exptime);
-        let result = match (args.mode, old) {
+        // What to write: flags, expiry, the old value to join (append/prepend) and meta bits to set.
+        let mut flags = args.client_flags;
+        let mut expiry = clock.expiry(args.exptime);
+        let mut joined_with: Option<Vec<u8>> = None;
+        let mut mark = 0;
+        match (args.mode, old) {
             (StoreMode::Add, Some(old)) => {
                 // memcached: add on an existing item fails but promotes it.
                 shard.promote(old, hash, clock.now);
@@ -357,47 +361,26 @@ impl Engine {
                     return StoreOutcome::Exists;
                 }
                 shard.class_counters_mut(old_class).cas_hits += 1;
-                let expiry = if invalidating { old_expiry } else { expiry };
-                let r = shard.write_and_link(
-                    args.key,
-                    hash,
-                    args.client_flags,
-                    expiry,
-                    &[args.value],
-                    clock,
-                );
-                if let (true, Ok((h, _))) = (invalidating, &r) {
-                    let keep = bits::STALE | (old_bits & bits::TOKEN_SENT);
-                    shard.item_mut(*h).insert_bits(keep);
+                if invalidating {
+                    expiry = old_expiry;
+                    mark = bits::STALE | (old_bits & bits::TOKEN_SENT);
                 }
-                r
             }
             (StoreMode::Append | StoreMode::Prepend, Some(old)) => {
-                let (old_cas, old_flags, old_expiry) = {
-                    let it = shard.item(old);
-                    (it.cas(), it.client_flags(), it.expiry())
-                };
-                if args.cas != 0 && args.cas != old_cas {
+                let it = shard.item(old);
+                if args.cas != 0 && args.cas != it.cas() {
                     return StoreOutcome::Exists;
                 }
-                // The joined value is written from a copy: allocation may evict or move the old item.
-                let old_value = shard.item(old).value().to_vec();
-                let parts: [&[u8]; 2] = if args.mode == StoreMode::Append {
-                    [&old_value, args.value]
-                } else {
-                    [args.value, &old_value]
-                };
-                let joined_len = old_value.len() + args.value.len();
+                (flags, expiry) = (it.client_flags(), it.expiry());
+                let joined_len = it.value().len() + args.value.len();
                 if !self
                     .geometry
-                    .within_item_limit(args.key.bytes.len(), old_flags, joined_len)
+                    .within_item_limit(args.key.bytes.len(), flags, joined_len)
                 {
                     return StoreOutcome::NotStored;
                 }
-                match shard.write_and_link(args.key, hash, old_flags, old_expiry, &parts, clock) {
-                    Ok(r) => Ok(r),
-                    Err(_) => return StoreOutcome::NotStored,
-                }
+                // The joined value is written from a copy: allocation may evict or move the old item.
+                joined_with = Some(it.value().to_vec());
             }
             (StoreMode::Set | StoreMode::Add | StoreMode::Replace, old) => {
                 if args.cas != 0 {
@@ -410,16 +393,21 @@ impl Engine {
                         Some(_) => {}
                     }
                 }
-                shard.write_and_link(
-                    args.key,
-                    hash,
-                    args.client_flags,
-                    expiry,
-                    &[args.value],
-                    clock,
-                )
             }
+        }
+        let parts: [&[u8]; 2] = match &joined_with {
+            None => [args.value, &[]],
+            Some(old_value) if args.mode == StoreMode::Append => [old_value, args.value],
+            Some(old_value) => [args.value, old_value],
         };
+        let result = shard.write_and_link(args.key, hash, flags, expiry, &parts, clock);
+        if let (Err(_), Some(_)) = (&result, &joined_with) {
+            // memcached answers a failed append or prepend NOT_STORED, whatever the reason.
+            return StoreOutcome::NotStored;
+        }
+        if let (Ok((h, _)), true) = (&result, mark != 0) {
+            shard.item_mut(*h).insert_bits(mark);
+        }
         match result {
             Ok((h, cas)) => {
                 if old.is_none() {
