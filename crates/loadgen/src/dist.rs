@@ -32,17 +32,26 @@ pub enum KeySampler {
 }
 
 impl KeySampler {
-    /// A sampler over `n` keys; a trace popularity takes its keys from `trace` (loaded once by
-    /// the caller, whose `distinct_keys` is then `n`).
-    pub fn new(popularity: &Popularity, n: u64, trace: Option<&Arc<KeyTrace>>) -> Self {
-        assert!(n > 0, "key space must not be empty");
-        match (popularity, trace) {
-            (Popularity::Uniform, _) => KeySampler::Uniform { n },
-            (Popularity::Zipf(s), _) => KeySampler::Zipf(Zipf::new(n, *s)),
-            (Popularity::Trace(_), Some(t)) => KeySampler::Trace(t.clone()),
-            (Popularity::Trace(path), None) => {
-                panic!("trace {} must be loaded first", path.display())
-            }
+    /// A sampler over `n` keys (`--keys`), or over a trace's keys, read here from its file in
+    /// `trace_format` (`n` is then unused). Clones share a trace and its cursor.
+    pub fn new(popularity: &Popularity, n: u64, trace_format: TraceFormat) -> Result<Self, String> {
+        match popularity {
+            Popularity::Trace(path) => Ok(KeySampler::Trace(Arc::new(KeyTrace::load(
+                path,
+                trace_format,
+            )?))),
+            _ if n == 0 => Err("--keys must be at least 1".into()),
+            Popularity::Zipf(s) => Ok(KeySampler::Zipf(Zipf::new(n, *s))),
+            Popularity::Uniform => Ok(KeySampler::Uniform { n }),
+        }
+    }
+
+    /// The size of the key space: indices drawn are below it.
+    pub fn key_count(&self) -> u64 {
+        match self {
+            KeySampler::Uniform { n } => *n,
+            KeySampler::Zipf(z) => z.n as u64,
+            KeySampler::Trace(t) => t.distinct,
         }
     }
 
@@ -117,21 +126,6 @@ impl KeyTrace {
             distinct: index.len() as u64,
             cursor: AtomicUsize::new(0),
         })
-    }
-
-    /// The number of distinct keys: the key space of the replay.
-    pub fn distinct_keys(&self) -> u64 {
-        self.distinct
-    }
-
-    /// Requests in one pass of the trace.
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    /// Never true: an empty trace is refused when loading.
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
     }
 
     /// The key of the next request, looping at the end of the trace.
@@ -393,7 +387,8 @@ mod tests {
     fn key_sampler_stays_in_range() {
         let mut r = rng();
         for pop in [Popularity::Uniform, Popularity::Zipf(1.0)] {
-            let ks = KeySampler::new(&pop, 3, None);
+            let ks = KeySampler::new(&pop, 3, TraceFormat::Auto).unwrap();
+            assert_eq!(ks.key_count(), 3);
             assert!((0..1000).all(|_| ks.sample(&mut r) < 3));
         }
     }
@@ -405,12 +400,9 @@ mod tests {
     #[test]
     fn a_trace_replays_its_keys_in_order_renamed_by_first_appearance_and_loops() {
         let trace = Arc::new(KeyTrace::from_ids(ids(&[900, 7, 900, 42, 7])).unwrap());
-        assert_eq!((trace.len(), trace.distinct_keys()), (5, 3));
-        let ks = KeySampler::new(
-            &Popularity::Trace("t.trace".into()),
-            trace.distinct_keys(),
-            Some(&trace),
-        );
+        assert_eq!((trace.keys.len(), trace.distinct), (5, 3));
+        let ks = KeySampler::Trace(trace);
+        assert_eq!(ks.key_count(), 3);
         let mut r = rng();
         let drawn: Vec<u64> = (0..12).map(|_| ks.sample(&mut r)).collect();
         assert_eq!(drawn, [0, 1, 0, 2, 1, 0, 1, 0, 2, 1, 0, 1]);
@@ -442,8 +434,12 @@ mod tests {
             .flat_map(|k| k.to_be_bytes())
             .collect();
         std::fs::write(&path, &bytes).unwrap();
-        let trace = KeyTrace::load(&path, TraceFormat::Auto).unwrap();
-        assert_eq!((trace.len(), trace.distinct_keys()), (4, 2));
+        let popularity = Popularity::Trace(path.clone());
+        let KeySampler::Trace(trace) = KeySampler::new(&popularity, 0, TraceFormat::Auto).unwrap()
+        else {
+            panic!("a trace popularity gives a trace sampler");
+        };
+        assert_eq!((trace.keys.len(), trace.distinct), (4, 2));
         std::fs::write(&path, &bytes[..6]).unwrap();
         let err = KeyTrace::load(&path, TraceFormat::Auto).unwrap_err();
         assert!(

@@ -162,6 +162,9 @@ pub struct Report {
     /// the time). In a closed loop, near 1.0 means the client, not the server, may have limited the
     /// throughput. In an open loop the threads spin before each send time, so it reads high by design.
     pub client_cpu_util: Option<f64>,
+    /// How many load threads `client_cpu_util` averages over.
+    #[serde(skip)]
+    client_threads: usize,
     pub tenants: Vec<TenantReport>,
     pub preload: Option<PreloadReport>,
     pub qos: Option<QosReport>,
@@ -255,6 +258,7 @@ impl Report {
             last_error: stats.last_error.clone(),
             client_cpu_util: (stats.client_threads > 0 && measured_secs > 0.0)
                 .then(|| stats.client_cpu_secs / (measured_secs * stats.client_threads as f64)),
+            client_threads: stats.client_threads,
             tenants,
             preload: None,
             qos: None,
@@ -357,12 +361,11 @@ impl fmt::Display for Report {
         }
         write_latency_row(f, "send delay", &self.send_delay_us)?;
         if let Some(u) = self.client_cpu_util {
-            let conns = self.config.connections * self.config.servers.len().max(1);
-            let threads = self.config.threads.min(conns).max(1);
             write!(
                 f,
-                "load generator CPU: {:.0}% of its {threads} thread(s)",
-                u * 100.0
+                "load generator CPU: {:.0}% of its {} thread(s)",
+                u * 100.0,
+                self.client_threads
             )?;
             if self.offered_ops.is_none() && u >= CLIENT_BOUND_UTIL {
                 write!(

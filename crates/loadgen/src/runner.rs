@@ -11,14 +11,13 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::args::{defaults, BenchArgs, Popularity, TenantSpec};
-use crate::dist::{GapSampler, KeySampler, KeyTrace, ValueSizer, MAX_VALUE_BYTES};
+use crate::args::{defaults, BenchArgs, TenantSpec};
+use crate::dist::{GapSampler, KeySampler, ValueSizer, MAX_VALUE_BYTES};
 use crate::histo::LatencyHistogram;
 use crate::qos::{self, SearchBounds};
 use crate::report::{PreloadReport, QosReport, Report, ScanStep};
@@ -42,10 +41,8 @@ struct PhaseResult {
 struct Setup {
     addrs: Vec<(String, SocketAddr)>,
     tenants: Vec<TenantSpec>,
-    /// Keys per tenant: `--keys`, or a replayed trace's distinct keys.
-    keys: u64,
-    /// `--popularity trace:PATH`, read once for every phase (its cursor runs on across phases).
-    trace: Option<Arc<KeyTrace>>,
+    /// Key popularity, built once (a trace is read once; every phase's clone shares its cursor).
+    keys: KeySampler,
 }
 
 pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Write) -> Result<Report, BenchError> {
@@ -161,7 +158,7 @@ pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Write) -> Result<Report, 
         }
     };
     report.preload = preload;
-    report.config.keys = setup.keys;
+    report.config.keys = setup.keys.key_count();
     Ok(report)
 }
 
@@ -174,16 +171,8 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
     if !(0.0..=1.0).contains(&args.get_ratio) {
         return bad(format!("--get-ratio {} is not in [0, 1]", args.get_ratio));
     }
-    let trace = match &args.popularity {
-        Popularity::Trace(path) => Some(Arc::new(
-            KeyTrace::load(path, args.trace_format).map_err(BenchError::InvalidArgs)?,
-        )),
-        _ => None,
-    };
-    let keys = trace.as_ref().map_or(args.keys, |t| t.distinct_keys());
-    if keys == 0 {
-        return bad("--keys must be at least 1".into());
-    }
+    let keys = KeySampler::new(&args.popularity, args.keys, args.trace_format)
+        .map_err(BenchError::InvalidArgs)?;
     if !(1..=MAX_MULTIGET).contains(&args.multiget) {
         return bad(format!("--multiget must be in 1..={MAX_MULTIGET}"));
     }
@@ -223,7 +212,8 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
         ));
     }
     for t in &tenants {
-        KeySpace::new(&t.key_prefix, args.key_size, keys).map_err(BenchError::InvalidArgs)?;
+        KeySpace::new(&t.key_prefix, args.key_size, keys.key_count())
+            .map_err(BenchError::InvalidArgs)?;
     }
     let mut addrs = Vec::new();
     for server in &args.servers {
@@ -247,7 +237,6 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
         addrs,
         tenants,
         keys,
-        trace,
     })
 }
 
@@ -256,7 +245,7 @@ fn plan(args: &BenchArgs, setup: &Setup, mode: LoadMode) -> Result<Plan, BenchEr
     let mut tenants = Vec::new();
     for t in &setup.tenants {
         tenants.push(TenantPlan {
-            space: KeySpace::new(&t.key_prefix, args.key_size, setup.keys)
+            space: KeySpace::new(&t.key_prefix, args.key_size, setup.keys.key_count())
                 .map_err(BenchError::InvalidArgs)?,
             user: t.user.clone(),
             password: t.password.clone(),
@@ -269,7 +258,7 @@ fn plan(args: &BenchArgs, setup: &Setup, mode: LoadMode) -> Result<Plan, BenchEr
         multiget: args.multiget,
         lookaside: args.lookaside,
         backend_delay: args.backend_delay.0,
-        keys: KeySampler::new(&args.popularity, setup.keys, setup.trace.as_ref()),
+        keys: setup.keys.clone(),
         value: vec![b'v'; sizer.max_size()],
         sizer,
         tenants,
@@ -310,7 +299,7 @@ fn conn_specs(args: &BenchArgs, setup: &Setup, rate: Option<f64>, preload: bool)
             let per_conn =
                 rate.map(|r| r * weights[tenant] / weight_sum / (conns * servers) as f64);
             for c in 0..conns as u64 {
-                let keys = setup.keys;
+                let keys = setup.keys.key_count();
                 let range = if preload {
                     (keys * c / conns as u64)..(keys * (c + 1) / conns as u64)
                 } else {

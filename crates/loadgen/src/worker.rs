@@ -102,9 +102,18 @@ pub(crate) struct Worker<'a> {
     progress: Sender<Tick>,
     /// `stats.errors.total()` when the last tick was sent.
     errors_at_tick: u64,
-    /// This thread's CPU time when the measured window opened, until it closes.
-    cpu_at_measure_start: Option<Duration>,
-    cpu_measured: bool,
+    cpu: CpuWindow,
+}
+
+/// This thread's CPU clock over the measured window.
+#[derive(Clone, Copy, Debug)]
+enum CpuWindow {
+    /// The window has not opened.
+    Before,
+    /// Opened; the clock read then.
+    Open(Duration),
+    /// Closed and counted, or there is nothing to count (no thread clock, or a preload).
+    Done,
 }
 
 /// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`); `None` where the clock is missing.
@@ -159,8 +168,11 @@ impl<'a> Worker<'a> {
             stats,
             progress,
             errors_at_tick: 0,
-            cpu_at_measure_start: None,
-            cpu_measured: false,
+            cpu: if plan.mode == LoadMode::Preload {
+                CpuWindow::Done
+            } else {
+                CpuWindow::Before
+            },
         })
     }
 
@@ -236,31 +248,33 @@ impl<'a> Worker<'a> {
             }
         }
         self.send_tick();
-        self.track_cpu(self.window.measure_end.max(Instant::now()));
+        self.close_cpu_window();
         self.finish();
         self.stats
     }
 
-    /// Reads this thread's CPU clock as the measured window opens and as it closes (or as the
-    /// phase ends, if that comes first), and adds the difference to the stats.
+    /// Reads this thread's CPU clock as the measured window opens and as it closes.
     fn track_cpu(&mut self, now: Instant) {
-        if self.cpu_measured || self.plan.mode == LoadMode::Preload {
-            return;
-        }
-        if self.cpu_at_measure_start.is_none() && now >= self.window.measure_start {
-            self.cpu_at_measure_start = thread_cpu_time();
-            if self.cpu_at_measure_start.is_none() {
-                self.cpu_measured = true; // no thread clock: report nothing rather than a guess
+        match self.cpu {
+            // No thread clock: report nothing rather than a guess.
+            CpuWindow::Before if now >= self.window.measure_start => {
+                self.cpu = thread_cpu_time().map_or(CpuWindow::Done, CpuWindow::Open);
             }
-        } else if let Some(start) = self.cpu_at_measure_start {
-            if now >= self.window.measure_end {
-                if let Some(end) = thread_cpu_time() {
-                    self.stats.client_cpu_secs += end.saturating_sub(start).as_secs_f64();
-                    self.stats.client_threads += 1;
-                }
-                self.cpu_measured = true;
+            CpuWindow::Open(_) if now >= self.window.measure_end => self.close_cpu_window(),
+            _ => {}
+        }
+    }
+
+    /// Adds the CPU time since the window opened to the stats (at the window's end, or at the
+    /// phase's end if that comes first).
+    fn close_cpu_window(&mut self) {
+        if let CpuWindow::Open(start) = self.cpu {
+            if let Some(end) = thread_cpu_time() {
+                self.stats.client_cpu_secs += end.saturating_sub(start).as_secs_f64();
+                self.stats.client_threads += 1;
             }
         }
+        self.cpu = CpuWindow::Done;
     }
 
     /// True when no more work can happen: measurement over and nothing in flight, or (preload)
