@@ -134,10 +134,14 @@ impl Session {
             if !matches!(parsed, Parsed::Incomplete { .. }) {
                 self.limits.binary_magic_closes = false;
             }
-            // Only complete requests and errors are logged, so a request split across reads is logged once.
-            let log = (!matches!(parsed, Parsed::Incomplete { .. }))
-                .then(|| verbose::CommandLog::start(&self.ctx, self.fd, rest, out))
-                .flatten();
+            // Only complete requests and error lines are logged (a request split across reads once; a
+            // connection closed for binary or oversized input not at all).
+            let log = match parsed {
+                Parsed::Request { .. } | Parsed::Error(_) => {
+                    verbose::CommandLog::start(&self.ctx, self.fd, rest, out)
+                }
+                Parsed::Incomplete { .. } | Parsed::Close => None,
+            };
             match parsed {
                 Parsed::Request { request, consumed } => {
                     progress.consumed += consumed;
