@@ -43,7 +43,8 @@ pub struct TenantRow {
 #[rustfmt::skip]
 pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
     gauge("id", "tenant_id", "Numeric id of each tenant.", |r| u64::from(r.id.0).into()),
-    gauge("configured", "tenant_configured", "Whether the configuration in force names each tenant (1) or it only still holds items (0).", |r| u64::from(r.configured).into()),
+    gauge("configured", "tenant_configured", "Whether the configuration in force names each tenant (1) or it only still holds items (0).",
+        |r| u64::from(r.configured).into()),
     gauge("items", "tenant_items", "Items stored by each tenant.", |r| r.counters.items.into()),
     gauge("bytes", "tenant_bytes", "Bytes of each tenant's items (engine accounting).", |r| r.counters.bytes.into()),
     counter("get_hits", "tenant_get_hits_total", "GET-type lookups of each tenant that hit.", |r| r.counters.get_hits.into()),
@@ -51,14 +52,18 @@ pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
     counter("cmd_set", "tenant_sets_total", "Storage commands of each tenant.", |r| r.counters.set_cmds.into()),
     gauge("reserved", "tenant_reserved_bytes", "Configured reserved memory of each tenant.", |r| r.reserved_bytes.into()),
     gauge("max", "tenant_max_bytes", "Configured memory limit of each tenant (0: none).", |r| r.max_bytes.into()),
-    gauge("target_hit_ratio", "tenant_target_hit_ratio", "Configured hit-ratio target of each tenant (0: none).", |r| r.target_hit_ratio.into()),
+    gauge("target_hit_ratio", "tenant_target_hit_ratio", "Configured hit-ratio target of each tenant (0: none).",
+        |r| r.target_hit_ratio.into()),
     gauge("weight", "tenant_weight", "Configured weight of each tenant.", |r| r.weight.into()),
     gauge("pool", "tenant_pool", "The pool each tenant stores into (0: the shared pool).", |r| r.pool.into()),
     gauge("pages", "tenant_pages", "Pages each tenant's own pool holds (0: it shares pool 0).", |r| r.pages.into()),
-    gauge("target_pages", "tenant_target_pages", "Pages the tenant arbiter wants each tenant's pool to hold (0: none).", |r| r.target_pages.into()),
-    gauge("reserved_pages", "tenant_reserved_pages", "Pages never taken from each tenant's pool while it uses them.", |r| r.reserved_pages.into()),
+    gauge("target_pages", "tenant_target_pages", "Pages the tenant arbiter wants each tenant's pool to hold (0: none).",
+        |r| r.target_pages.into()),
+    gauge("reserved_pages", "tenant_reserved_pages", "Pages never taken from each tenant's pool while it uses them.",
+        |r| r.reserved_pages.into()),
     gauge("max_pages", "tenant_max_pages", "Most pages each tenant's pool may hold (0: no limit).", |r| r.max_pages.into()),
-    counter("shadow_hits", "tenant_shadow_hits_total", "GET misses of each tenant on keys its shadow queue remembers (Memshare).", |r| r.counters.shadow_hits.into()),
+    counter("shadow_hits", "tenant_shadow_hits_total", "GET misses of each tenant on keys its shadow queue remembers (Memshare).",
+        |r| r.counters.shadow_hits.into()),
 ];
 
 /// Every tenant ever known (or only `only`), by id: configuration in force and engine counters.
