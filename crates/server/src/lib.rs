@@ -19,5 +19,5 @@ pub mod mrc_report;
 pub mod net;
 pub mod session;
 pub mod settings;
-pub mod stats;
+pub(crate) mod stats;
 pub mod tenants;

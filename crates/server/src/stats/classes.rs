@@ -95,7 +95,7 @@ fn with_items(e: &EngineStats) -> impl Iterator<Item = &ClassSnapshot> {
 }
 
 /// `stats items`: per class that holds items, memcached's `items:<cls>:<name>` figures.
-pub fn items(ctx: &ServerContext, out: &mut Vec<u8>) {
+pub(crate) fn items(ctx: &ServerContext, out: &mut Vec<u8>) {
     let e = ctx.engine.stats(ctx.clock());
     for c in with_items(&e) {
         write_stats(out, &format!("items:{}:", c.class.0), ITEMS, c);
@@ -104,7 +104,7 @@ pub fn items(ctx: &ServerContext, out: &mut Vec<u8>) {
 }
 
 /// `stats slabs`: per class with pages, memcached's `<cls>:<name>` figures, then the totals.
-pub fn slabs(ctx: &ServerContext, out: &mut Vec<u8>) {
+pub(crate) fn slabs(ctx: &ServerContext, out: &mut Vec<u8>) {
     let e = ctx.engine.stats(ctx.clock());
     for c in active(&e) {
         write_stats(out, &format!("{}:", c.class.0), SLABS, c);
@@ -114,7 +114,7 @@ pub fn slabs(ctx: &ServerContext, out: &mut Vec<u8>) {
 }
 
 /// `stats sizes`: memcached needs `-o track_sizes` for this histogram; we do not keep it.
-pub fn sizes(_ctx: &ServerContext, out: &mut Vec<u8>) {
+pub(crate) fn sizes(_ctx: &ServerContext, out: &mut Vec<u8>) {
     super::stat(out, "sizes_status", "disabled");
     super::end(out);
 }

@@ -15,7 +15,7 @@ fn conn_addr(a: &SocketAddr) -> String {
 }
 
 /// `stats conns`: every listening socket and client connection, keyed by file descriptor.
-pub fn conns(ctx: &ServerContext, out: &mut Vec<u8>) {
+pub(crate) fn conns(ctx: &ServerContext, out: &mut Vec<u8>) {
     let now = ctx.clock().now;
     enum Row<'a> {
         Listener(&'a crate::net::registry::ListenerInfo),

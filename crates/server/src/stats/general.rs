@@ -280,7 +280,7 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
 ];
 
 /// `stats`: the general figures.
-pub fn general(ctx: &ServerContext, out: &mut Vec<u8>) {
+pub(crate) fn general(ctx: &ServerContext, out: &mut Vec<u8>) {
     super::registry::write_stats(out, "", GENERAL, &General::take(ctx));
     super::end(out);
 }

@@ -31,11 +31,11 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::context::ServerContext;
 
-pub use classes::{items, sizes, slabs};
-pub use conns::conns;
-pub use general::general;
-pub use settings::settings;
-pub use tenants::{tenant_rows, tenants, TenantRow};
+pub(crate) use classes::{items, sizes, slabs};
+pub(crate) use conns::conns;
+pub(crate) use general::general;
+pub(crate) use settings::settings;
+pub(crate) use tenants::tenants;
 
 fn stat(out: &mut Vec<u8>, name: &str, value: impl Display) {
     // Writing to a Vec cannot fail.
@@ -48,7 +48,7 @@ fn end(out: &mut Vec<u8>) {
 
 /// `/metrics`: the Prometheus text exposition (format 0.0.4) of every registry table: the general
 /// figures and the info series, the slab totals, the per-class and the per-tenant series.
-pub fn prometheus(ctx: &ServerContext) -> String {
+pub(crate) fn prometheus(ctx: &ServerContext) -> String {
     let snapshot = general::General::take(ctx);
     let mut exposition = registry::Exposition::default();
     exposition.global(general::GENERAL, &snapshot);
@@ -66,7 +66,7 @@ pub fn prometheus(ctx: &ServerContext) -> String {
 /// `stats reset`: zeroes the engine's counters, the workers' counters and the connection totals (not
 /// the current figures). Workers update their counters without atomic read-modify-write, so an increment
 /// racing with the reset may survive it; memcached has the same property.
-pub fn reset(ctx: &ServerContext) {
+pub(crate) fn reset(ctx: &ServerContext) {
     ctx.engine.reset_stats();
     for t in &ctx.thread_stats {
         for c in [

@@ -255,7 +255,7 @@ pub(crate) fn write_stats<S>(out: &mut Vec<u8>, prefix: &str, table: &[Figure<S>
 }
 
 /// The prefix of every family `/metrics` prints.
-pub(crate) const PREFIX: &str = "mrcached_";
+const PREFIX: &str = "mrcached_";
 
 /// A Prometheus text exposition (format 0.0.4) being written.
 #[derive(Default)]

@@ -28,7 +28,7 @@ fn yes_no(b: bool) -> &'static str {
 
 /// `stats settings`: the effective configuration under memcached's names (the build-dependent extstore
 /// and TLS groups are left out, as in a memcached built without them), then ours.
-pub fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
+pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
     let s = &ctx.settings;
     let e = ctx.engine.stats(ctx.clock());
     let inter = if s.listen.is_empty() {

@@ -12,7 +12,7 @@ use crate::context::ServerContext;
 
 /// One tenant as `stats tenants` and `/metrics` report it.
 #[derive(Clone, Debug)]
-pub struct TenantRow {
+pub(crate) struct TenantRow {
     pub id: TenantId,
     pub name: String,
     /// Whether the configuration in force names it (a removed tenant keeps its items until they go).
@@ -67,7 +67,7 @@ pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
 ];
 
 /// Every tenant ever known (or only `only`), by id: configuration in force and engine counters.
-pub fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
+fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
     let stats = ctx.engine.stats(ctx.clock());
     let table = ctx.tenants.current();
     let engine = &ctx.engine;
@@ -99,7 +99,7 @@ pub fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow
 }
 
 /// `stats tenants`: every tenant's row (a connection that is one tenant sees only itself).
-pub fn tenants(ctx: &ServerContext, only: Option<TenantId>, out: &mut Vec<u8>) {
+pub(crate) fn tenants(ctx: &ServerContext, only: Option<TenantId>, out: &mut Vec<u8>) {
     for row in tenant_rows(ctx, only) {
         write_stats(out, &format!("tenant:{}:", row.name), TENANTS, &row);
     }
