@@ -5,7 +5,7 @@
 //! - `net`      — listener, workers, connections, maintenance thread, shutdown
 //! - `session`  — one connection's protocol state: bytes in, replies out
 //! - `dispatch` — one function per command family, over the engine
-//! - `stats`    — the `stats` families under memcached's names
+//! - `stats`    — the metrics registry: the `stats` families under memcached's names and `/metrics`
 //! - `mrc_report` — the online miss-ratio curves of classes and tenants (`stats mrc`, `/mrc`)
 //! - `memory`   — the memory model: tenant pools under a tenant arbiter, slab classes under a class policy
 //! - `admin`    — the admin HTTP port (`/mrc`, `/metrics`)
@@ -19,5 +19,5 @@ pub mod mrc_report;
 pub mod net;
 pub mod session;
 pub mod settings;
-pub mod stats;
+pub(crate) mod stats;
 pub mod tenants;

@@ -1,7 +1,9 @@
 //! Administrative commands: flush_all, version, verbosity, shutdown, cache_memlimit, stats, slabs, lru,
 //! lru_crawler, watch. Replies are memcached 1.6.18's; where our design has no counterpart (segmented LRU
 //! tuning, stats detail, the crawler's thread) the command is validated and acknowledged as memcached
-//! would acknowledge it.
+//! would acknowledge it. The one deliberate difference is `watch`: memcached answers `OK` and streams its
+//! logger's lines; we have no logger to stream, so we refuse it with [`WATCH_UNSUPPORTED`] rather than
+//! answer `OK` and send nothing.
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -259,12 +261,18 @@ fn valid_class_list(ctx: &Ctx<'_>, classes: &[u8]) -> bool {
     })
 }
 
-/// `watch`: acknowledged; the connection then only receives (we have no log stream, so it stays quiet).
+/// What `watch` answers: memcached's log streams (fetchers, mutations, evictions, …) come from its
+/// logger, which mrcached does not have; an explicit refusal tells a client so, where an `OK` followed by
+/// silence would look like an idle cache.
+pub(crate) const WATCH_UNSUPPORTED: &str = "SERVER_ERROR watch is not supported";
+
+/// `watch`: memcached's `-W` refusal when watching is disabled, otherwise [`WATCH_UNSUPPORTED`]; the
+/// connection stays an ordinary command connection either way.
 pub(crate) fn watch(ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
     if !ctx.server.settings.watch_enabled {
         response::line(out, "CLIENT_ERROR watch commands not allowed");
-        return Flow::Continue;
+    } else {
+        response::line(out, WATCH_UNSUPPORTED);
     }
-    response::line(out, "OK");
-    Flow::Watch
+    Flow::Continue
 }

@@ -31,8 +31,6 @@ pub enum Flow {
     Swallow(usize),
     /// Close the connection once the replies so far are written.
     Close,
-    /// The connection became a `watch` log stream: no more commands are read.
-    Watch,
 }
 
 /// What a handler works with.

@@ -86,7 +86,9 @@ pub struct Server {
 
 impl Server {
     /// Binds the listening sockets and starts every thread. When this returns the sockets accept
-    /// connections (the kernel queues them until the listener thread runs).
+    /// connections (the kernel queues them until the listener thread runs). `new_session` makes each
+    /// connection's protocol session from the worker's counters, the local address the connection
+    /// arrived on and its file descriptor (which names it in logs).
     pub fn start<S, F>(
         ctx: Arc<ServerContext>,
         new_session: F,
@@ -94,7 +96,7 @@ impl Server {
     ) -> io::Result<Server>
     where
         S: ProtocolSession,
-        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr) -> S + Clone + Send + 'static,
+        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S + Clone + Send + 'static,
     {
         let bound = listener::bind_all(&ctx.settings)?;
         let local_addrs = bound

@@ -90,7 +90,7 @@ fn start(tweak: impl FnOnce(&mut Settings)) -> Server {
     };
     Server::start(
         ctx,
-        |ctx, _stats: Arc<ThreadStats>, _local| TestProtocol { ctx },
+        |ctx, _stats: Arc<ThreadStats>, _local, _fd| TestProtocol { ctx },
         options,
     )
     .unwrap()

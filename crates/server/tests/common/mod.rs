@@ -30,9 +30,8 @@ pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 /// How many bytes of a server's stderr we keep for diagnostics.
 const STDERR_TAIL_BYTES: usize = 8 * 1024;
 
-/// Set to `1` by `scripts/test.sh` (after installing memcached and
-/// libmemcached-tools): a missing reference tool is then a failure, not a skip.
-pub const REQUIRE_MEMCACHED_ENV: &str = "MRCACHE_REQUIRE_MEMCACHED";
+/// How to install the reference tools, for failure messages.
+pub const INSTALL_HINT: &str = "apt-get install memcached libmemcached-tools";
 
 /// Which server program a [`Server`] runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,12 +48,14 @@ impl ServerKind {
         ServerKind::Mrcached(PathBuf::from(env!("CARGO_BIN_EXE_mrcached")))
     }
 
-    /// Debian's memcached (`MEMCACHED_BIN` overrides the path), if installed.
-    pub fn memcached() -> Option<Self> {
+    /// Debian's memcached (`MEMCACHED_BIN` overrides the path). Panics, naming the package to
+    /// install, when it is missing: a test that needs the reference server fails without it, it does
+    /// not pass by skipping.
+    pub fn memcached() -> Self {
         let path = std::env::var_os("MEMCACHED_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/usr/bin/memcached"));
-        path.is_file().then_some(ServerKind::Memcached(path))
+        ServerKind::Memcached(require_tool(path, "memcached"))
     }
 
     /// A short name for messages.
@@ -66,26 +67,15 @@ impl ServerKind {
     }
 }
 
-/// True when `MRCACHE_REQUIRE_MEMCACHED=1`: reference tools must be present.
-pub fn memcached_required() -> bool {
-    std::env::var(REQUIRE_MEMCACHED_ENV).is_ok_and(|v| v == "1")
-}
-
-/// Finds an external tool, or reports why the calling test is skipped.
-/// Panics instead of skipping when [`memcached_required`] is set.
-pub fn require_tool(path: &str, what: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(path);
-    if path.is_file() {
-        return Some(path);
-    }
-    if memcached_required() {
-        panic!("{what} not found at {path:?} but {REQUIRE_MEMCACHED_ENV}=1");
-    }
-    eprintln!(
-        "SKIPPED: {what} not found at {path:?}; install it (apt-get install memcached \
-         libmemcached-tools) or set {REQUIRE_MEMCACHED_ENV}=1 to make this a failure"
+/// The path of an external reference tool. Panics with the tool's name and how to install it when it
+/// is missing.
+pub fn require_tool(path: impl Into<PathBuf>, what: &str) -> PathBuf {
+    let path = path.into();
+    assert!(
+        path.is_file(),
+        "{what} not found at {path:?}: this test needs it; install it ({INSTALL_HINT})"
     );
-    None
+    path
 }
 
 /// A running server process, killed and reaped on drop.

@@ -1,0 +1,185 @@
+//! One connection's protocol state, sans I/O: bytes in, replies out.
+//!
+//! The network layer hands [`Session::process`] everything it has buffered; the session parses and runs
+//! complete requests (at most `max_requests` per call, memcached's `-R`), appends their replies to `out`,
+//! and says how many bytes it consumed. State that outlives one call:
+//! - `swallow`: data bytes still to discard after a refused storage command (memcached's `conn_swallow`),
+//!   consumed as they arrive without being buffered;
+//! - `tenancy`: who the connection is (`tenants`), fixed when it opens or authenticates;
+//! - `auth`: while the connection must still authenticate, its input goes to memcached's auth parser
+//!   (`mrcache_protocol::auth`, see `auth.rs`) instead of the command parser.
+//!
+//! At verbosity 2 (`-vv`, or `verbosity 2`) each command line and the first line of its reply go to
+//! stderr as memcached writes them (`verbose.rs`); below that the cost is one relaxed load per request.
+//!
+//! Invariants: `consumed` never exceeds `input.len()`; replies are only appended; a request is run only
+//! once complete, so a partial request costs nothing but its buffered bytes.
+
+mod auth;
+mod verbose;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use mrcache_engine::TenantId;
+use mrcache_protocol::{parse, response, Limits, Parsed};
+
+use crate::context::{ServerContext, ThreadStats};
+use crate::dispatch::{dispatch, Flow};
+use crate::settings::Protocol;
+use crate::tenants::Tenancy;
+use auth::Auth;
+
+/// What one [`Session::process`] call did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes of `input` consumed (requests run, errors answered, data swallowed).
+    pub consumed: usize,
+    /// Close the connection once `out` is written.
+    pub close: bool,
+    /// Stopped because `max_requests` were run; call again without waiting for input.
+    pub yielded: bool,
+    /// The pending request needs this many bytes counted from the first unconsumed byte, when known.
+    pub want_bytes: Option<usize>,
+}
+
+/// A connection's protocol session.
+pub struct Session {
+    ctx: Arc<ServerContext>,
+    stats: Arc<ThreadStats>,
+    limits: Limits,
+    swallow: usize,
+    tenancy: Tenancy,
+    auth: Auth,
+    /// The connection's descriptor, which names it in the `-vv` log (as memcached names it).
+    fd: i32,
+}
+
+impl Session {
+    /// A session for connection `fd` accepted on `local` (its port may name a tenant).
+    pub fn new(
+        ctx: Arc<ServerContext>,
+        stats: Arc<ThreadStats>,
+        local: SocketAddr,
+        fd: i32,
+    ) -> Session {
+        let table = ctx.tenants.current();
+        let (tenancy, auth) = match table.port_tenant(local.port()) {
+            Some((id, spec)) => (
+                Tenancy::Fixed(id),
+                match spec.password {
+                    Some(_) => Auth::Required { only: Some(id) },
+                    None => Auth::Done,
+                },
+            ),
+            None if table.auth_required() => (
+                Tenancy::Fixed(TenantId::DEFAULT),
+                Auth::Required { only: None },
+            ),
+            None => (Tenancy::routed(&ctx.tenants), Auth::Done),
+        };
+        let config = ctx.engine.config();
+        let limits = Limits {
+            item_size_max: config.item_size_max_bytes,
+            item_overhead: config.memcached_item_overhead_bytes(),
+            // memcached negotiates the protocol on a connection's first byte: under `-B auto` a leading 0x80
+            // is a binary client, which we close; afterwards (and under `-B ascii`) it is an ordinary byte.
+            // Before authentication every byte goes to the auth parser, so nothing negotiates there.
+            binary_magic_closes: ctx.settings.protocol != Protocol::Ascii && auth == Auth::Done,
+            ..Limits::default()
+        };
+        Session {
+            ctx,
+            stats,
+            limits,
+            swallow: 0,
+            tenancy,
+            auth,
+            fd,
+        }
+    }
+
+    /// Processes complete requests from `input` (at most `max_requests`), appending replies to `out`.
+    pub fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress {
+        let mut progress = Progress::default();
+        let mut requests = 0;
+        loop {
+            let rest = &input[progress.consumed..];
+            if self.swallow > 0 {
+                let take = self.swallow.min(rest.len());
+                self.swallow -= take;
+                progress.consumed += take;
+                if self.swallow > 0 {
+                    progress.want_bytes = Some(self.swallow);
+                    return progress;
+                }
+                continue;
+            }
+            if rest.is_empty() {
+                return progress;
+            }
+            if requests >= max_requests {
+                progress.yielded = true;
+                return progress;
+            }
+            requests += 1;
+            if self.auth != Auth::Done {
+                if self.authenticate(rest, out, &mut progress) {
+                    return progress;
+                }
+                continue;
+            }
+            self.tenancy.refresh(&self.ctx.tenants);
+            let parsed = parse(rest, &self.limits);
+            if !matches!(parsed, Parsed::Incomplete { .. }) {
+                self.limits.binary_magic_closes = false;
+            }
+            // Only complete requests and error lines are logged (a request split across reads once; a
+            // connection closed for binary or oversized input not at all).
+            let log = match parsed {
+                Parsed::Request { .. } | Parsed::Error(_) => {
+                    verbose::CommandLog::start(&self.ctx, self.fd, rest, out)
+                }
+                Parsed::Incomplete { .. } | Parsed::Close => None,
+            };
+            match parsed {
+                Parsed::Request { request, consumed } => {
+                    progress.consumed += consumed;
+                    let flow = dispatch(&self.ctx, &self.stats, &self.tenancy, request, out);
+                    if let Some(log) = log {
+                        log.reply(out);
+                    }
+                    match flow {
+                        Flow::Continue => {}
+                        Flow::Swallow(n) => self.swallow = n,
+                        Flow::Close => {
+                            progress.close = true;
+                            return progress;
+                        }
+                    }
+                }
+                Parsed::Incomplete { needed } => {
+                    progress.want_bytes = needed;
+                    return progress;
+                }
+                Parsed::Error(e) => {
+                    progress.consumed += e.consumed;
+                    self.swallow = e.swallow;
+                    if !e.noreply {
+                        response::line(out, e.line);
+                    }
+                    if let Some(log) = log {
+                        log.reply(out);
+                    }
+                }
+                Parsed::Close => {
+                    progress.close = true;
+                    return progress;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

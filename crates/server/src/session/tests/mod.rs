@@ -1,0 +1,72 @@
+//! Session tests: whole request streams in, exact replies out, as memcached 1.6.18 answers them.
+
+use super::*;
+use crate::settings::Settings;
+use mrcache_engine::{Engine, EngineConfig};
+
+mod auth;
+mod meta;
+mod text;
+
+/// The descriptor number test sessions log under.
+const TEST_FD: i32 = 7;
+
+fn session_with(settings: Settings) -> Session {
+    let engine = Engine::new(EngineConfig::default()).expect("default engine");
+    let ctx = Arc::new(ServerContext::new(engine, settings, 1));
+    let stats = ctx.thread_stats[0].clone();
+    Session::new(ctx, stats, "127.0.0.1:11211".parse().unwrap(), TEST_FD)
+}
+
+fn session() -> Session {
+    session_with(Settings::default())
+}
+
+/// Two sessions on one server whose tenants are `a` (password `pa`), `b` (password `pb`) and a
+/// prefix tenant `p` (`p:`), on the main port.
+fn tenant_server() -> Arc<ServerContext> {
+    let config = crate::tenants::config::parse_config(
+        "[[tenant]]\nname = \"a\"\npassword = \"pa\"\n[[tenant]]\nname = \"b\"\npassword = \"pb\"\n[[tenant]]\nname = \"p\"\nprefix = \"p:\"\nport = 11300\n",
+    )
+    .unwrap();
+    let settings = Settings {
+        tenants: crate::tenants::TenantsConfig::merge(config, Vec::new()).unwrap(),
+        ..Settings::default()
+    };
+    let engine = Engine::new(EngineConfig::default()).expect("default engine");
+    Arc::new(ServerContext::new(engine, settings, 1))
+}
+
+fn session_on(ctx: &Arc<ServerContext>, port: u16) -> Session {
+    let stats = ctx.thread_stats[0].clone();
+    Session::new(
+        ctx.clone(),
+        stats,
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        TEST_FD,
+    )
+}
+
+/// Runs `input` to completion and returns the replies.
+fn run(s: &mut Session, input: &[u8]) -> String {
+    let mut out = Vec::new();
+    let p = s.process(input, &mut out, usize::MAX);
+    assert_eq!(
+        p.consumed,
+        input.len(),
+        "all of {:?} consumed",
+        String::from_utf8_lossy(input)
+    );
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The number after `prefix` in `reply` (for CAS values, which servers number differently).
+fn number_after(reply: &str, prefix: &str) -> u64 {
+    let start = reply.find(prefix).expect(prefix) + prefix.len();
+    reply[start..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}

@@ -1,0 +1,126 @@
+//! memcached's `-vv` command log: at verbosity 2 or more, each client command line goes to stderr as
+//! `<FD line` and the first line of its reply as `>FD line`, FD being the connection's descriptor, as
+//! memcached 1.6 writes them.
+//!
+//! Differences from memcached, all in what is left out: memcached also logs connection events (`<FD new
+//! auto-negotiating client connection`, `<FD connection closed.`), a `>FD sending key K` line per value
+//! of a `get`, and `>FD NOREPLY …` for replies a client suppressed; we log the reply's first line as
+//! sent (`VALUE …` for a `get` hit) and nothing for a suppressed reply. Auth exchanges are never logged
+//! (their data line holds a password).
+//!
+//! Cost: below verbosity 2, one relaxed load per request ([`CommandLog::start`]). At verbosity 2 every
+//! request writes to stderr under its lock, which serialises the workers: it is a debugging aid, as in
+//! memcached.
+
+use std::io::Write;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::context::ServerContext;
+
+/// memcached logs client commands when `settings.verbose > 1`.
+pub(crate) const LOG_COMMANDS_VERBOSITY: u32 = 2;
+
+/// A logged line is cut here: a command line is bounded by the parser, a reply's first line (a `stats`
+/// value, a meta flag list) is short, but nothing unbounded should reach stderr.
+const MAX_LOGGED_LINE_BYTES: usize = 4096;
+
+/// One request being logged: its request line is written; the reply's first line follows.
+pub(super) struct CommandLog<'a> {
+    ctx: &'a ServerContext,
+    fd: i32,
+    reply_start: usize,
+}
+
+impl<'a> CommandLog<'a> {
+    /// Logs the command line at the start of `input` when the verbosity asks for it; `out` is the
+    /// connection's output so far, so that the reply can be found after the request runs.
+    #[inline]
+    pub(super) fn start(
+        ctx: &'a ServerContext,
+        fd: i32,
+        input: &[u8],
+        out: &[u8],
+    ) -> Option<CommandLog<'a>> {
+        if ctx.verbosity.load(Relaxed) < LOG_COMMANDS_VERBOSITY {
+            return None;
+        }
+        emit(&request_line(fd, input));
+        Some(CommandLog {
+            ctx,
+            fd,
+            reply_start: out.len(),
+        })
+    }
+
+    /// Logs the first line of what the request appended to `out`, if anything, and if the verbosity
+    /// still asks for it (`verbosity 0` itself is logged, its `OK` is not, as in memcached).
+    pub(super) fn reply(self, out: &[u8]) {
+        if self.ctx.verbosity.load(Relaxed) < LOG_COMMANDS_VERBOSITY {
+            return;
+        }
+        if let Some(line) = reply_line(self.fd, &out[self.reply_start.min(out.len())..]) {
+            emit(&line);
+        }
+    }
+}
+
+/// The first line of `bytes` without its `\r\n`, at most [`MAX_LOGGED_LINE_BYTES`].
+fn first_line(bytes: &[u8]) -> &[u8] {
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    let line = bytes[..end].strip_suffix(b"\r").unwrap_or(&bytes[..end]);
+    &line[..line.len().min(MAX_LOGGED_LINE_BYTES)]
+}
+
+/// `<FD command line`.
+fn request_line(fd: i32, input: &[u8]) -> String {
+    format!("<{fd} {}", String::from_utf8_lossy(first_line(input)))
+}
+
+/// `>FD first reply line`, or nothing for an empty reply.
+fn reply_line(fd: i32, reply: &[u8]) -> Option<String> {
+    (!reply.is_empty()).then(|| format!(">{fd} {}", String::from_utf8_lossy(first_line(reply))))
+}
+
+fn emit(line: &str) {
+    // A failed write to stderr has nowhere to be reported.
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_look_like_memcached_s() {
+        assert_eq!(request_line(24, b"set a 0 0 1\r\nx\r\n"), "<24 set a 0 0 1");
+        assert_eq!(request_line(24, b"bogus\n"), "<24 bogus");
+        assert_eq!(request_line(9, b"get a"), "<9 get a");
+        assert_eq!(reply_line(24, b"STORED\r\n").as_deref(), Some(">24 STORED"));
+        assert_eq!(
+            reply_line(24, b"VALUE a 0 1\r\nx\r\nEND\r\n").as_deref(),
+            Some(">24 VALUE a 0 1")
+        );
+        assert_eq!(reply_line(24, b""), None);
+        let long = vec![b'k'; 3 * MAX_LOGGED_LINE_BYTES];
+        assert_eq!(
+            request_line(1, &long).len(),
+            "<1 ".len() + MAX_LOGGED_LINE_BYTES
+        );
+    }
+
+    #[test]
+    fn nothing_is_logged_below_verbosity_two() {
+        let engine = mrcache_engine::Engine::new(mrcache_engine::EngineConfig::default()).unwrap();
+        let ctx = ServerContext::new(engine, crate::settings::Settings::default(), 1);
+        for level in 0..LOG_COMMANDS_VERBOSITY {
+            ctx.verbosity.store(level, Relaxed);
+            assert!(CommandLog::start(&ctx, 3, b"mn\r\n", b"").is_none());
+        }
+        ctx.verbosity.store(LOG_COMMANDS_VERBOSITY, Relaxed);
+        let log = CommandLog::start(&ctx, 3, b"mn\r\n", b"xx").expect("logging");
+        assert_eq!(log.reply_start, 2);
+    }
+}

@@ -1,0 +1,55 @@
+//! `stats conns`: every listening socket and client connection, keyed by file descriptor, with
+//! memcached's address forms and state names.
+
+use std::net::SocketAddr;
+
+use super::stat;
+use crate::context::ServerContext;
+
+/// memcached's address form in `stats conns`: `tcp:1.2.3.4:5` or `tcp6:[::1]:5`.
+fn conn_addr(a: &SocketAddr) -> String {
+    match a {
+        SocketAddr::V4(_) => format!("tcp:{a}"),
+        SocketAddr::V6(_) => format!("tcp6:{a}"),
+    }
+}
+
+/// `stats conns`: every listening socket and client connection, keyed by file descriptor.
+pub(crate) fn conns(ctx: &ServerContext, out: &mut Vec<u8>) {
+    let now = ctx.clock().now;
+    enum Row<'a> {
+        Listener(&'a crate::net::registry::ListenerInfo),
+        Client(std::sync::Arc<crate::net::registry::ConnInfo>),
+    }
+    let mut rows: Vec<(i32, Row<'_>)> = Vec::new();
+    if let Some(ls) = ctx.listeners.get() {
+        rows.extend(ls.iter().map(|l| (l.fd, Row::Listener(l))));
+    }
+    rows.extend(
+        ctx.connections
+            .snapshot()
+            .into_iter()
+            .map(|c| (c.fd, Row::Client(c))),
+    );
+    rows.sort_by_key(|r| r.0);
+    for (fd, row) in rows {
+        match row {
+            Row::Listener(l) => {
+                stat(out, &format!("{fd}:addr"), conn_addr(&l.addr));
+                stat(out, &format!("{fd}:state"), "conn_listening");
+                stat(out, &format!("{fd}:secs_since_last_cmd"), 0);
+            }
+            Row::Client(c) => {
+                stat(out, &format!("{fd}:addr"), conn_addr(&c.peer));
+                stat(out, &format!("{fd}:listen_addr"), conn_addr(&c.local));
+                stat(out, &format!("{fd}:state"), c.state().name());
+                stat(
+                    out,
+                    &format!("{fd}:secs_since_last_cmd"),
+                    now.saturating_sub(c.last_cmd_secs()),
+                );
+            }
+        }
+    }
+    super::end(out);
+}
