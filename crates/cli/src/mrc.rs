@@ -127,7 +127,7 @@ pub struct MrcArgs {
 }
 
 fn parse_format(name: &str) -> Result<TraceFormat, String> {
-    name.parse()
+    name.parse().map_err(|e| format!("{e}"))
 }
 
 impl Method {

@@ -289,7 +289,9 @@ pub struct PlannedAllocation {
 /// What the profile says about one memory size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MemoryPlan {
+    /// The memory size planned for.
     pub memory_bytes: u64,
+    /// Pages it holds.
     pub total_pages: usize,
     /// Eq. 6's cold-start length `M` in requests that store (all classes); `None` if memory never fills.
     pub cold_start_accesses: Option<f64>,

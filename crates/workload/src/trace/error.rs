@@ -48,6 +48,7 @@ impl TraceError {
         }
     }
 
+    /// The file that failed.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -12,7 +12,7 @@ mod source;
 mod text;
 
 pub use error::TraceError;
-pub use format::TraceFormat;
+pub use format::{TraceFormat, FORMAT_NAMES};
 
 use std::io::BufRead;
 use std::path::Path;
