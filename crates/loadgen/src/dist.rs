@@ -2,13 +2,14 @@
 //!
 //! The distributions themselves (Zipf, ETC value sizes, the generalized Pareto) are
 //! `mrcache_workload::dist`'s, the ones the simulator's synthetic workloads draw from; this module
-//! fits them to the bench's options. Every sampler but the trace is a pure function of the RNG it is handed, so a seeded run is
-//! reproducible. A trace ([`KeyTrace`]) is replayed in its own order from one cursor shared by all
-//! connections: the sequence of keys is the trace's, their interleaving over connections depends on
-//! timing. Invariants: [`KeySampler::sample`] returns an index in `0..n` (index 0 is the most
-//! popular key under Zipf, the trace's first key for a trace); [`ValueSizer::size_of`] is a
-//! function of the key alone (a key keeps its size for the whole run, as a real object would) and
-//! never exceeds [`MAX_VALUE_BYTES`]; gaps are finite and non-negative with mean `1 / rate`.
+//! fits them to the bench's options. Every sampler but the trace is a pure function of the RNG it
+//! is handed, so a seeded run is reproducible. A trace ([`KeyTrace`]) is replayed in its own order
+//! from one cursor shared by all connections: the sequence of keys is the trace's, their
+//! interleaving over connections depends on timing. Invariants: [`KeySampler::sample`] returns an
+//! index in `0..n` (index 0 is the most popular key under Zipf, the trace's first key for a
+//! trace); [`ValueSizer::size_of`] is a function of the key alone (a key keeps its size for the
+//! whole run, as a real object would) and never exceeds [`MAX_VALUE_BYTES`]; gaps are finite and
+//! non-negative with mean `1 / rate`.
 
 use std::collections::HashMap;
 use std::path::Path;

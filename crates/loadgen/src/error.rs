@@ -161,7 +161,7 @@ pub enum BenchError {
     },
     /// The trace could not be read; the error names the file and byte offset.
     Trace(TraceError),
-    /// The trace holds more than [`MAX_TRACE_REQUESTS`] requests.
+    /// The trace holds more than `MAX_TRACE_REQUESTS` (250 million) requests.
     TraceTooLong {
         /// The trace file.
         path: PathBuf,

@@ -8,9 +8,10 @@
 //! requests (no coordinated omission). Every run is bounded: warm-up + duration + one request
 //! timeout of drain, after which anything unanswered is counted as a timeout.
 //!
-//! Layout: `args` (options), `dist` (samplers over `mrcache_workload::dist`), `error`, `request`/`reply` (the wire, client side),
-//! `histo` (HdrHistogram), `stats` (what a worker counts), `conn` (one connection's buffers and reply matching), `worker` (one
-//! thread's event loop), `runner` (threads, phases, progress), `qos` (rate search), `report`.
+//! Layout: `args` (options), `dist` (samplers over `mrcache_workload::dist`), `error`,
+//! `request`/`reply` (the wire, client side), `histo` (HdrHistogram), `stats` (what a worker
+//! counts), `conn` (one connection's buffers and reply matching), `worker` (one thread's event
+//! loop), `runner` (threads, phases, progress), `qos` (rate search), `report`.
 
 #![warn(missing_docs)]
 
@@ -32,7 +33,7 @@ pub use args::{
     ValueSize,
 };
 pub use dist::{GapSampler, KeySampler, ValueSizer, MAX_VALUE_BYTES};
-pub use error::BenchError;
+pub use error::{BenchError, OptionError};
 pub use histo::{LatencyHistogram, LatencySummary};
 pub use qos::{QosSearch, QosStep};
 pub use reply::{parse_item, MalformedReply, ReplyItem};

@@ -24,7 +24,7 @@ impl SlabPolicy {
     }
 
     /// Validates `spec`: a class policy of `mrcache_policy::class` with its parameters, or
-    /// [`UPPER_BOUND`].
+    /// `upper-bound`.
     pub fn by_name(spec: &str) -> Result<SlabPolicy, SimError> {
         if spec != UPPER_BOUND {
             class::by_name(spec).map_err(SimError::Policy)?;
