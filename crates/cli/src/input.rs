@@ -46,10 +46,11 @@ impl SourceArgs {
     /// A fresh copy of the request stream. A trace error ends the stream and is left in `trace_error`.
     pub fn stream(&self, trace_error: &TraceErrorSlot) -> Result<Stream, String> {
         if let Some(spec) = &self.workload {
-            return Ok(WorkloadSpec::parse(spec)?.build(self.seed)?);
+            let workload = WorkloadSpec::parse(spec).and_then(|w| w.build(self.seed));
+            return Ok(workload.map_err(|e| e.to_string())?);
         }
         let path = self.trace.as_ref().ok_or("give --workload or --trace")?;
-        let format: TraceFormat = self.format.parse()?;
+        let format: TraceFormat = self.format.parse().map_err(|e| format!("{e}"))?;
         let reader = open_trace(path, format).map_err(|e| e.to_string())?;
         let sizing = TraceSizing {
             key_size: self.key_size.max(8),

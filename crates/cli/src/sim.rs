@@ -10,7 +10,7 @@ use mrcache_engine::TenantId;
 use mrcache_policy::arbitrate::TenantSpec;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
 use mrcache_sim::upper_bound::UpperBoundProfiler;
-use mrcache_sim::{SimConfig, SimReport, Simulator, SlabPolicy, TenantSetup};
+use mrcache_sim::{SimConfig, SimError, SimReport, Simulator, SlabPolicy, TenantSetup};
 use mrcache_workload::synth::WORKLOAD_HELP;
 
 use crate::figures::{draw, Chart, Series};
@@ -137,7 +137,7 @@ impl SimArgs {
     fn policies(&self) -> Result<Vec<String>, String> {
         let out = split_specs(&self.policy, "--policy")?;
         for p in &out {
-            SlabPolicy::by_name(p)?;
+            SlabPolicy::by_name(p).map_err(|e| e.to_string())?;
         }
         if let Some(rate) = self.mrc_sample_rate {
             if !(rate > 0.0 && rate <= 1.0) {
@@ -160,8 +160,9 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let points = sweep(&base, &memories, &policies, threads, || {
-            args.source.stream(&trace_error)
-        })?;
+            args.source.stream(&trace_error).map_err(SimError::Stream)
+        })
+        .map_err(|e| e.to_string())?;
         check_trace()?;
         report_sweep(args, &policies, &points, out)?;
         return Ok(());
@@ -172,7 +173,7 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         .iter()
         .flat_map(|p| setups.iter().map(move |s| (p, s)))
     {
-        let policy = SlabPolicy::by_name(policy)?;
+        let policy = SlabPolicy::by_name(policy).map_err(|e| e.to_string())?;
         let mut config = base.clone();
         config.tenants = setup.clone();
         if policy.is_upper_bound() {
@@ -183,7 +184,8 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
             let pages = ub.pages_in(config.engine.memory_limit_bytes);
             config.page_caps = Some(ub.upper_bound_allocation(pages));
         }
-        let report = Simulator::run(config, policy, args.source.stream(&trace_error)?)?;
+        let report = Simulator::run(config, policy, args.source.stream(&trace_error)?)
+            .map_err(|e| e.to_string())?;
         check_trace()?;
         if args.json {
             writeln!(

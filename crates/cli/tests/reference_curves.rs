@@ -2,9 +2,8 @@
 //! and the trace readers against every shared file and against bad input.
 //!
 //! The traces live in the shared folder beside the repository (`../shared/traces` from the
-//! workspace root, or `MRCACHE_TRACES`); tests skip with a note when it is absent, and fail instead
-//! when `MRCACHE_REQUIRE_TRACES=1` (the test script sets it when the folder is there, so a moved
-//! folder cannot turn these tests into no-ops unnoticed).
+//! workspace root, or the folder `MRCACHE_TRACES` names). Without them these tests fail, saying
+//! where they looked: a missing folder must not pass as a test run.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,23 +11,20 @@ use std::path::PathBuf;
 use mrcache_profile::{AccessObserver, ExactLru, MrcProfiler, MrcQuery, SizeUnit};
 use mrcache_workload::{open_trace, TraceFormat};
 
-fn traces_dir() -> Option<PathBuf> {
+/// The shared traces folder; panics, naming it, when it is missing.
+fn traces_dir() -> PathBuf {
     let dir = std::env::var_os("MRCACHE_TRACES")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
         });
-    if dir.is_dir() {
-        Some(dir)
-    } else if std::env::var_os("MRCACHE_REQUIRE_TRACES").is_some_and(|v| v == "1") {
-        panic!(
-            "MRCACHE_REQUIRE_TRACES=1 but there are no traces at {}",
-            dir.display()
-        );
-    } else {
-        eprintln!("skipping: no traces at {}", dir.display());
-        None
-    }
+    assert!(
+        dir.is_dir(),
+        "no traces at {}: these tests read the shared traces, kept in ../shared/traces beside the \
+         repository; put them there or set MRCACHE_TRACES to their folder",
+        dir.display()
+    );
+    dir
 }
 
 /// (trace file, reference name) for every reference curve.
@@ -100,7 +96,7 @@ fn exact_against_reference(
 
 #[test]
 fn exact_lru_reproduces_every_reference_curve() {
-    let Some(dir) = traces_dir() else { return };
+    let dir = traces_dir();
     for (file, name) in TRACES {
         let points =
             exact_against_reference(&dir, file, name, "cache_size_objects", SizeUnit::Objects);
@@ -117,7 +113,7 @@ fn exact_lru_reproduces_every_reference_curve() {
 /// reference's printed precision of 0.000001.
 #[test]
 fn exact_lru_reproduces_the_byte_capacity_reference_curve() {
-    let Some(dir) = traces_dir() else { return };
+    let dir = traces_dir();
     let points = exact_against_reference(
         &dir,
         "block/cloudPhysicsIO.oracleGeneral.bin",
@@ -136,7 +132,7 @@ fn exact_lru_reproduces_the_byte_capacity_reference_curve() {
 
 #[test]
 fn every_shared_trace_file_reads() {
-    let Some(dir) = traces_dir() else { return };
+    let dir = traces_dir();
     let expected = [
         (
             "block/cloudPhysicsIO.csv",
@@ -281,7 +277,7 @@ fn binary_reports_help_and_errors() {
 
 #[test]
 fn accuracy_study_reports_spread_bias_and_floor() {
-    let Some(dir) = traces_dir() else { return };
+    let dir = traces_dir();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_mrcache"))
         .args([
             "mrc",

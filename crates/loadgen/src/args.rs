@@ -14,6 +14,8 @@ use std::time::Duration;
 use mrcache_workload::TraceFormat;
 use serde::{Serialize, Serializer};
 
+use crate::error::OptionError;
+
 /// Defaults, each with the reason it was chosen.
 pub mod defaults {
     /// memcaslap's `-c` is 128; 16 keeps a laptop-sized run from saturating the client itself.
@@ -94,7 +96,7 @@ pub struct BenchArgs {
     /// not), replayed in order by all connections together and looped. With a trace, --keys is the
     /// trace's number of distinct keys; --get-ratio and --value-size still decide operations and sizes.
     #[arg(long, default_value = "uniform")]
-    pub popularity: Popularity,
+    pub popularity: KeyPopularity,
 
     /// With --popularity trace:PATH, the trace's format (auto detects it from the name).
     #[arg(long, default_value = "auto", value_parser = parse_trace_format)]
@@ -154,7 +156,7 @@ pub struct BenchArgs {
     /// A tenant, USER:PASS:WEIGHT:KEYPREFIX (repeatable). Its connections authenticate first
     /// (text auth, empty USER = none), get a WEIGHT share of connections and rate, and prefix keys.
     #[arg(long = "tenant")]
-    pub tenants: Vec<TenantSpec>,
+    pub tenants: Vec<TenantLoad>,
 
     /// Seed of every random choice (keys, ops, sizes, arrivals).
     #[arg(long, default_value_t = defaults::SEED)]
@@ -166,25 +168,27 @@ pub struct BenchArgs {
 pub struct HumanDuration(pub Duration);
 
 impl FromStr for HumanDuration {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = OptionError;
+    fn from_str(s: &str) -> Result<Self, OptionError> {
         let s = s.trim();
         let split = s
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(s.len());
         let (num, unit) = s.split_at(split);
-        let value: f64 = num.parse().map_err(|_| format!("bad duration {s:?}"))?;
+        let value: f64 = num
+            .parse()
+            .map_err(|_| OptionError::BadDuration(s.into()))?;
         let scale = match unit {
             "ns" => 1e-9,
             "us" | "µs" => 1e-6,
             "ms" => 1e-3,
             "" | "s" => 1.0,
             "m" | "min" => 60.0,
-            _ => return Err(format!("bad duration unit in {s:?} (use ns, us, ms, s, m)")),
+            _ => return Err(OptionError::BadDurationUnit(s.into())),
         };
         Duration::try_from_secs_f64(value * scale)
             .map(HumanDuration)
-            .map_err(|_| format!("duration out of range: {s:?}"))
+            .map_err(|_| OptionError::DurationOutOfRange(s.into()))
     }
 }
 
@@ -208,10 +212,13 @@ impl fmt::Display for HumanDuration {
 /// Value size distribution.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ValueSize {
+    /// Every value has this many bytes.
     Fixed(usize),
     /// Uniform over `min..=max` bytes.
     Uniform {
+        /// Smallest size.
         min: usize,
+        /// Largest size.
         max: usize,
     },
     /// Facebook ETC (workloads.md): discrete 0-14 B with p 0.44155, else generalized Pareto.
@@ -219,25 +226,25 @@ pub enum ValueSize {
 }
 
 impl FromStr for ValueSize {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = OptionError;
+    fn from_str(s: &str) -> Result<Self, OptionError> {
         if s == "etc" {
             return Ok(ValueSize::Etc);
         }
         if let Some(range) = s.strip_prefix("uniform:") {
             let (a, b) = range
                 .split_once('-')
-                .ok_or("uniform value size needs A-B")?;
-            let min: usize = a.parse().map_err(|_| format!("bad size {a:?}"))?;
-            let max: usize = b.parse().map_err(|_| format!("bad size {b:?}"))?;
+                .ok_or(OptionError::UniformNeedsRange)?;
+            let min: usize = a.parse().map_err(|_| OptionError::BadSize(a.into()))?;
+            let max: usize = b.parse().map_err(|_| OptionError::BadSize(b.into()))?;
             if min > max {
-                return Err(format!("uniform:{min}-{max} has min > max"));
+                return Err(OptionError::UniformMinAboveMax { min, max });
             }
             return Ok(ValueSize::Uniform { min, max });
         }
         s.parse()
             .map(ValueSize::Fixed)
-            .map_err(|_| format!("bad value size {s:?} (N, uniform:A-B or etc)"))
+            .map_err(|_| OptionError::BadValueSize(s.into()))
     }
 }
 
@@ -251,9 +258,11 @@ impl fmt::Display for ValueSize {
     }
 }
 
-/// Key popularity over the key ranks.
+/// The `--popularity` option: which keys a bench requests, and how often. The distributions are
+/// `mrcache_workload::dist`'s (see `crate::dist`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Popularity {
+pub enum KeyPopularity {
+    /// Every key equally likely.
     Uniform,
     /// Zipf with this exponent: P(rank k) proportional to k^-s.
     Zipf(f64),
@@ -261,34 +270,32 @@ pub enum Popularity {
     Trace(PathBuf),
 }
 
-impl FromStr for Popularity {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+impl FromStr for KeyPopularity {
+    type Err = OptionError;
+    fn from_str(s: &str) -> Result<Self, OptionError> {
         if s == "uniform" {
-            return Ok(Popularity::Uniform);
+            return Ok(KeyPopularity::Uniform);
         }
         if let Some(path) = s.strip_prefix("trace:") {
             if path.is_empty() {
-                return Err("trace: needs a file, as in trace:web07.trace.xz".into());
+                return Err(OptionError::TraceNeedsFile);
             }
-            return Ok(Popularity::Trace(PathBuf::from(path)));
+            return Ok(KeyPopularity::Trace(PathBuf::from(path)));
         }
-        let exp = s
-            .strip_prefix("zipf:")
-            .ok_or("popularity is uniform, zipf:S or trace:PATH")?;
+        let exp = s.strip_prefix("zipf:").ok_or(OptionError::BadPopularity)?;
         match exp.parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 0.0 => Ok(Popularity::Zipf(v)),
-            _ => Err(format!("bad zipf exponent {exp:?} (a number >= 0)")),
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(KeyPopularity::Zipf(v)),
+            _ => Err(OptionError::BadZipfExponent(exp.into())),
         }
     }
 }
 
-impl fmt::Display for Popularity {
+impl fmt::Display for KeyPopularity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Popularity::Uniform => f.write_str("uniform"),
-            Popularity::Zipf(s) => write!(f, "zipf:{s}"),
-            Popularity::Trace(path) => write!(f, "trace:{}", path.display()),
+            KeyPopularity::Uniform => f.write_str("uniform"),
+            KeyPopularity::Zipf(s) => write!(f, "zipf:{s}"),
+            KeyPopularity::Trace(path) => write!(f, "trace:{}", path.display()),
         }
     }
 }
@@ -296,17 +303,19 @@ impl fmt::Display for Popularity {
 /// Open-loop inter-arrival distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrivals {
+    /// Exponential gaps.
     Poisson,
+    /// ETC's generalized Pareto gaps, scaled to the rate.
     Etc,
 }
 
 impl FromStr for Arrivals {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = OptionError;
+    fn from_str(s: &str) -> Result<Self, OptionError> {
         match s {
             "poisson" => Ok(Arrivals::Poisson),
             "etc" => Ok(Arrivals::Etc),
-            _ => Err(format!("bad arrivals {s:?} (poisson or etc)")),
+            _ => Err(OptionError::BadArrivals(s.into())),
         }
     }
 }
@@ -323,20 +332,22 @@ impl fmt::Display for Arrivals {
 /// A latency target: percentile `percentile` (e.g. 95.0) at most `limit`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct QosTarget {
+    /// The percentile, in (0, 100).
     pub percentile: f64,
+    /// The most it may be.
     pub limit: Duration,
 }
 
 impl FromStr for QosTarget {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (p, limit) = s.split_once('=').ok_or("qos target is pNN=DURATION")?;
+    type Err = OptionError;
+    fn from_str(s: &str) -> Result<Self, OptionError> {
+        let (p, limit) = s.split_once('=').ok_or(OptionError::BadQosTarget)?;
         let percentile: f64 = p
             .strip_prefix('p')
             .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("bad percentile {p:?} (p95, p99, p99.9)"))?;
+            .ok_or_else(|| OptionError::BadPercentile(p.into()))?;
         if !(percentile > 0.0 && percentile < 100.0) {
-            return Err(format!("percentile {percentile} outside (0, 100)"));
+            return Err(OptionError::PercentileOutOfRange(percentile));
         }
         let limit = limit.parse::<HumanDuration>()?.0;
         Ok(QosTarget { percentile, limit })
@@ -352,8 +363,11 @@ impl fmt::Display for QosTarget {
 /// The open-loop rates of `--scan`: `from`, `from + step`, ... up to `to` (inclusive).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateScan {
+    /// First rate, requests/s.
     pub from: f64,
+    /// Last rate at most, requests/s.
     pub to: f64,
+    /// Increment, requests/s.
     pub step: f64,
 }
 
@@ -366,10 +380,9 @@ impl RateScan {
 }
 
 impl FromStr for RateScan {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let usage =
-            || format!("bad scan {s:?} (FROM..TO:STEP in requests/s, e.g. 20000..200000:20000)");
+    type Err = OptionError;
+    fn from_str(s: &str) -> Result<Self, OptionError> {
+        let usage = || OptionError::BadScan(s.into());
         let (range, step) = s.split_once(':').ok_or_else(usage)?;
         let (from, to) = range.split_once("..").ok_or_else(usage)?;
         let num = |t: &str| t.trim().parse::<f64>().ok().filter(|v| v.is_finite());
@@ -377,15 +390,15 @@ impl FromStr for RateScan {
             return Err(usage());
         };
         if from <= 0.0 || step <= 0.0 || to < from {
-            return Err(format!("scan {s:?} needs 0 < FROM <= TO and STEP > 0"));
+            return Err(OptionError::ScanOutOfOrder(s.into()));
         }
         let scan = RateScan { from, to, step };
         let steps = scan.rates().len();
         if steps > defaults::SCAN_MAX_STEPS {
-            return Err(format!(
-                "scan {s:?} has {steps} steps; at most {} (use a larger STEP)",
-                defaults::SCAN_MAX_STEPS
-            ));
+            return Err(OptionError::ScanTooLong {
+                scan: s.into(),
+                steps,
+            });
         }
         Ok(scan)
     }
@@ -397,39 +410,42 @@ impl fmt::Display for RateScan {
     }
 }
 
-/// One tenant: credentials (empty user = no auth), weight, key prefix.
+/// One `--tenant`: the load one tenant puts on the servers, named by its credentials (empty user
+/// = no auth), its weight (share of connections and rate) and its key prefix.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TenantSpec {
+pub struct TenantLoad {
+    /// User for text-protocol auth; empty: no auth.
     pub user: String,
+    /// Password; empty exactly when the user is.
     pub password: String,
+    /// Share of the connections and of the rate, relative to the other tenants.
     pub weight: f64,
+    /// Prefix of every key the tenant sends.
     pub key_prefix: String,
 }
 
-impl FromStr for TenantSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+impl FromStr for TenantLoad {
+    type Err = OptionError;
+    fn from_str(s: &str) -> Result<Self, OptionError> {
         let mut parts = s.splitn(4, ':');
         let (Some(user), Some(password), Some(weight), Some(key_prefix)) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
-            return Err(format!("tenant {s:?} is USER:PASS:WEIGHT:KEYPREFIX"));
+            return Err(OptionError::BadTenant(s.into()));
         };
         let weight: f64 = weight
             .parse()
-            .map_err(|_| format!("bad tenant weight {weight:?}"))?;
+            .map_err(|_| OptionError::BadTenantWeight(weight.into()))?;
         if !(weight.is_finite() && weight > 0.0) {
-            return Err(format!("tenant weight must be > 0, got {weight}"));
+            return Err(OptionError::TenantWeightNotPositive(weight));
         }
         if key_prefix.bytes().any(|b| b <= b' ' || b == 0x7f) {
-            return Err(format!(
-                "tenant key prefix {key_prefix:?} has spaces or control bytes"
-            ));
+            return Err(OptionError::BadKeyPrefix(key_prefix.into()));
         }
         if user.contains(' ') || password.contains(' ') || user.is_empty() != password.is_empty() {
-            return Err("tenant user and password: both empty or both without spaces".into());
+            return Err(OptionError::BadCredentials);
         }
-        Ok(TenantSpec {
+        Ok(TenantLoad {
             user: user.into(),
             password: password.into(),
             weight,
@@ -438,7 +454,7 @@ impl FromStr for TenantSpec {
     }
 }
 
-impl fmt::Display for TenantSpec {
+impl fmt::Display for TenantLoad {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let pass = if self.password.is_empty() { "" } else { "***" };
         write!(
@@ -450,8 +466,10 @@ impl fmt::Display for TenantSpec {
 }
 
 /// `--trace-format`: one of the trace readers' format names.
-fn parse_trace_format(s: &str) -> Result<TraceFormat, String> {
-    s.parse()
+fn parse_trace_format(s: &str) -> Result<TraceFormat, OptionError> {
+    s.parse().map_err(|e: mrcache_workload::WorkloadError| {
+        OptionError::UnknownTraceFormat(e.to_string())
+    })
 }
 
 fn serialize_display<T: fmt::Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -470,11 +488,11 @@ macro_rules! serialize_as_display {
 serialize_as_display!(
     HumanDuration,
     ValueSize,
-    Popularity,
+    KeyPopularity,
     Arrivals,
     QosTarget,
     RateScan,
-    TenantSpec
+    TenantLoad
 );
 
 #[cfg(test)]
@@ -512,7 +530,7 @@ mod tests {
             "1..x:1",
             "1..1000:1",
         ] {
-            let e = bad.parse::<RateScan>().unwrap_err();
+            let e = bad.parse::<RateScan>().unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
         }
     }
@@ -543,13 +561,13 @@ mod tests {
         assert_eq!(round_trip::<ValueSize>("etc"), "etc");
         assert_eq!("200".parse::<ValueSize>().unwrap(), ValueSize::Fixed(200));
         assert!("uniform:20-10".parse::<ValueSize>().is_err());
-        assert_eq!(round_trip::<Popularity>("zipf:0.99"), "zipf:0.99");
+        assert_eq!(round_trip::<KeyPopularity>("zipf:0.99"), "zipf:0.99");
         assert_eq!(
-            round_trip::<Popularity>("trace:web07.trace.xz"),
+            round_trip::<KeyPopularity>("trace:web07.trace.xz"),
             "trace:web07.trace.xz"
         );
-        assert!("trace:".parse::<Popularity>().is_err());
-        assert!("zipf:-1".parse::<Popularity>().is_err());
+        assert!("trace:".parse::<KeyPopularity>().is_err());
+        assert!("zipf:-1".parse::<KeyPopularity>().is_err());
         let q: QosTarget = "p99.9=1ms".parse().unwrap();
         assert_eq!((q.percentile, q.limit), (99.9, Duration::from_millis(1)));
         assert_eq!(round_trip::<QosTarget>("p95=500us"), "p95=500us");
@@ -558,14 +576,14 @@ mod tests {
 
     #[test]
     fn tenants_parse_and_hide_passwords() {
-        let t: TenantSpec = "alice:secret:3:app1:".parse().unwrap();
+        let t: TenantLoad = "alice:secret:3:app1:".parse().unwrap();
         assert_eq!(t.user, "alice");
         assert_eq!(t.key_prefix, "app1:");
         assert_eq!(t.to_string(), "alice:***:3:app1:");
-        let anon: TenantSpec = "::1:b".parse().unwrap();
+        let anon: TenantLoad = "::1:b".parse().unwrap();
         assert!(anon.user.is_empty());
-        assert!("alice::1:x".parse::<TenantSpec>().is_err());
-        assert!("a:b:0:x".parse::<TenantSpec>().is_err());
-        assert!("a:b:1:has space".parse::<TenantSpec>().is_err());
+        assert!("alice::1:x".parse::<TenantLoad>().is_err());
+        assert!("a:b:0:x".parse::<TenantLoad>().is_err());
+        assert!("a:b:1:has space".parse::<TenantLoad>().is_err());
     }
 }

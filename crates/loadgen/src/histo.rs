@@ -25,6 +25,7 @@ impl Default for LatencyHistogram {
 }
 
 impl LatencyHistogram {
+    /// An empty histogram over 1 us..=`HIGHEST_US`.
     pub fn new() -> Self {
         // Bounds are constants known to be valid for the crate.
         LatencyHistogram(
@@ -33,10 +34,12 @@ impl LatencyHistogram {
         )
     }
 
+    /// Counts one latency of `us` microseconds (values past the top are recorded at the top).
     pub fn record_us(&mut self, us: u64) {
         self.0.saturating_record(us.min(HIGHEST_US));
     }
 
+    /// Number of latencies recorded.
     pub fn count(&self) -> u64 {
         self.0.len()
     }
@@ -50,15 +53,18 @@ impl LatencyHistogram {
         }
     }
 
+    /// Adds `other`'s counts to this one.
     pub fn merge(&mut self, other: &LatencyHistogram) {
         // Same bounds on both sides and saturating values: adding cannot fail.
         self.0.add(&other.0).expect("histograms share bounds");
     }
 
+    /// Forgets every count.
     pub fn clear(&mut self) {
         self.0.reset();
     }
 
+    /// Count, mean and the percentiles a report prints.
     pub fn summary(&self) -> LatencySummary {
         LatencySummary {
             count: self.count(),
@@ -80,13 +86,21 @@ impl LatencyHistogram {
 /// Percentiles of one distribution, in microseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct LatencySummary {
+    /// Number of latencies.
     pub count: u64,
+    /// Their mean.
     pub mean: f64,
+    /// Median.
     pub p50: u64,
+    /// 90th percentile.
     pub p90: u64,
+    /// 95th percentile.
     pub p95: u64,
+    /// 99th percentile.
     pub p99: u64,
+    /// 99.9th percentile.
     pub p999: u64,
+    /// Largest.
     pub max: u64,
 }
 

@@ -21,13 +21,16 @@ pub struct QosStep {
     pub achieved_ops: f64,
     /// The target percentile measured, µs.
     pub percentile_us: u64,
+    /// Failed requests of the step (timeouts, errors, resets).
     pub errors: u64,
+    /// Whether the step met the target.
     pub met: bool,
 }
 
 /// The outcome of a search: every step in order and the best passing one.
 #[derive(Clone, Debug, Serialize)]
 pub struct QosSearch {
+    /// Every step, in the order run.
     pub steps: Vec<QosStep>,
     /// Highest offered rate that met the target; None when even the lowest step failed.
     pub best: Option<QosStep>,

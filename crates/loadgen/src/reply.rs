@@ -20,21 +20,30 @@ pub const MAX_DATA_BYTES: usize = 64 << 20;
 pub enum ReplyItem<'a> {
     /// `VALUE <key> <flags> <bytes> [<cas>]` and its data block (not returned: nobody reads it).
     Value {
+        /// The key, borrowed from the buffer.
         key: &'a [u8],
+        /// Length of the data block.
         data_len: usize,
     },
+    /// `END`: the last line of a get's reply.
     End,
+    /// `STORED`.
     Stored,
+    /// `NOT_STORED`.
     NotStored,
+    /// `EXISTS`.
     Exists,
+    /// `NOT_FOUND`.
     NotFound,
     /// `ERROR`: the server did not know the command.
     Error,
+    /// `CLIENT_ERROR <message>`.
     ClientError(&'a [u8]),
+    /// `SERVER_ERROR <message>`.
     ServerError(&'a [u8]),
 }
 
-/// The bytes at the front of the buffer are not a memcached reply.
+/// The bytes at the front of the buffer are not a memcached reply; the text says how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MalformedReply(pub String);
 

@@ -58,6 +58,7 @@ impl ErrorCounts {
             + self.unsent
     }
 
+    /// Adds `o`'s counts to these.
     pub fn add(&mut self, o: &ErrorCounts) {
         self.timeouts += o.timeouts;
         self.server_errors += o.server_errors;
@@ -76,39 +77,55 @@ impl ErrorCounts {
 /// Completed measured requests by type.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct OpCounts {
+    /// Single-key gets.
     pub get: u64,
+    /// Multi-key gets.
     pub multiget: u64,
+    /// Sets.
     pub set: u64,
     /// Sets issued by the lookaside pattern (included in `set`).
     pub lookaside_set: u64,
+    /// All requests.
     pub total: u64,
 }
 
-/// One tenant's share of the results.
+/// One `--tenant`'s share of the bench's results (the load it put on the servers and what it got
+/// back; the simulator's per-tenant results are `mrcache_sim::TenantReport`).
 #[derive(Clone, Debug, Serialize)]
-pub struct TenantReport {
+pub struct TenantLoadReport {
+    /// The tenant's user, `prefix "..."` when it has none, `default` without `--tenant`.
     pub tenant: String,
+    /// Completed measured requests.
     pub ops: u64,
+    /// Completed requests per second of the measured window.
     pub throughput_ops: f64,
+    /// Key hits over keys asked by its gets; None when no get completed.
     pub hit_ratio: Option<f64>,
+    /// All its operations together.
     pub latency_us: LatencySummary,
 }
 
 /// The preload phase.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct PreloadReport {
+    /// Keys stored.
     pub keys_set: u64,
+    /// How long the preload took.
     pub secs: f64,
+    /// Failed sets.
     pub errors: ErrorCounts,
 }
 
 /// The QoS search, when `--qos` was given.
 #[derive(Clone, Debug, Serialize)]
 pub struct QosReport {
+    /// The target, as typed (`p95=500us`).
     pub target: String,
     /// The search's upper bound and where it came from.
     pub upper_ops: f64,
+    /// `--rate` (the user's) or `closed-loop peak run` (measured first).
     pub upper_source: &'static str,
+    /// The steps and the best one.
     #[serde(flatten)]
     pub search: QosSearch,
 }
@@ -116,8 +133,11 @@ pub struct QosReport {
 /// One step of `--scan`: an open-loop run at one offered rate.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct ScanStep {
+    /// The rate offered, requests/s.
     pub offered_ops: f64,
+    /// Completed requests/s.
     pub throughput_ops: f64,
+    /// Key hits over keys asked by gets; None when no get completed.
     pub hit_ratio: Option<f64>,
     /// All operations together, from each request's intended send time.
     pub latency_us: LatencySummary,
@@ -146,17 +166,22 @@ pub struct Report {
     pub mode: &'static str,
     /// Open loop: the rate offered, requests/s.
     pub offered_ops: Option<f64>,
+    /// Length of the measured window.
     pub measured_secs: f64,
+    /// Completed requests per second of the measured window.
     pub throughput_ops: f64,
     /// Key hits over keys asked by gets; None when no get completed.
     pub hit_ratio: Option<f64>,
+    /// Completed measured requests by type.
     pub ops: OpCounts,
     /// Per operation type (`get`, `multiget`, `set`, those that ran) and `total`.
     pub latency_us: BTreeMap<&'static str, LatencySummary>,
     /// Delay between a request's intended and actual send: waiting for a pipeline slot on its
     /// connection plus the client's own scheduling lag. Part of every latency above.
     pub send_delay_us: LatencySummary,
+    /// Failed requests by cause.
     pub errors: ErrorCounts,
+    /// The text of the last failure, if any.
     pub last_error: Option<String>,
     /// Share of the measured window the load threads were on a CPU (1.0 = every thread busy all
     /// the time). In a closed loop, near 1.0 means the client, not the server, may have limited the
@@ -165,8 +190,11 @@ pub struct Report {
     /// How many load threads `client_cpu_util` averages over.
     #[serde(skip)]
     client_threads: usize,
-    pub tenants: Vec<TenantReport>,
+    /// Per tenant, with `--tenant`.
+    pub tenants: Vec<TenantLoadReport>,
+    /// With `--preload`.
     pub preload: Option<PreloadReport>,
+    /// With `--qos`.
     pub qos: Option<QosReport>,
     /// `--scan`: every step in order (the fields above are the last step's).
     pub scan: Option<Vec<ScanStep>>,
@@ -224,7 +252,7 @@ impl Report {
                 .tenants
                 .iter()
                 .zip(tenant_names)
-                .map(|(t, tenant)| TenantReport {
+                .map(|(t, tenant)| TenantLoadReport {
                     tenant,
                     ops: t.ops,
                     throughput_ops: t.ops as f64 / measured_secs,

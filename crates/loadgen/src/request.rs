@@ -6,6 +6,10 @@
 
 use std::io::Write as _;
 
+use mrcache_protocol::KEY_MAX_LENGTH;
+
+use crate::BenchError;
+
 /// The key space of one tenant: `n` keys of `key_size` bytes behind `prefix`.
 #[derive(Debug, Clone)]
 pub struct KeySpace {
@@ -14,17 +18,18 @@ pub struct KeySpace {
     digits: usize,
 }
 
-/// memcached's key length limit.
-pub const MAX_KEY_BYTES: usize = 250;
-
 impl KeySpace {
-    /// Fails when `key_size` cannot hold the prefix, the `k` marker and `n - 1` in decimal.
-    pub fn new(prefix: &str, key_size: usize, n: u64) -> Result<Self, String> {
+    /// Fails when `key_size` cannot hold the prefix, the `k` marker and `n - 1` in decimal, or
+    /// passes memcached's key length limit (the protocol crate's `KEY_MAX_LENGTH`).
+    pub fn new(prefix: &str, key_size: usize, n: u64) -> Result<Self, BenchError> {
         let needed = prefix.len() + 1 + decimal_digits(n.saturating_sub(1));
-        if key_size < needed || key_size > MAX_KEY_BYTES {
-            return Err(format!(
-                "key size {key_size} must be in {needed}..={MAX_KEY_BYTES} for prefix {prefix:?} and {n} keys"
-            ));
+        if key_size < needed || key_size > KEY_MAX_LENGTH {
+            return Err(BenchError::KeySize {
+                key_size,
+                needed,
+                prefix: prefix.into(),
+                keys: n,
+            });
         }
         Ok(KeySpace {
             prefix: prefix.as_bytes().to_vec(),
@@ -121,7 +126,10 @@ mod tests {
         assert_eq!(space.index_of(b"app1:k00000000x2"), None);
         assert!(KeySpace::new("", 4, 1000).is_ok());
         assert!(KeySpace::new("", 3, 1001).is_err());
-        assert!(KeySpace::new("", 251, 10).is_err());
+        assert!(matches!(
+            KeySpace::new("", 251, 10),
+            Err(BenchError::KeySize { needed: 2, .. })
+        ));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::args::{defaults, BenchArgs, TenantSpec};
+use crate::args::{defaults, BenchArgs, TenantLoad};
 use crate::dist::{GapSampler, KeySampler, ValueSizer, MAX_VALUE_BYTES};
 use crate::histo::LatencyHistogram;
 use crate::qos::{self, SearchBounds};
@@ -40,7 +40,7 @@ struct PhaseResult {
 /// The phase-independent part of a run: where to connect, and the load's shape.
 struct Setup {
     addrs: Vec<(String, SocketAddr)>,
-    tenants: Vec<TenantSpec>,
+    tenants: Vec<TenantLoad>,
     /// Key popularity, built once (a trace is read once; every phase's clone shares its cursor).
     keys: KeySampler,
 }
@@ -171,8 +171,7 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
     if !(0.0..=1.0).contains(&args.get_ratio) {
         return bad(format!("--get-ratio {} is not in [0, 1]", args.get_ratio));
     }
-    let keys = KeySampler::new(&args.popularity, args.keys, args.trace_format)
-        .map_err(BenchError::InvalidArgs)?;
+    let keys = KeySampler::new(&args.popularity, args.keys, args.trace_format)?;
     if !(1..=MAX_MULTIGET).contains(&args.multiget) {
         return bad(format!("--multiget must be in 1..={MAX_MULTIGET}"));
     }
@@ -196,7 +195,7 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
     }
     debug_assert!(sizer.max_size() <= MAX_VALUE_BYTES);
     let tenants = if args.tenants.is_empty() {
-        vec![TenantSpec {
+        vec![TenantLoad {
             user: String::new(),
             password: String::new(),
             weight: 1.0,
@@ -212,8 +211,7 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
         ));
     }
     for t in &tenants {
-        KeySpace::new(&t.key_prefix, args.key_size, keys.key_count())
-            .map_err(BenchError::InvalidArgs)?;
+        KeySpace::new(&t.key_prefix, args.key_size, keys.key_count())?;
     }
     let mut addrs = Vec::new();
     for server in &args.servers {
@@ -245,8 +243,7 @@ fn plan(args: &BenchArgs, setup: &Setup, mode: LoadMode) -> Result<Plan, BenchEr
     let mut tenants = Vec::new();
     for t in &setup.tenants {
         tenants.push(TenantPlan {
-            space: KeySpace::new(&t.key_prefix, args.key_size, setup.keys.key_count())
-                .map_err(BenchError::InvalidArgs)?,
+            space: KeySpace::new(&t.key_prefix, args.key_size, setup.keys.key_count())?,
             user: t.user.clone(),
             password: t.password.clone(),
         });

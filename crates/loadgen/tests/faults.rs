@@ -5,20 +5,15 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-use mrcache_loadgen::{BenchArgs, Report};
+use mrcache_loadgen::Report;
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: BenchArgs,
-}
+mod common;
 
-fn bench(addr: &str, options: &[&str]) -> Report {
-    let mut argv = vec!["bench", "--server", addr];
-    argv.extend(options);
-    let cli = Cli::try_parse_from(argv).expect("valid options");
-    mrcache_loadgen::run(&cli.args, &mut std::io::sink()).expect("bench runs")
+/// A run that must complete, however the server misbehaves.
+fn bench(addr: &str, duration: &str, options: &[&str]) -> Report {
+    common::bench(addr, duration, "0s", options)
+        .0
+        .expect("bench runs")
 }
 
 /// Serves each connection on its own thread with `handle`; returns the address.
@@ -67,17 +62,11 @@ fn silent(mut stream: TcpStream) {
 #[test]
 fn server_errors_and_hang_ups_are_counted_and_connections_reopened() {
     let addr = serve(flaky);
-    let opts = [
-        "--duration",
+    let report = bench(
+        &addr,
         "500ms",
-        "--warmup",
-        "0s",
-        "--connections",
-        "2",
-        "--get-ratio",
-        "0.5",
-    ];
-    let report = bench(&addr, &opts);
+        &["--connections", "2", "--get-ratio", "0.5"],
+    );
     assert!(report.errors.server_errors > 0, "{report}");
     assert!(report.errors.connection_resets > 0, "{report}");
     assert!(
@@ -100,17 +89,11 @@ fn server_errors_and_hang_ups_are_counted_and_connections_reopened() {
 fn a_silent_server_times_out_within_the_run_bound() {
     let addr = serve(silent);
     let started = Instant::now();
-    let opts = [
-        "--duration",
+    let report = bench(
+        &addr,
         "300ms",
-        "--warmup",
-        "0s",
-        "--timeout",
-        "200ms",
-        "--connections",
-        "3",
-    ];
-    let report = bench(&addr, &opts);
+        &["--timeout", "200ms", "--connections", "3"],
+    );
     // Bound: duration + one timeout of drain, plus start-up slack.
     assert!(
         started.elapsed() < Duration::from_millis(1500),
@@ -124,17 +107,7 @@ fn a_silent_server_times_out_within_the_run_bound() {
 #[test]
 fn an_open_loop_against_a_silent_server_reports_its_backlog_as_unsent() {
     let addr = serve(silent);
-    let opts = [
-        "--duration",
-        "300ms",
-        "--warmup",
-        "0s",
-        "--timeout",
-        "100ms",
-        "--rate",
-        "1000",
-    ];
-    let report = bench(&addr, &opts);
+    let report = bench(&addr, "300ms", &["--timeout", "100ms", "--rate", "1000"]);
     // 300 arrivals were due; the few sent time out, the rest could never be sent.
     assert!(
         report.errors.unsent + report.errors.timeouts > 200,

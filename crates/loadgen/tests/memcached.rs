@@ -1,23 +1,19 @@
 //! End-to-end: short benchmarks against a real memcached started on a free loopback port.
 //!
-//! Skipped with a message when /usr/bin/memcached is absent, unless MRCACHE_REQUIRE_MEMCACHED=1,
-//! in which case its absence fails the tests. Options go through clap, as `mrcache bench` does.
+//! The tests need /usr/bin/memcached and fail, saying how to install it, when it is absent.
+//! Options go through clap, as `mrcache bench` does.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-use mrcache_loadgen::{BenchArgs, BenchError, Report};
+use common::bench;
+use mrcache_loadgen::BenchError;
+
+mod common;
 
 const MEMCACHED: &str = "/usr/bin/memcached";
-
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: BenchArgs,
-}
 
 struct Memcached {
     child: Child,
@@ -25,15 +21,13 @@ struct Memcached {
 }
 
 impl Memcached {
-    /// Starts memcached, or returns None (after saying why) when it is not installed.
-    fn start(extra: &[&str]) -> Option<Memcached> {
-        if !Path::new(MEMCACHED).exists() {
-            if std::env::var("MRCACHE_REQUIRE_MEMCACHED").as_deref() == Ok("1") {
-                panic!("{MEMCACHED} is missing and MRCACHE_REQUIRE_MEMCACHED=1");
-            }
-            eprintln!("skipping: {MEMCACHED} not found (apt-get install memcached)");
-            return None;
-        }
+    /// Starts memcached with `extra` options; panics, saying how to install it, when it is missing.
+    fn start(extra: &[&str]) -> Memcached {
+        assert!(
+            Path::new(MEMCACHED).exists(),
+            "{MEMCACHED} not found: these tests load a real memcached; install it with \
+             `apt-get install memcached`"
+        );
         // A port probed free can be taken before memcached binds it: retry on a fresh one.
         for _ in 0..5 {
             let port = TcpListener::bind("127.0.0.1:0")
@@ -70,7 +64,7 @@ impl Memcached {
                     break;
                 }
                 if TcpStream::connect(&addr).is_ok() {
-                    return Some(Memcached { child, addr });
+                    return Memcached { child, addr };
                 }
                 std::thread::yield_now();
             }
@@ -88,25 +82,10 @@ impl Drop for Memcached {
     }
 }
 
-fn bench(addr: &str, options: &[&str]) -> (Result<Report, BenchError>, String) {
-    let mut argv = vec!["bench", "--server", addr];
-    argv.extend(options);
-    let cli = Cli::try_parse_from(argv).expect("valid options");
-    let mut progress = Vec::new();
-    let report = mrcache_loadgen::run(&cli.args, &mut progress);
-    (report, String::from_utf8(progress).unwrap())
-}
-
 #[test]
 fn closed_loop_after_preload_hits_everything_without_errors() {
-    let Some(mc) = Memcached::start(&[]) else {
-        return;
-    };
+    let mc = Memcached::start(&[]);
     let opts = [
-        "--duration",
-        "1s",
-        "--warmup",
-        "200ms",
         "--connections",
         "8",
         "--keys",
@@ -116,7 +95,7 @@ fn closed_loop_after_preload_hits_everything_without_errors() {
         "uniform:100-300",
         "--json",
     ];
-    let (report, progress) = bench(&mc.addr, &opts);
+    let (report, progress) = bench(&mc.addr, "1s", "200ms", &opts);
     let report = report.expect("bench runs");
     assert_eq!(report.errors.total(), 0, "{report}");
     assert_eq!(report.preload.unwrap().keys_set, 5000);
@@ -149,9 +128,7 @@ fn closed_loop_after_preload_hits_everything_without_errors() {
 
 #[test]
 fn a_trace_replays_its_keys_and_lookaside_fills_them() {
-    let Some(mc) = Memcached::start(&[]) else {
-        return;
-    };
+    let mc = Memcached::start(&[]);
     // A cache2k-format trace (big-endian u32 ids) cycling over 50 keys, 1,000 requests a pass.
     let dir = std::env::temp_dir().join(format!("mrcache-bench-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -162,10 +139,6 @@ fn a_trace_replays_its_keys_and_lookaside_fills_them() {
     std::fs::write(&path, ids).unwrap();
     let popularity = format!("trace:{}", path.display());
     let opts = [
-        "--duration",
-        "500ms",
-        "--warmup",
-        "200ms",
         "--connections",
         "2",
         "--popularity",
@@ -176,7 +149,7 @@ fn a_trace_replays_its_keys_and_lookaside_fills_them() {
         "--key-size",
         "16",
     ];
-    let (report, _) = bench(&mc.addr, &opts);
+    let (report, _) = bench(&mc.addr, "500ms", "200ms", &opts);
     std::fs::remove_dir_all(&dir).unwrap();
     let report = report.expect("bench runs");
     assert_eq!(report.errors.total(), 0, "{report}");
@@ -189,26 +162,18 @@ fn a_trace_replays_its_keys_and_lookaside_fills_them() {
     );
     assert!(report.to_string().contains("popularity trace:"), "{report}");
 
-    let missing = [
-        "--popularity",
-        "trace:/nonexistent/x.trace",
-        "--duration",
-        "1s",
-    ];
-    let err = bench(&mc.addr, &missing).0.unwrap_err().to_string();
+    let missing = ["--popularity", "trace:/nonexistent/x.trace"];
+    let err = bench(&mc.addr, "1s", "2s", &missing)
+        .0
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/nonexistent/x.trace"), "{err}");
 }
 
 #[test]
 fn open_loop_lookaside_multiget_follows_the_rate_and_fills_misses() {
-    let Some(mc) = Memcached::start(&[]) else {
-        return;
-    };
+    let mc = Memcached::start(&[]);
     let opts = [
-        "--duration",
-        "1s",
-        "--warmup",
-        "200ms",
         "--rate",
         "2000",
         "--multiget",
@@ -227,7 +192,7 @@ fn open_loop_lookaside_multiget_follows_the_rate_and_fills_misses() {
         "--connections",
         "4",
     ];
-    let (report, _) = bench(&mc.addr, &opts);
+    let (report, _) = bench(&mc.addr, "1s", "200ms", &opts);
     let report = report.expect("bench runs");
     assert_eq!(report.errors.total(), 0, "{report}");
     assert_eq!(report.mode, "open");
@@ -242,20 +207,9 @@ fn open_loop_lookaside_multiget_follows_the_rate_and_fills_misses() {
 
 #[test]
 fn qos_search_meets_a_loose_target_at_the_given_rate() {
-    let Some(mc) = Memcached::start(&[]) else {
-        return;
-    };
-    let opts = [
-        "--duration",
-        "300ms",
-        "--warmup",
-        "100ms",
-        "--rate",
-        "1000",
-        "--qos",
-        "p99=100ms",
-    ];
-    let (report, _) = bench(&mc.addr, &opts);
+    let mc = Memcached::start(&[]);
+    let opts = ["--rate", "1000", "--qos", "p99=100ms"];
+    let (report, _) = bench(&mc.addr, "300ms", "100ms", &opts);
     let qos = report.expect("bench runs").qos.expect("qos report");
     assert_eq!(qos.search.steps.len(), 1, "{qos:?}");
     assert!(qos.search.best.unwrap().met);
@@ -268,14 +222,8 @@ fn tenants_authenticate_and_bad_credentials_are_an_error() {
     let auth = dir.join("auth");
     std::fs::write(&auth, "alice:pw1\nbob:pw2\n").unwrap();
     let auth = auth.to_str().unwrap().to_string();
-    let Some(mc) = Memcached::start(&["-Y", &auth]) else {
-        return;
-    };
+    let mc = Memcached::start(&["-Y", &auth]);
     let opts = [
-        "--duration",
-        "500ms",
-        "--warmup",
-        "0s",
         "--connections",
         "4",
         "--tenant",
@@ -283,15 +231,12 @@ fn tenants_authenticate_and_bad_credentials_are_an_error() {
         "--tenant",
         "bob:pw2:1:b:",
     ];
-    let (report, _) = bench(&mc.addr, &opts);
+    let (report, _) = bench(&mc.addr, "500ms", "0s", &opts);
     let report = report.expect("bench runs");
     assert_eq!(report.errors.total(), 0, "{report}");
     assert_eq!(report.tenants.len(), 2);
     assert!(report.tenants[0].ops > report.tenants[1].ops, "{report}");
-    let (bad, _) = bench(
-        &mc.addr,
-        &["--duration", "200ms", "--tenant", "alice:nope:1:a:"],
-    );
+    let (bad, _) = bench(&mc.addr, "200ms", "2s", &["--tenant", "alice:nope:1:a:"]);
     assert!(matches!(bad, Err(BenchError::Auth { .. })), "{bad:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -310,7 +255,7 @@ fn an_unreachable_server_is_an_error_not_a_statistic() {
         )
         .unwrap();
     let port = socket.local_addr().unwrap().as_socket().unwrap().port();
-    let (report, _) = bench(&format!("127.0.0.1:{port}"), &["--duration", "200ms"]);
+    let (report, _) = bench(&format!("127.0.0.1:{port}"), "200ms", "2s", &[]);
     drop(socket);
     assert!(
         matches!(report, Err(BenchError::Connect { .. })),

@@ -10,7 +10,7 @@ use mrcache_sim::sweep::{parse_range, sweep};
 use mrcache_sim::{steady_state_first_request, SimConfig, Span, UpperBoundProfiler};
 use mrcache_workload::synth::{Access, WorkloadSpec};
 
-fn main() -> Result<(), String> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let workload = args
         .next()

@@ -6,6 +6,9 @@
 //! once-a-second policies (memcached's automove). No threads, no I/O, no wall clock; the same config and
 //! stream give the same report, bit for bit.
 
+#![warn(missing_docs)]
+
+mod error;
 mod policy;
 mod replay;
 mod report;
@@ -13,6 +16,7 @@ pub mod sweep;
 mod trace;
 pub mod upper_bound;
 
+pub use error::SimError;
 pub use policy::SlabPolicy;
 pub use replay::{key_text, SimConfig, Simulator, TenantSetup};
 pub use report::{

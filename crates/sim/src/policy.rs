@@ -4,6 +4,8 @@
 
 use mrcache_policy::class::{self, ClassPolicy};
 
+use crate::SimError;
+
 /// The name of the upper bound.
 pub const UPPER_BOUND: &str = "upper-bound";
 
@@ -21,9 +23,11 @@ impl SlabPolicy {
         names
     }
 
-    pub fn by_name(spec: &str) -> Result<SlabPolicy, String> {
+    /// Validates `spec`: a class policy of `mrcache_policy::class` with its parameters, or
+    /// `upper-bound`.
+    pub fn by_name(spec: &str) -> Result<SlabPolicy, SimError> {
         if spec != UPPER_BOUND {
-            class::by_name(spec)?;
+            class::by_name(spec).map_err(SimError::Policy)?;
         }
         Ok(SlabPolicy {
             spec: spec.to_string(),

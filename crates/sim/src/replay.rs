@@ -9,6 +9,7 @@ use mrcache_workload::Op;
 
 use crate::policy::SlabPolicy;
 use crate::report::{ratio, ClassAllocation, SimReport, TenantReport, TenantWindow, Window};
+use crate::SimError;
 
 /// The logical clock starts where memcached's real one does.
 const CLOCK_START_SECS: u32 = 62;
@@ -46,11 +47,15 @@ pub struct SimConfig {
 /// share pool 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TenantSetup {
+    /// The arbiter's spec, `NAME[:key=value,...]`.
     pub arbiter: String,
+    /// Each tenant's reserve, target and bounds.
     pub tenants: Vec<TenantSpec>,
 }
 
 impl SimConfig {
+    /// The defaults (memcached's engine settings, no profiling, no tenants) with `memory_bytes` of
+    /// memory.
     pub fn with_memory(memory_bytes: u64) -> SimConfig {
         SimConfig {
             engine: EngineConfig {
@@ -111,17 +116,16 @@ fn count_tenant(counts: &mut Vec<(u64, u64)>, tenant: u16, miss: bool) {
 }
 
 impl Simulator {
-    pub fn new(mut config: SimConfig, policy: SlabPolicy) -> Result<Simulator, String> {
+    /// A simulator of `config` running `policy`. Refused when the policy, the arbiter or the engine
+    /// configuration is, or for the upper bound without `page_caps`.
+    pub fn new(mut config: SimConfig, policy: SlabPolicy) -> Result<Simulator, SimError> {
         if policy.is_upper_bound() && config.page_caps.is_none() {
-            return Err(
-                "the upper bound replays a fixed allocation: run it through `sweep` or give page_caps"
-                    .into(),
-            );
+            return Err(SimError::UpperBoundNeedsCaps);
         }
         let class_policy = policy.build();
         let arbiter = match &config.tenants {
             Some(setup) => {
-                let arbiter = tenant::by_name(&setup.arbiter)?;
+                let arbiter = tenant::by_name(&setup.arbiter).map_err(SimError::Arbiter)?;
                 let pools = setup.tenants.iter().map(|t| t.tenant.index() + 1).max();
                 config.engine.tenant_pools = pools.unwrap_or(1);
                 config.engine.shadow_queue_bytes = arbiter.shadow_queue_bytes();
@@ -135,7 +139,7 @@ impl Simulator {
             config.engine.profile_sample_rate = Some(DEFAULT_SIM_SAMPLE_RATE);
             config.engine.profile_memory_share = SIM_PROFILE_MEMORY_SHARE;
         }
-        let engine = Engine::new(config.engine.clone()).map_err(|e| e.to_string())?;
+        let engine = Engine::new(config.engine.clone()).map_err(SimError::Engine)?;
         if let Some(caps) = &config.page_caps {
             engine.set_class_page_caps(Some(caps));
         }
@@ -171,6 +175,7 @@ impl Simulator {
         })
     }
 
+    /// The engine being driven.
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
@@ -371,7 +376,7 @@ impl Simulator {
         config: SimConfig,
         policy: SlabPolicy,
         stream: impl IntoIterator<Item = Access>,
-    ) -> Result<SimReport, String> {
+    ) -> Result<SimReport, SimError> {
         let mut sim = Simulator::new(config, policy)?;
         for a in stream {
             sim.replay(&a);

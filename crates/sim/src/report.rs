@@ -6,9 +6,13 @@ use serde::Serialize;
 /// Pages held by one slab class.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClassAllocation {
+    /// The class id (1-based, as memcached numbers them).
     pub class: u8,
+    /// Its chunk size.
     pub chunk_size_bytes: usize,
+    /// Pages it holds.
     pub pages: usize,
+    /// Items it holds.
     pub items: usize,
 }
 
@@ -17,12 +21,15 @@ pub struct ClassAllocation {
 pub struct Window {
     /// Requests before the window ended.
     pub end_request: u64,
+    /// GETs in the window.
     pub gets: u64,
+    /// GET misses in the window.
     pub misses: u64,
     /// GET misses over GETs in this window.
     pub miss_ratio: f64,
     /// Pages per class (index = class - 1) at the end of the window.
     pub pages: Vec<usize>,
+    /// Pages moved between classes in the window.
     pub page_moves: u64,
     /// Per workload tenant, when the run has tenants with memory of their own.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -32,9 +39,13 @@ pub struct Window {
 /// One tenant in one window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TenantWindow {
+    /// The workload's tenant index.
     pub tenant: u16,
+    /// Its GETs.
     pub gets: u64,
+    /// Its GET misses.
     pub misses: u64,
+    /// Misses over GETs.
     pub miss_ratio: f64,
     /// Pages of its own pool at the end of the window (none when it shares pool 0 with others).
     pub pages: Option<usize>,
@@ -45,24 +56,33 @@ pub struct TenantWindow {
 /// One tenant over the whole run: its counts over the run and pages at the end, and its reserve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TenantReport {
+    /// Its counts over the whole run and its pages at the end.
     #[serde(flatten)]
     pub totals: TenantWindow,
+    /// Its reserve, when it has memory of its own.
     pub reserved_pages: Option<usize>,
 }
 
 /// The whole run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimReport {
+    /// The slab policy's spec.
     pub policy: String,
+    /// The memory limit.
     pub memory_bytes: u64,
+    /// Requests replayed.
     pub requests: u64,
+    /// GETs among them.
     pub gets: u64,
     /// GET misses (the papers' misses).
     pub misses: u64,
     /// GET misses over GETs.
     pub miss_ratio: f64,
+    /// SETs, the workload's and those after a miss.
     pub sets: u64,
+    /// Items evicted.
     pub evictions: u64,
+    /// Pages moved between classes.
     pub page_moves: u64,
     /// Rounds the slab policy ran.
     pub rounds: u64,
@@ -71,6 +91,7 @@ pub struct SimReport {
     pub mean_prediction_error: Option<f64>,
     /// Mean modelled response time of a GET (hit time or miss penalty by item size), µs.
     pub mean_response_us: f64,
+    /// Every window, in order.
     pub windows: Vec<Window>,
     /// Final pages per class, for classes that hold any.
     pub allocation: Vec<ClassAllocation>,

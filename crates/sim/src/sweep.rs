@@ -10,32 +10,40 @@ use mrcache_workload::synth::Access;
 use serde::Serialize;
 
 use crate::upper_bound::UpperBoundProfiler;
-use crate::{SimConfig, SimReport, Simulator, SlabPolicy};
+use crate::{SimConfig, SimError, SimReport, Simulator, SlabPolicy};
 
 /// One point of a sweep.
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepPoint {
+    /// The policy's spec.
     pub policy: String,
+    /// The memory limit.
     pub memory_bytes: u64,
+    /// GET miss ratio of the whole run.
     pub miss_ratio: f64,
     /// Miss ratio over the last half of the windows.
     pub steady_state_miss_ratio: f64,
+    /// Pages moved between classes.
     pub page_moves: u64,
+    /// The run's whole report.
     #[serde(skip)]
     pub report: SimReport,
 }
 
 /// Runs every (policy, memory) pair on `threads` threads. `stream` makes a fresh copy of the workload; it
-/// is called on the thread that consumes it, so the stream need not be `Send`.
-pub fn sweep<F>(
+/// is called on the thread that consumes it, so the stream need not be `Send`. Its error becomes a
+/// [`SimError`] (a [`mrcache_workload::WorkloadError`] directly; a caller's own text through
+/// [`SimError::Stream`]). The first error of any run is returned.
+pub fn sweep<F, E>(
     base: &SimConfig,
     memories: &[u64],
     policies: &[String],
     threads: usize,
     stream: F,
-) -> Result<Vec<SweepPoint>, String>
+) -> Result<Vec<SweepPoint>, SimError>
 where
-    F: Fn() -> Result<Box<dyn Iterator<Item = Access>>, String> + Sync,
+    F: Fn() -> Result<Box<dyn Iterator<Item = Access>>, E> + Sync,
+    SimError: From<E>,
 {
     let mut needs_upper_bound = false;
     for p in policies {
@@ -61,7 +69,7 @@ where
                 let Some(&(policy, memory)) = jobs.get(i) else {
                     break;
                 };
-                let run = || -> Result<SweepPoint, String> {
+                let run = || -> Result<SweepPoint, SimError> {
                     let mut config = base.clone();
                     config.engine.memory_limit_bytes = memory;
                     let policy_spec = SlabPolicy::by_name(policy)?;

@@ -15,11 +15,14 @@ pub struct TraceSizing {
     pub key_size: u8,
     /// Values for key-only traces, or for every trace when `override_sizes` is set.
     pub value_size: ValueSizeModel,
+    /// Draw every value size from `value_size`, ignoring the trace's sizes.
     pub override_sizes: bool,
+    /// Seed of the value sizes drawn.
     pub seed: u64,
 }
 
 impl TraceSizing {
+    /// The access of trace request `r`, sized as this says.
     pub fn access(&self, r: &Request) -> Access {
         let value_size = if r.size == KEY_ONLY_SIZE_BYTES || self.override_sizes {
             self.value_size.size(self.seed, r.key)

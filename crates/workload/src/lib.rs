@@ -4,11 +4,18 @@
 //! The crate owns trace formats and their decoding (compressed files are read directly, by file
 //! extension); it knows nothing of caches or profilers. Every reader is an iterator of
 //! `Result<Request, TraceError>`; an error names the file, the byte offset in the decompressed
-//! stream and, for text formats, the line, and ends the iteration.
+//! stream and, for text formats, the line, and ends the iteration. The distributions behind the
+//! generators (`dist`) are public: the load generator draws from the same ones. Building a synthetic
+//! workload fails with a [`WorkloadError`].
 
+#![warn(missing_docs)]
+
+pub mod dist;
+mod error;
 pub mod synth;
 pub mod trace;
 
+pub use error::WorkloadError;
 pub use trace::{open_trace, TraceError, TraceFormat, TraceReader};
 
 /// The operation a request performs, as far as a trace records it.
@@ -34,5 +41,6 @@ pub struct Request {
     /// Object size in bytes (key plus value where the trace gives both);
     /// [`trace::KEY_ONLY_SIZE_BYTES`] for traces without sizes.
     pub size: u32,
+    /// What the request does.
     pub op: Op,
 }

@@ -4,9 +4,10 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::dist::{KeySizeModel, Popularity, ValueSizeModel};
 use super::Access;
+use crate::dist::{KeySizeModel, Popularity, ValueSizeModel};
 use crate::Op;
+use crate::WorkloadError;
 
 /// One application: every request picks a key by `popularity`, is a GET with probability `get_ratio`,
 /// else a SET.
@@ -70,6 +71,7 @@ pub struct Etc {
 pub type Zipfian = Etc;
 
 impl Etc {
+    /// `requests` requests of `app`, drawn from an RNG seeded with `seed`.
     pub fn new(app: SingleApp, requests: u64, seed: u64) -> Etc {
         Etc {
             app,
@@ -175,7 +177,11 @@ pub const MPART_APPS: [(&str, u64, f64); 6] = [
 
 /// mPart's Table 4.1 applications with objects divided by `scale` (at least 1), tenants 0..6 in table
 /// order, 16-byte keys and 200-byte values.
-pub(super) fn mpart_apps(scale: u64, get_ratio: f64, seed: u64) -> Result<Vec<SingleApp>, String> {
+pub(super) fn mpart_apps(
+    scale: u64,
+    get_ratio: f64,
+    seed: u64,
+) -> Result<Vec<SingleApp>, WorkloadError> {
     let scale = scale.max(1);
     MPART_APPS
         .iter()
@@ -195,12 +201,13 @@ pub(super) fn mpart_apps(scale: u64, get_ratio: f64, seed: u64) -> Result<Vec<Si
 }
 
 impl MpartSix {
+    /// The six applications, objects divided by `scale`, `requests_per_app` requests each on average.
     pub fn new(
         scale: u64,
         requests_per_app: u64,
         get_ratio: f64,
         seed: u64,
-    ) -> Result<MpartSix, String> {
+    ) -> Result<MpartSix, WorkloadError> {
         Ok(MpartSix {
             apps: mpart_apps(scale, get_ratio, seed)?,
             rng: SmallRng::seed_from_u64(seed),

@@ -6,12 +6,11 @@
 //! sizes for the whole run, as in a real cache; popularity and the request stream come from one seeded
 //! RNG. The same spec and seed give the same stream, bit for bit, on every run.
 
-mod dist;
 mod generators;
 mod spec;
 mod timevarying;
 
-pub use dist::{KeySizeModel, Popularity, ValueSizeModel};
+pub use crate::dist::{KeySizeModel, Popularity, ValueSizeModel};
 pub use generators::{Etc, MpartSix, ThreePhase, Zipfian, MPART_APPS};
 pub use spec::{WorkloadSpec, WORKLOAD_HELP};
 pub use timevarying::{
@@ -24,8 +23,11 @@ pub use timevarying::{
 pub struct Access {
     /// Object id; unique within a tenant.
     pub key: u64,
+    /// Key length in bytes, fixed per object.
     pub key_size: u8,
+    /// Value length in bytes, fixed per object.
     pub value_size: u32,
+    /// Get or set.
     pub op: crate::Op,
     /// Which application issued it (0 for single-tenant workloads).
     pub tenant: u16,

@@ -5,10 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use super::dist::{KeySizeModel, Popularity, ValueSizeModel};
 use super::generators::{Etc, MpartSix, SingleApp, ThreePhase};
 use super::timevarying::{Diurnal, NoisyNeighbour, Timeline, DIURNAL_PEAK_RATIO, NOISY_OBJECTS};
 use super::Access;
+use crate::dist::{KeySizeModel, Popularity, ValueSizeModel};
+use crate::WorkloadError;
 
 /// GET:SET of Facebook ETC, about 30:1.
 const ETC_GET_RATIO: f64 = 30.0 / 31.0;
@@ -45,19 +46,22 @@ GETs that miss are followed by a SET of the object (the lookaside pattern) in th
 /// A parsed specification.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkloadSpec {
+    /// The workload's name, the text before the first `:`.
     pub name: String,
     params: BTreeMap<String, String>,
 }
 
 impl WorkloadSpec {
     /// Parses `NAME[:key=value,...]`.
-    pub fn parse(text: &str) -> Result<WorkloadSpec, String> {
+    pub fn parse(text: &str) -> Result<WorkloadSpec, WorkloadError> {
         let (name, rest) = text.split_once(':').unwrap_or((text, ""));
         let mut params = BTreeMap::new();
         for pair in rest.split(',').filter(|p| !p.is_empty()) {
             let (k, v) = pair
                 .split_once('=')
-                .ok_or_else(|| format!("workload parameter `{pair}` is not key=value"))?;
+                .ok_or_else(|| WorkloadError::NotKeyValue {
+                    pair: pair.to_string(),
+                })?;
             params.insert(k.trim().to_string(), v.trim().to_string());
         }
         Ok(WorkloadSpec {
@@ -67,7 +71,10 @@ impl WorkloadSpec {
     }
 
     /// The request stream, seeded by `seed` unless the spec sets `seed=`.
-    pub fn build(&self, seed: u64) -> Result<Box<dyn Iterator<Item = Access> + Send>, String> {
+    pub fn build(
+        &self,
+        seed: u64,
+    ) -> Result<Box<dyn Iterator<Item = Access> + Send>, WorkloadError> {
         Ok(self.build_timed(seed)?.0)
     }
 
@@ -77,7 +84,7 @@ impl WorkloadSpec {
     pub fn build_timed(
         &self,
         seed: u64,
-    ) -> Result<(Box<dyn Iterator<Item = Access> + Send>, Option<Timeline>), String> {
+    ) -> Result<(Box<dyn Iterator<Item = Access> + Send>, Option<Timeline>), WorkloadError> {
         let mut p = Params {
             spec: self,
             used: Vec::new(),
@@ -186,9 +193,9 @@ impl WorkloadSpec {
                 Box::new(w)
             }
             other => {
-                return Err(format!(
-                    "unknown workload `{other}` (etc, zipf, three-phase, qos, mpart-six, diurnal, noisy-neighbour)"
-                ))
+                return Err(WorkloadError::UnknownWorkload {
+                    name: other.to_string(),
+                })
             }
         };
         p.reject_unused()?;
@@ -207,27 +214,36 @@ impl Params<'_> {
         self.spec.params.get(key).map(String::as_str)
     }
 
-    fn num(&mut self, key: &'static str, default: u64) -> Result<u64, String> {
+    fn num(&mut self, key: &'static str, default: u64) -> Result<u64, WorkloadError> {
         match self.raw(key) {
             None => Ok(default),
-            Some(v) => {
-                parse_count(v).ok_or_else(|| format!("workload parameter {key}={v}: not a count"))
-            }
+            Some(v) => parse_count(v).ok_or_else(|| WorkloadError::NotACount {
+                key,
+                value: v.to_string(),
+            }),
         }
     }
 
-    fn float(&mut self, key: &'static str, default: f64) -> Result<f64, String> {
+    fn float(&mut self, key: &'static str, default: f64) -> Result<f64, WorkloadError> {
         match self.raw(key) {
             None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("workload parameter {key}={v}: not a number")),
+            Some(v) => v.parse().map_err(|_| WorkloadError::NotANumber {
+                key,
+                value: v.to_string(),
+            }),
         }
     }
 
-    fn value_size(&mut self, key: &'static str, default: &str) -> Result<ValueSizeModel, String> {
+    fn value_size(
+        &mut self,
+        key: &'static str,
+        default: &str,
+    ) -> Result<ValueSizeModel, WorkloadError> {
         let v = self.raw(key).unwrap_or(default).to_string();
-        let bad = || format!("workload parameter {key}={v}: expected N, A-B or etc");
+        let bad = || WorkloadError::BadValueSize {
+            key,
+            value: v.clone(),
+        };
         if v == "etc" {
             return Ok(ValueSizeModel::Etc { max: 500_000 });
         }
@@ -243,7 +259,7 @@ impl Params<'_> {
         }
     }
 
-    fn popularity(&mut self, objects: u64, default: &str) -> Result<Popularity, String> {
+    fn popularity(&mut self, objects: u64, default: &str) -> Result<Popularity, WorkloadError> {
         self.popularity_named("popularity", objects, default)
     }
 
@@ -254,7 +270,7 @@ impl Params<'_> {
         requests: u64,
         get_ratio: f64,
         seed: u64,
-    ) -> Result<ThreePhase, String> {
+    ) -> Result<ThreePhase, WorkloadError> {
         let set = |popularity, value_size| {
             SingleApp::new(popularity, KeySizeModel::Etc, value_size, get_ratio, seed)
         };
@@ -274,10 +290,11 @@ impl Params<'_> {
         key: &'static str,
         objects: u64,
         default: &str,
-    ) -> Result<Popularity, String> {
+    ) -> Result<Popularity, WorkloadError> {
         let v = self.raw(key).unwrap_or(default).to_string();
-        let bad = || {
-            format!("workload parameter {key}={v}: expected uniform, zipf:ALPHA or pareto:SIGMA:K")
+        let bad = || WorkloadError::BadPopularity {
+            key,
+            value: v.clone(),
         };
         let parts: Vec<&str> = v.split(':').collect();
         match parts.as_slice() {
@@ -292,17 +309,17 @@ impl Params<'_> {
         }
     }
 
-    fn reject_unused(&self) -> Result<(), String> {
+    fn reject_unused(&self) -> Result<(), WorkloadError> {
         match self
             .spec
             .params
             .keys()
             .find(|k| !self.used.contains(&k.as_str()))
         {
-            Some(k) => Err(format!(
-                "workload `{}` has no parameter `{k}`",
-                self.spec.name
-            )),
+            Some(k) => Err(WorkloadError::UnknownParameter {
+                workload: self.spec.name.clone(),
+                key: k.clone(),
+            }),
             None => Ok(()),
         }
     }
@@ -382,11 +399,24 @@ mod tests {
 
     #[test]
     fn errors_name_the_culprit() {
-        let err = |s: &str| {
+        let error = |s: &str| {
             WorkloadSpec::parse(s)
                 .and_then(|w| w.build(1).map(|_| ()))
                 .unwrap_err()
         };
+        let err = |s: &str| error(s).to_string();
+        assert!(matches!(error("nope"), WorkloadError::UnknownWorkload { name } if name == "nope"));
+        assert!(matches!(
+            error("zipf:requests=x"),
+            WorkloadError::NotACount {
+                key: "requests",
+                ..
+            }
+        ));
+        assert!(matches!(
+            error("diurnal:hours=0"),
+            WorkloadError::OutOfRange { key: "hours", .. }
+        ));
         assert!(err("nope").contains("nope"));
         assert!(err("etc:objcts=5").contains("objcts"));
         assert!(err("etc:popularity=zipf").contains("popularity"));

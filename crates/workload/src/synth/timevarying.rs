@@ -25,9 +25,10 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::dist::{KeySizeModel, Popularity, ValueSizeModel};
 use super::generators::{mpart_apps, SingleApp, MPART_APPS};
 use super::Access;
+use crate::dist::{KeySizeModel, Popularity, ValueSizeModel};
+use crate::WorkloadError;
 
 /// Hours between the peaks of consecutive applications of `diurnal`.
 pub const DIURNAL_STAGGER_HOURS: f64 = 4.0;
@@ -46,7 +47,9 @@ pub const NOISY_TENANT: u16 = MPART_APPS.len() as u16;
 /// Where requests fall in simulated time: `requests` requests spread evenly over `hours` hours.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timeline {
+    /// Number of requests in the whole stream.
     pub requests: u64,
+    /// Simulated hours the stream spans.
     pub hours: f64,
 }
 
@@ -79,11 +82,13 @@ pub struct DayCurve {
 
 impl DayCurve {
     /// A curve whose peak is `peak_ratio` (at least 1) times its trough.
-    pub fn new(peak_ratio: f64) -> Result<DayCurve, String> {
+    pub fn new(peak_ratio: f64) -> Result<DayCurve, WorkloadError> {
         if !(peak_ratio.is_finite() && peak_ratio >= 1.0) {
-            return Err(format!(
-                "workload parameter peak_ratio={peak_ratio}: must be at least 1"
-            ));
+            return Err(WorkloadError::OutOfRange {
+                key: "peak_ratio",
+                value: peak_ratio,
+                requirement: "must be at least 1",
+            });
         }
         Ok(DayCurve {
             amplitude: (peak_ratio - 1.0) / (peak_ratio + 1.0),
@@ -103,13 +108,15 @@ impl DayCurve {
     }
 }
 
-fn check_hours(hours: f64) -> Result<(), String> {
+fn check_hours(hours: f64) -> Result<(), WorkloadError> {
     if hours.is_finite() && hours > 0.0 {
         Ok(())
     } else {
-        Err(format!(
-            "workload parameter hours={hours}: must be positive"
-        ))
+        Err(WorkloadError::OutOfRange {
+            key: "hours",
+            value: hours,
+            requirement: "must be positive",
+        })
     }
 }
 
@@ -136,7 +143,7 @@ impl Diurnal {
         peak_ratio: f64,
         get_ratio: f64,
         seed: u64,
-    ) -> Result<Diurnal, String> {
+    ) -> Result<Diurnal, WorkloadError> {
         check_hours(hours)?;
         Ok(Diurnal {
             apps: mpart_apps(scale, get_ratio, seed)?,
@@ -149,6 +156,7 @@ impl Diurnal {
         })
     }
 
+    /// Where this stream's requests fall in simulated time.
     pub fn timeline(&self) -> Timeline {
         self.timeline
     }
@@ -228,17 +236,21 @@ impl NoisyNeighbour {
         noisy_share: f64,
         get_ratio: f64,
         seed: u64,
-    ) -> Result<NoisyNeighbour, String> {
+    ) -> Result<NoisyNeighbour, WorkloadError> {
         check_hours(hours)?;
         if !(enter_hour.is_finite() && enter_hour >= 0.0) {
-            return Err(format!(
-                "workload parameter enter_hour={enter_hour}: must be a non-negative hour"
-            ));
+            return Err(WorkloadError::OutOfRange {
+                key: "enter_hour",
+                value: enter_hour,
+                requirement: "must be a non-negative hour",
+            });
         }
         if !(0.0..=1.0).contains(&noisy_share) {
-            return Err(format!(
-                "workload parameter noisy_share={noisy_share}: must be in 0..=1"
-            ));
+            return Err(WorkloadError::OutOfRange {
+                key: "noisy_share",
+                value: noisy_share,
+                requirement: "must be in 0..=1",
+            });
         }
         let mut noisy = SingleApp::new(
             Popularity::zipf(NOISY_OBJECTS / scale.max(1), NOISY_ALPHA)?,
@@ -260,6 +272,7 @@ impl NoisyNeighbour {
         })
     }
 
+    /// Where this stream's requests fall in simulated time.
     pub fn timeline(&self) -> Timeline {
         self.timeline
     }
@@ -416,13 +429,14 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_named() {
-        let e = |r: Result<NoisyNeighbour, String>| r.err().unwrap();
+        let e = |r: Result<NoisyNeighbour, WorkloadError>| r.err().unwrap().to_string();
         assert!(e(NoisyNeighbour::new(1, 10, 0.0, 5.0, 0.5, 1.0, 1)).contains("hours"));
         assert!(e(NoisyNeighbour::new(1, 10, 10.0, -1.0, 0.5, 1.0, 1)).contains("enter_hour"));
         assert!(e(NoisyNeighbour::new(1, 10, 10.0, 5.0, 1.5, 1.0, 1)).contains("noisy_share"));
         assert!(Diurnal::new(1, 10, 24.0, 0.0, 1.0, 1)
             .err()
             .unwrap()
+            .to_string()
             .contains("peak_ratio"));
     }
 }

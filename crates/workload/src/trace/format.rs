@@ -4,6 +4,8 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
+use crate::WorkloadError;
+
 /// A trace file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TraceFormat {
@@ -32,6 +34,7 @@ pub const FORMAT_NAMES: &str =
     "auto|u32be|u64be|oracle-general|arc-lis|twitter-csv|meta-kv-csv|cloudphysics-csv|msr-csv";
 
 impl TraceFormat {
+    /// The name `--format` accepts for this format.
     pub fn name(self) -> &'static str {
         match self {
             Self::Auto => "auto",
@@ -69,7 +72,7 @@ impl fmt::Display for TraceFormat {
 }
 
 impl FromStr for TraceFormat {
-    type Err = String;
+    type Err = WorkloadError;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         let all = [
@@ -85,7 +88,7 @@ impl FromStr for TraceFormat {
         ];
         all.into_iter()
             .find(|format| format.name() == name)
-            .ok_or_else(|| format!("unknown trace format {name:?}; expected one of {FORMAT_NAMES}"))
+            .ok_or_else(|| WorkloadError::UnknownTraceFormat { name: name.into() })
     }
 }
 
@@ -153,6 +156,7 @@ mod tests {
         assert!("bogus"
             .parse::<TraceFormat>()
             .unwrap_err()
+            .to_string()
             .contains("u32be"));
     }
 

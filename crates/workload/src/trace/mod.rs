@@ -11,14 +11,13 @@ mod format;
 mod source;
 mod text;
 
-pub use error::TraceError;
-pub use format::TraceFormat;
+pub use error::{LineError, TraceError, TraceErrorKind};
+pub use format::{TraceFormat, FORMAT_NAMES};
 
 use std::io::BufRead;
 use std::path::Path;
 
 use crate::Request;
-use error::TraceErrorKind;
 
 /// Size given to every request of a trace that records no sizes (the cache2k and corda key
 /// traces): 1 byte, so a byte curve equals the object curve and no value model is implied.
@@ -42,12 +41,11 @@ pub fn open_trace(path: &Path, format: TraceFormat) -> Result<TraceReader, Trace
     };
     let decoder = if let Some(record_bytes) = format.record_bytes() {
         if binary::looks_like_text(&first_bytes) {
-            let message = format!("file looks like text, not {format} binary records");
             return Err(TraceError::new(
                 path,
                 0,
                 None,
-                TraceErrorKind::Parse(message),
+                TraceErrorKind::TextNotBinary(format),
             ));
         }
         Decoder::Binary(binary::RecordReader::new(input, format, record_bytes))

@@ -19,8 +19,7 @@ pub(crate) fn open(path: &Path) -> Result<Box<dyn BufRead>, TraceError> {
         "gz" => Box::new(flate2::read::MultiGzDecoder::new(file)),
         "zst" => {
             let decoder = ruzstd::decoding::StreamingDecoder::new(file).map_err(|e| {
-                let message = format!("not a zstd stream: {e}");
-                TraceError::new(path, 0, None, TraceErrorKind::Parse(message))
+                TraceError::new(path, 0, None, TraceErrorKind::NotZstd(e.to_string()))
             })?;
             Box::new(decoder)
         }

@@ -6,7 +6,7 @@
 
 use std::io::BufRead;
 
-use super::error::{Located, TraceErrorKind};
+use super::error::{LineError, Located, TraceErrorKind};
 use super::TraceFormat;
 use crate::{Op, Request};
 
@@ -84,7 +84,7 @@ impl LineReader {
             }
             match self
                 .parse_line()
-                .map_err(|message| self.error(TraceErrorKind::Parse(message)))?
+                .map_err(|e| self.error(TraceErrorKind::Line(e)))?
             {
                 Some((request, count)) if count > 0 => self.repeat = Some((request, count)),
                 _ => continue,
@@ -101,15 +101,13 @@ impl LineReader {
     }
 
     /// The request of the current line and how many times it repeats; `None` for a header.
-    fn parse_line(&mut self) -> Result<Option<(Request, u64)>, String> {
+    fn parse_line(&mut self) -> Result<Option<(Request, u64)>, LineError> {
         let line = self.line.trim();
         match self.format {
             TraceFormat::ArcLis => {
                 let fields: Vec<&str> = line.split_whitespace().collect();
                 if fields.len() < 2 {
-                    return Err(format!(
-                        "expected `start_block n_blocks ignored request_no`, got {line:?}"
-                    ));
+                    return Err(LineError::ArcFields { line: line.into() });
                 }
                 let start = number(fields[0], "start_block")?;
                 let blocks = number(fields[1], "n_blocks")?;
@@ -148,10 +146,9 @@ impl LineReader {
                 };
                 let fields: Vec<&str> = line.split(',').collect();
                 let field = |index: usize| {
-                    fields
-                        .get(index)
-                        .copied()
-                        .ok_or_else(|| format!("row has {} fields, header more", fields.len()))
+                    fields.get(index).copied().ok_or(LineError::ShortRow {
+                        fields: fields.len(),
+                    })
                 };
                 let size = number(field(columns.key_size)?, "key_size")?
                     + number(field(columns.size)?, "size")?;
@@ -174,11 +171,13 @@ impl LineReader {
             }
             TraceFormat::CloudPhysicsCsv => {
                 if self.line_number == 1 {
-                    return match line.starts_with("version,time,op,size,lbn") {
+                    const HEADER: &str = "version,time,op,size,lbn";
+                    return match line.starts_with(HEADER) {
                         true => Ok(None),
-                        false => Err(format!(
-                            "expected header `version,time,op,size,lbn`, got {line:?}"
-                        )),
+                        false => Err(LineError::BadHeader {
+                            expected: HEADER,
+                            line: line.into(),
+                        }),
                     };
                 }
                 let fields = csv_fields(line, 5)?;
@@ -203,7 +202,7 @@ impl LineReader {
                 let op = match fields[3] {
                     "Read" => Op::Get,
                     "Write" => Op::Set,
-                    other => return Err(format!("expected Read or Write, got {other:?}")),
+                    other => return Err(LineError::MsrOp { op: other.into() }),
                 };
                 let size = number(fields[5], "size")?;
                 Ok(Some((
@@ -220,13 +219,16 @@ impl LineReader {
     }
 }
 
-fn meta_columns(header: &str) -> Result<MetaColumns, String> {
+fn meta_columns(header: &str) -> Result<MetaColumns, LineError> {
     let names: Vec<&str> = header.split(',').map(str::trim).collect();
-    let find = |name: &str| {
+    let find = |name: &'static str| {
         names
             .iter()
             .position(|&n| n == name)
-            .ok_or_else(|| format!("header lacks column {name:?}: {header:?}"))
+            .ok_or_else(|| LineError::MissingColumn {
+                name,
+                header: header.into(),
+            })
     };
     Ok(MetaColumns {
         key: find("key")?,
@@ -237,21 +239,23 @@ fn meta_columns(header: &str) -> Result<MetaColumns, String> {
     })
 }
 
-fn csv_fields(line: &str, expected: usize) -> Result<Vec<&str>, String> {
+fn csv_fields(line: &str, expected: usize) -> Result<Vec<&str>, LineError> {
     let fields: Vec<&str> = line.split(',').map(str::trim).collect();
     if fields.len() < expected {
-        return Err(format!(
-            "expected {expected} comma-separated fields, got {}: {line:?}",
-            fields.len()
-        ));
+        return Err(LineError::TooFewFields {
+            expected,
+            got: fields.len(),
+            line: line.into(),
+        });
     }
     Ok(fields)
 }
 
-fn number(field: &str, name: &str) -> Result<u64, String> {
-    field
-        .parse()
-        .map_err(|_| format!("{name} {field:?} is not a non-negative integer"))
+fn number(field: &str, name: &'static str) -> Result<u64, LineError> {
+    field.parse().map_err(|_| LineError::NotAnInteger {
+        name,
+        field: field.into(),
+    })
 }
 
 fn clamp_size(size_bytes: u64) -> u32 {
@@ -310,6 +314,10 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!((error.line, error.offset_bytes), (Some(2), 25));
+        assert!(matches!(
+            error.kind,
+            TraceErrorKind::Line(LineError::NotAnInteger { name: "size", .. })
+        ));
         let error = requests(TraceFormat::TwitterCsv, "0,k,1,2\n").unwrap_err();
         assert_eq!(error.line, Some(1));
     }

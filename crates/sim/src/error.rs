@@ -1,0 +1,58 @@
+//! Why a simulation could not start: a policy, arbiter or engine configuration refused, or a
+//! workload that could not be built. Once a run starts it cannot fail; a trace read error ends the
+//! stream and is the caller's to report.
+//!
+//! Each variant keeps what callers and tests need to tell the cases apart; `Display` is the message
+//! of the crate that refused (the policy crate's, the engine's, the workload crate's) unchanged.
+
+use std::fmt;
+
+use mrcache_engine::ConfigError;
+use mrcache_workload::WorkloadError;
+
+/// Why a simulation or a sweep was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    /// A slab policy spec that `mrcache_policy::class::by_name` refused; its message.
+    Policy(String),
+    /// A tenant arbiter spec that `mrcache_policy::tenant::by_name` refused; its message.
+    Arbiter(String),
+    /// The upper bound was asked to replay without the fixed allocation it replays.
+    UpperBoundNeedsCaps,
+    /// The engine refused the configuration.
+    Engine(ConfigError),
+    /// A synthetic workload could not be built.
+    Workload(WorkloadError),
+    /// The caller's request stream could not be made (its own message).
+    Stream(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Policy(message) | SimError::Arbiter(message) | SimError::Stream(message) => {
+                f.write_str(message)
+            }
+            SimError::UpperBoundNeedsCaps => f.write_str(
+                "the upper bound replays a fixed allocation: run it through `sweep` or give page_caps",
+            ),
+            SimError::Engine(e) => write!(f, "{e}"),
+            SimError::Workload(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SimError::Workload(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<WorkloadError> for SimError {
+    fn from(e: WorkloadError) -> Self {
+        SimError::Workload(e)
+    }
+}
