@@ -120,9 +120,14 @@ impl Geometry {
             .map(|(i, g)| (ClassId::from_index(i), *g))
     }
 
-    /// Whether `id` names a class of this geometry.
+    /// Whether `id`, a class number as memcached's commands spell it, names a class of this geometry.
     pub fn is_valid(&self, id: i64) -> bool {
         id >= 1 && id as usize <= self.classes.len()
+    }
+
+    /// Whether `id` is a class of this geometry.
+    pub fn contains(&self, id: ClassId) -> bool {
+        self.is_valid(i64::from(id.0))
     }
 
     pub fn accounting(&self) -> ItemAccounting {

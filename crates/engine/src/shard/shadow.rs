@@ -15,6 +15,8 @@ use std::collections::VecDeque;
 
 use mrcache_profile::KeyMap;
 
+use super::{hash_key, Shard};
+
 pub(crate) struct ShadowQueue {
     capacity: u64,
     bytes: u64,
@@ -81,6 +83,22 @@ impl ShadowQueue {
     #[cfg(test)]
     fn bytes(&self) -> u64 {
         self.bytes
+    }
+}
+
+impl Shard {
+    /// Puts an item about to be evicted into its pool's shadow queue (when shadow queues are on).
+    pub(super) fn remember_evicted(&mut self, h: u32) {
+        let pool = self.part_of(h).pool();
+        if !self.shadows[pool].enabled() {
+            return;
+        }
+        let it = self.item(h);
+        let size = self
+            .geometry
+            .item_total_bytes(it.key_len(), it.client_flags(), it.value_len());
+        let hash = hash_key(it.tenant_key());
+        self.shadows[pool].push(hash, size as u64);
     }
 }
 
