@@ -12,22 +12,29 @@ use crate::Clock;
 /// incr or decr.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Delta {
+    /// Add, wrapping at 2^64.
     Incr(u64),
+    /// Subtract, stopping at 0.
     Decr(u64),
 }
 
 /// The result of incr/decr.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ArithOutcome {
+    /// The new value was written.
     Value {
+        /// The new value.
         value: u64,
+        /// The item's new CAS.
         cas: u64,
     },
+    /// No live item has the key.
     NotFound,
     /// The stored value is not a decimal number that fits 64 bits.
     NonNumeric,
     /// CAS mismatch (meta `ma C`).
     Exists,
+    /// The longer result needed a new chunk and none could be found.
     OutOfMemory,
 }
 

@@ -44,6 +44,7 @@ impl Engine {
         self.globals.pools.set_shared(shared);
     }
 
+    /// Whether all tenants share pool 0 (see `set_pools_shared`).
     pub fn pools_shared(&self) -> bool {
         self.globals.pools.shared()
     }

@@ -13,6 +13,7 @@ use crate::shard::{Part, Shard};
 /// One class's online miss-ratio curve.
 #[derive(Clone, Debug)]
 pub struct ClassMrc {
+    /// The class.
     pub class: ClassId,
     /// Uses of the class the profilers saw (hits and stores).
     pub requests: u64,
@@ -25,9 +26,11 @@ pub struct ClassMrc {
 /// One class's reuse-time histogram, merged across shards.
 #[derive(Clone, Debug)]
 pub struct ClassHistogram {
+    /// The class.
     pub class: ClassId,
     /// The lowest current sampling rate among the shards' profilers of this class.
     pub sampling_rate: f64,
+    /// Reuse times of the class's sampled keys, over all shards (and pools).
     pub histogram: ReuseTimeHistogram,
 }
 

@@ -15,10 +15,15 @@ use crate::Clock;
 /// What a storage command asks for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum StoreMode {
+    /// Store unconditionally.
     Set,
+    /// Store only if no live item has the key.
     Add,
+    /// Store only if a live item has the key.
     Replace,
+    /// Add the value after the live item's (keeping its flags and expiry).
     Append,
+    /// Add the value before the live item's (keeping its flags and expiry).
     Prepend,
     /// Store only if the item's CAS equals `StoreArgs::cas`.
     Cas,
@@ -27,11 +32,15 @@ pub enum StoreMode {
 /// One storage request.
 #[derive(Copy, Clone, Debug)]
 pub struct StoreArgs<'a> {
+    /// Which storage command.
     pub mode: StoreMode,
+    /// The tenant and key.
     pub key: Key<'a>,
+    /// The client's opaque 32-bit flags, returned with the value.
     pub client_flags: u32,
     /// Protocol exptime (relative seconds, absolute Unix time, 0 = never, negative = already expired).
     pub exptime: i64,
+    /// The data block, without its CRLF.
     pub value: &'a [u8],
     /// CAS to compare: required for `Cas`; for `Append`/`Prepend`/`Set` a non-zero value is compared too
     /// (meta `ms C`).
@@ -62,15 +71,20 @@ impl<'a> StoreArgs<'a> {
 /// The result of a store, as memcached replies it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum StoreOutcome {
+    /// Stored (`STORED`).
     Stored {
+        /// The new item's CAS.
         cas: u64,
     },
+    /// The mode's condition failed (`NOT_STORED`).
     NotStored,
     /// CAS mismatch.
     Exists,
     /// `cas` on a missing item.
     NotFound,
+    /// Larger than `-I` (`SERVER_ERROR object too large for cache`).
     TooLarge,
+    /// No chunk could be found (`SERVER_ERROR out of memory storing object`).
     OutOfMemory,
 }
 
