@@ -10,7 +10,8 @@
 //!   `add_page_unbudgeted` (a first page beyond it, recorded so that it is given back first).
 //! - A partition carves one page at a time: starting a new carve puts the uncarved rest of the old page
 //!   on the free list, so no chunk is lost.
-//! - Under fixed caps (`set_page_caps`) a partition never takes a page past its cap.
+//! - Under fixed caps (`set_page_caps`) allocation never gives a partition a page past its cap (only an
+//!   explicit page move can).
 
 use super::{AllocError, Page, Part, Shard};
 use crate::item::{bits, NIL};

@@ -10,7 +10,7 @@
 
 use super::{AllocError, Miss, Part, Shard};
 use crate::item::bits;
-use crate::tenant::{Key, TenantId};
+use crate::tenant::Key;
 use crate::Clock;
 
 impl Shard {
@@ -170,16 +170,5 @@ impl Shard {
             None => self.link(part, hash, h),
         };
         Ok((h, cas))
-    }
-
-    /// A GET miss of `key` (hash `hash`): if its pool's shadow queue holds it, it leaves the queue and
-    /// counts as a shadow hit of the tenant. Returns whether it was one.
-    pub(crate) fn note_get_miss(&mut self, tenant: TenantId, hash: u64) -> bool {
-        let pool = self.globals.pools.pool_of(tenant);
-        if !self.shadows[pool].enabled() || !self.shadows[pool].take(hash) {
-            return false;
-        }
-        self.tenant_counters_mut(tenant).shadow_hits += 1;
-        true
     }
 }

@@ -78,6 +78,7 @@ impl Part {
     }
 }
 
+/// One page of a shard: its chunks' bytes, their list links, and the partition that holds it.
 struct Page {
     mem: Box<[u8]>,
     /// `[prev, next]` of each chunk: its neighbours in the class LRU while linked, in the free list while
@@ -260,6 +261,7 @@ impl Shard {
         ItemMut(self.chunk_mut(h))
     }
 
+    #[inline]
     fn part_of(&self, h: u32) -> Part {
         self.pages[(h >> self.chunk_bits) as usize]
             .as_ref()
@@ -272,6 +274,7 @@ impl Shard {
         self.geometry.class(part.class())
     }
 
+    #[inline]
     fn part_state(&mut self, part: Part) -> &mut ClassState {
         &mut self.parts[part.index()]
     }

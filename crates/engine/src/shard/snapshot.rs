@@ -14,6 +14,7 @@ use crate::Clock;
 
 impl Shard {
     /// A tenant's counters in this shard, created on its first use.
+    #[inline]
     pub(crate) fn tenant_counters_mut(&mut self, tenant: TenantId) -> &mut TenantCounters {
         if self.tenants.len() <= tenant.index() {
             self.tenants
@@ -26,11 +27,13 @@ impl Shard {
         &self.tenants
     }
 
+    #[inline]
     pub(crate) fn class_counters_mut(&mut self, part: Part) -> &mut ClassCounters {
         &mut self.part_state(part).counters
     }
 
     /// The partition a store of `tenant` in `class` goes to.
+    #[inline]
     pub(crate) fn part_for(&self, tenant: TenantId, class: ClassId) -> Part {
         Part::new(self.globals.pools.pool_of(tenant), class)
     }
