@@ -11,7 +11,6 @@
 //! Every keyed operation takes a `Key`: a tenant and the client's bytes. Operations see only items of
 //! that tenant, and `flush_all` flushes only its tenant; the default tenant behaves exactly as the
 //! engine did before tenants.
-
 //!
 //! Files, one concern each: `store` (storage commands), `arith` (incr/decr), `entry` (an item under its
 //! shard lock, for get-type and meta commands), `pages` (page moves and memory limits), `pools` (tenant

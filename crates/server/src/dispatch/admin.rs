@@ -148,7 +148,9 @@ fn stats_mrc(ctx: &Ctx<'_>, args: &[u8], out: &mut Vec<u8>) {
         None
     } else {
         match arg.parse::<i64>() {
-            Ok(n) if ctx.server.engine.geometry().is_valid(n) => Some(ClassId(n as u8)),
+            Ok(n) if ctx.server.engine.geometry().is_valid(n) => {
+                Some(mrcache_engine::ClassId(n as u8))
+            }
             _ => return response::line(out, "CLIENT_ERROR bad command line format"),
         }
     };
