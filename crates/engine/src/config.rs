@@ -50,6 +50,7 @@ impl ItemAccounting {
         }
     }
 
+    /// The accounting an `-o item_accounting=` value names, or `None` for an unknown one.
     pub fn parse(s: &str) -> Option<ItemAccounting> {
         match s {
             "memcached" => Some(ItemAccounting::Memcached),
@@ -114,17 +115,48 @@ impl Default for EngineConfig {
     }
 }
 
-/// A configuration value the engine cannot work with; the message names the setting.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError(pub String);
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// A configuration value the engine cannot work with; the message names the setting (and the flag that
+/// sets it in the server).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// `-f` is not a finite number above 1.
+    #[error("growth factor (-f) must be greater than 1.0, got {0}")]
+    GrowthFactor(f64),
+    /// `-n 0`.
+    #[error("chunk size (-n) must be greater than 0")]
+    MinChunkData,
+    /// `-I` below `MIN_ITEM_SIZE_MAX_BYTES`.
+    #[error("item max size (-I) cannot be less than {MIN_ITEM_SIZE_MAX_BYTES} bytes")]
+    ItemSizeMaxTooSmall,
+    /// `-I` above `MAX_ITEM_SIZE_MAX_BYTES`.
+    #[error("item max size (-I) cannot be larger than {MAX_ITEM_SIZE_MAX_BYTES} bytes")]
+    ItemSizeMaxTooLarge,
+    /// `-I` above half of `-m`.
+    #[error("item max size (-I) cannot be larger than half of memory (-m)")]
+    ItemSizeMaxOverHalfMemory,
+    /// The profilers' initial sampling rate is outside (0, 1].
+    #[error("MRC sampling rate must be in (0, 1], got {0}")]
+    SampleRate(f64),
+    /// The profilers' memory share is outside (0, 1].
+    #[error("MRC profiler memory share must be in (0, 1], got {0}")]
+    ProfileMemoryShare(f64),
+    /// `shards` is not a power of two in 1..=1024.
+    #[error("shards must be a power of two between 1 and 1024, got {0}")]
+    Shards(usize),
+    /// `tenant_pools` is outside 1..=`MAX_TENANT_POOLS`.
+    #[error("tenant pools must be between 1 and {MAX_TENANT_POOLS}, got {0}")]
+    TenantPools(usize),
+    /// `-m` holds more pages than the shards can address (each shard addresses `2^32` chunks).
+    #[error("memory limit (-m) of {pages} pages exceeds the {max_pages} pages {shards} shards can address")]
+    TooManyPages {
+        /// Pages in `-m`.
+        pages: usize,
+        /// Most pages the shards can address together.
+        max_pages: usize,
+        /// Shards configured.
+        shards: usize,
+    },
 }
-
-impl std::error::Error for ConfigError {}
 
 impl EngineConfig {
     /// The page size: 1 MiB, or `-I` when that is larger.
@@ -146,53 +178,33 @@ impl EngineConfig {
     /// Checks every field, naming the one that is wrong (memcached's own limits where it has them).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(self.growth_factor > 1.0 && self.growth_factor.is_finite()) {
-            return Err(ConfigError(format!(
-                "growth factor (-f) must be greater than 1.0, got {}",
-                self.growth_factor
-            )));
+            return Err(ConfigError::GrowthFactor(self.growth_factor));
         }
         if self.min_chunk_data_bytes == 0 {
-            return Err(ConfigError("chunk size (-n) must be greater than 0".into()));
+            return Err(ConfigError::MinChunkData);
         }
         if self.item_size_max_bytes < MIN_ITEM_SIZE_MAX_BYTES {
-            return Err(ConfigError(format!(
-                "item max size (-I) cannot be less than {MIN_ITEM_SIZE_MAX_BYTES} bytes"
-            )));
+            return Err(ConfigError::ItemSizeMaxTooSmall);
         }
         if self.item_size_max_bytes > MAX_ITEM_SIZE_MAX_BYTES {
-            return Err(ConfigError(format!(
-                "item max size (-I) cannot be larger than {MAX_ITEM_SIZE_MAX_BYTES} bytes"
-            )));
+            return Err(ConfigError::ItemSizeMaxTooLarge);
         }
         if self.item_size_max_bytes as u64 > self.memory_limit_bytes / 2 {
-            return Err(ConfigError(
-                "item max size (-I) cannot be larger than half of memory (-m)".into(),
-            ));
+            return Err(ConfigError::ItemSizeMaxOverHalfMemory);
         }
         if let Some(rate) = self.profile_sample_rate {
             if !(rate > 0.0 && rate <= 1.0) {
-                return Err(ConfigError(format!(
-                    "MRC sampling rate must be in (0, 1], got {rate}"
-                )));
+                return Err(ConfigError::SampleRate(rate));
             }
         }
         if !(self.profile_memory_share > 0.0 && self.profile_memory_share <= 1.0) {
-            return Err(ConfigError(format!(
-                "MRC profiler memory share must be in (0, 1], got {}",
-                self.profile_memory_share
-            )));
+            return Err(ConfigError::ProfileMemoryShare(self.profile_memory_share));
         }
         if self.shards == 0 || !self.shards.is_power_of_two() || self.shards > 1024 {
-            return Err(ConfigError(format!(
-                "shards must be a power of two between 1 and 1024, got {}",
-                self.shards
-            )));
+            return Err(ConfigError::Shards(self.shards));
         }
         if self.tenant_pools == 0 || self.tenant_pools > MAX_TENANT_POOLS {
-            return Err(ConfigError(format!(
-                "tenant pools must be between 1 and {MAX_TENANT_POOLS}, got {}",
-                self.tenant_pools
-            )));
+            return Err(ConfigError::TenantPools(self.tenant_pools));
         }
         Ok(())
     }

@@ -42,7 +42,9 @@ impl ClassId {
 /// One class: its chunk size and how many chunks a page holds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ClassGeometry {
+    /// Bytes of each chunk (a multiple of 8).
     pub chunk_size_bytes: usize,
+    /// Chunks one page holds.
     pub chunks_per_page: usize,
 }
 
@@ -58,6 +60,8 @@ pub struct Geometry {
 }
 
 impl Geometry {
+    /// memcached's slab ladder for `config`: from header + `-n`, growing by `-f` and aligned to
+    /// 8 bytes, up to half a page, then a half-page class and a whole-page class.
     pub fn new(config: &EngineConfig) -> Geometry {
         let page_size_bytes = config.page_size_bytes();
         let chunk_max = page_size_bytes / 2;
@@ -96,10 +100,12 @@ impl Geometry {
         }
     }
 
+    /// Bytes of one page.
     pub fn page_size_bytes(&self) -> usize {
         self.page_size_bytes
     }
 
+    /// `-I`: the largest item, by memcached's accounting.
     pub fn item_size_max_bytes(&self) -> usize {
         self.item_size_max_bytes
     }
@@ -109,10 +115,12 @@ impl Geometry {
         self.classes.len()
     }
 
+    /// The geometry of class `id` (which must be one of this geometry).
     pub fn class(&self, id: ClassId) -> ClassGeometry {
         self.classes[id.index()]
     }
 
+    /// Every class, smallest chunk first.
     pub fn classes(&self) -> impl Iterator<Item = (ClassId, ClassGeometry)> + '_ {
         self.classes
             .iter()
@@ -120,11 +128,17 @@ impl Geometry {
             .map(|(i, g)| (ClassId::from_index(i), *g))
     }
 
-    /// Whether `id` names a class of this geometry.
+    /// Whether `id`, a class number as memcached's commands spell it, names a class of this geometry.
     pub fn is_valid(&self, id: i64) -> bool {
         id >= 1 && id as usize <= self.classes.len()
     }
 
+    /// Whether `id` is a class of this geometry.
+    pub fn contains(&self, id: ClassId) -> bool {
+        self.is_valid(i64::from(id.0))
+    }
+
+    /// How item sizes pick classes.
     pub fn accounting(&self) -> ItemAccounting {
         self.accounting
     }

@@ -14,20 +14,24 @@
 //! - `engine`   — the thread-safe facade: item semantics over hash-partitioned shards
 //! - `profiling` — per-class online MRC profilers on the request path, merged across shards
 //! - `stats`    — counters and snapshots
-//! - `automove` — memcached 1.6's automove (slab_automove=1) as a pure function of class samples
+//!
+//! The public API is the `Engine` and the types its methods take and return, re-exported here, plus the
+//! named defaults of `config` and `profiling`; every other module is private to the crate. The
+//! allocation policies that drive page moves (memcached's automove among them) live in `mrcache-policy`.
 
-pub mod automove;
-pub mod clock;
+#![warn(missing_docs)]
+
+mod clock;
 pub mod config;
-pub mod engine;
-pub mod geometry;
-pub mod globals;
-pub mod item;
-pub mod pool;
+mod engine;
+mod geometry;
+mod globals;
+mod item;
+mod pool;
 pub mod profiling;
-pub mod shard;
-pub mod stats;
-pub mod tenant;
+mod shard;
+mod stats;
+mod tenant;
 
 pub use clock::Clock;
 pub use config::{ConfigError, EngineConfig, ItemAccounting};
@@ -37,6 +41,6 @@ pub use engine::{
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
 pub use pool::{PoolSnapshot, UNLIMITED};
-pub use shard::{AllocError, Miss, PageMove};
+pub use shard::{AllocError, InvariantError, Miss, PageMoveOutcome, Partition, Violation};
 pub use stats::{ClassCounters, ClassSnapshot, EngineStats, GlobalCounters, TenantCounters};
 pub use tenant::{Key, TenantId};

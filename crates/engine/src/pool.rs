@@ -48,7 +48,9 @@ impl Default for PoolState {
 /// One pool's limits and holdings at one moment.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct PoolSnapshot {
+    /// Pages the pool holds over all shards.
     pub held: usize,
+    /// Pages no other pool may take from it.
     pub reserved: usize,
     /// `UNLIMITED` when none.
     pub max: usize,

@@ -42,13 +42,14 @@ pub const DEFAULT_SAMPLE_RATE: f64 = 0.01;
 
 /// How the engine profiles.
 #[derive(Copy, Clone, Debug, PartialEq)]
-pub struct ProfilingConfig {
+pub(crate) struct ProfilingConfig {
     /// Initial sampling rate of every profiler.
     pub sample_rate: f64,
     /// Keys one profiler (one class in one shard) may track.
     pub max_keys_per_profiler: usize,
     /// Profilers the whole engine may hold (classes x shards when memory allows).
     pub max_profilers: usize,
+    /// Seed of the profilers' samplers, so runs are reproducible.
     pub seed: u64,
 }
 
@@ -82,7 +83,8 @@ impl ProfilingConfig {
     }
 
     /// Bytes all profilers may hold in the worst case.
-    pub fn worst_case_bytes(&self) -> usize {
+    #[cfg(test)]
+    fn worst_case_bytes(&self) -> usize {
         self.max_profilers
             * (FIXED_BYTES_PER_PROFILER + self.max_keys_per_profiler * BYTES_PER_TRACKED_KEY)
     }
@@ -171,5 +173,25 @@ impl ClassProfilers {
 
     pub(crate) fn enabled(&self) -> bool {
         self.config.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profilers_fit_their_memory_share() {
+        for memory in [1u64 << 20, 64 << 20, 1 << 30, 64 << 30] {
+            for (classes, shards) in [(1, 1), (42, 1), (42, 16), (42 * 64, 64)] {
+                let config = ProfilingConfig::for_memory(memory, classes, shards, 0.01, 0.01);
+                let budget = (memory as f64 * 0.01) as usize;
+                assert!(
+                    config.worst_case_bytes() <= budget,
+                    "{memory} bytes, {classes} classes x {shards} shards: {config:?}"
+                );
+                assert!(config.max_profilers <= classes * shards);
+            }
+        }
     }
 }

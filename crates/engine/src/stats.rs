@@ -9,13 +9,21 @@ use crate::tenant::TenantId;
 /// Per-class counters (memcached's `stats slabs` and `stats items` figures).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClassCounters {
+    /// get-type lookups that found a live item of the class.
     pub get_hits: u64,
+    /// Storage commands aimed at the class (by the size of the item they store).
     pub set_cmds: u64,
+    /// Deletes that removed an item.
     pub delete_hits: u64,
+    /// incr on a numeric item.
     pub incr_hits: u64,
+    /// decr on a numeric item.
     pub decr_hits: u64,
+    /// cas (and meta CAS compares) that matched and stored.
     pub cas_hits: u64,
+    /// cas on an item whose CAS differed (`EXISTS`).
     pub cas_badval: u64,
+    /// touch and gat on a live item.
     pub touch_hits: u64,
     /// Live items evicted to make room.
     pub evicted: u64,
@@ -23,11 +31,13 @@ pub struct ClassCounters {
     pub evicted_nonzero: u64,
     /// Seconds since last access of the most recently evicted item.
     pub evicted_time: u64,
+    /// Evicted items that were never read after they were stored.
     pub evicted_unfetched: u64,
     /// Stores that failed for lack of memory.
     pub outofmemory: u64,
     /// Expired or flushed items whose chunk was reused.
     pub reclaimed: u64,
+    /// Reclaimed (expired or flushed) items that were never read.
     pub expired_unfetched: u64,
     /// Items relocated by page moves.
     pub moves_rescued: u64,
@@ -40,6 +50,7 @@ pub struct ClassCounters {
 }
 
 impl ClassCounters {
+    /// Adds another shard's (or pool's) counters; `evicted_time` takes the larger.
     pub fn add(&mut self, o: &ClassCounters) {
         self.get_hits += o.get_hits;
         self.set_cmds += o.set_cmds;
@@ -65,23 +76,36 @@ impl ClassCounters {
 /// Key-level counters that belong to no class (misses have no item).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GlobalCounters {
+    /// get-type lookups (a multi-key get counts once per key).
     pub get_cmds: u64,
+    /// Lookups that found no live item (absent, expired or flushed).
     pub get_misses: u64,
+    /// Misses on an item found expired (and unlinked).
     pub get_expired: u64,
+    /// Misses on an item found flushed (and unlinked).
     pub get_flushed: u64,
+    /// touch and gat commands.
     pub touch_cmds: u64,
+    /// touch and gat on no live item.
     pub touch_misses: u64,
+    /// Deletes of no live item.
     pub delete_misses: u64,
+    /// incr of no live item.
     pub incr_misses: u64,
+    /// decr of no live item.
     pub decr_misses: u64,
+    /// cas of no live item (`NOT_FOUND`).
     pub cas_misses: u64,
+    /// Items ever linked (memcached's `total_items`).
     pub total_items: u64,
     /// Pages moved between classes (memcached's `slabs_moved`).
     pub slabs_moved: u64,
+    /// Expired or flushed items the reaper unlinked.
     pub expired_reaped: u64,
 }
 
 impl GlobalCounters {
+    /// Adds another shard's counters.
     pub fn add(&mut self, o: &GlobalCounters) {
         self.get_cmds += o.get_cmds;
         self.get_misses += o.get_misses;
@@ -109,6 +133,7 @@ pub struct TenantCounters {
     pub bytes: u64,
     /// get-type lookups that found a live item (get/gets/gat/gats/mg).
     pub get_hits: u64,
+    /// get-type lookups that found no live item.
     pub get_misses: u64,
     /// Storage commands (set/add/replace/append/prepend/cas/ms) that reached the engine.
     pub set_cmds: u64,
@@ -117,6 +142,7 @@ pub struct TenantCounters {
 }
 
 impl TenantCounters {
+    /// Adds another shard's counters.
     pub fn add(&mut self, o: &TenantCounters) {
         self.items += o.items;
         self.bytes += o.bytes;
@@ -130,11 +156,17 @@ impl TenantCounters {
 /// One class's state and counters at the moment of the snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassSnapshot {
+    /// The class.
     pub class: ClassId,
+    /// Bytes of each chunk.
     pub chunk_size_bytes: usize,
+    /// Chunks one page holds.
     pub chunks_per_page: usize,
+    /// Pages the class holds.
     pub total_pages: usize,
+    /// Chunks holding linked items.
     pub used_chunks: usize,
+    /// Chunks free for new items: on the free list or not yet carved.
     pub free_chunks: usize,
     /// Linked items.
     pub items: usize,
@@ -142,6 +174,7 @@ pub struct ClassSnapshot {
     pub requested_bytes: u64,
     /// Seconds since last access of the LRU tail item (memcached's `age`); 0 when empty.
     pub tail_age_secs: u32,
+    /// The class's counters since start (or `stats reset`).
     pub counters: ClassCounters,
 }
 
@@ -161,13 +194,19 @@ impl ClassSnapshot {
 /// The whole engine at one moment: global figures and every class that ever held a page.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineStats {
+    /// Counters that belong to no class.
     pub counters: GlobalCounters,
+    /// Linked items.
     pub curr_items: usize,
     /// Bytes of linked items under memcached's accounting.
     pub bytes: u64,
+    /// Pages taken from the budget.
     pub pages_in_use: usize,
+    /// Pages the budget allows (`-m`, or what `cache_memlimit` set).
     pub page_limit: usize,
+    /// Bytes of one page.
     pub page_size_bytes: usize,
+    /// Every class, indexed by `ClassId::index`, summed over shards and pools.
     pub classes: Vec<ClassSnapshot>,
     /// Per tenant, indexed by `TenantId::index`, up to the highest id that was ever used.
     pub tenants: Vec<TenantCounters>,

@@ -18,6 +18,7 @@
 pub struct TenantId(pub u16);
 
 impl TenantId {
+    /// The tenant of clients that name none: memcached's single namespace.
     pub const DEFAULT: TenantId = TenantId(0);
 
     /// Zero-based index into per-tenant arrays.
@@ -30,12 +31,14 @@ impl TenantId {
 /// A key as the engine sees it: the client's bytes within a tenant's namespace.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Key<'a> {
+    /// The namespace the key lives in.
     pub tenant: TenantId,
     /// The key exactly as the client sent it (at most 250 bytes); never rewritten by the engine.
     pub bytes: &'a [u8],
 }
 
 impl<'a> Key<'a> {
+    /// A key of `tenant`.
     pub fn new(tenant: TenantId, bytes: &'a [u8]) -> Key<'a> {
         Key { tenant, bytes }
     }

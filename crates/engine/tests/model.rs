@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 
 use mrcache_engine::{
-    ArithOutcome, Clock, Delta, Engine, EngineConfig, ItemAccounting, Key, StoreArgs, StoreMode,
-    StoreOutcome, TenantId,
+    ArithOutcome, ClassId, Clock, Delta, Engine, EngineConfig, ItemAccounting, Key, StoreArgs,
+    StoreMode, StoreOutcome, TenantId,
 };
 use proptest::prelude::*;
 
@@ -47,8 +47,8 @@ enum Op {
         tenant: u8,
     },
     Reassign {
-        src: i64,
-        dst: i64,
+        src: u8,
+        dst: u8,
     },
     Reap,
 }
@@ -65,7 +65,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..40, prop_oneof![Just(0i64), 1i64..20]).prop_map(|(key, ttl)| Op::Touch { key, ttl }),
         1 => (1u32..8).prop_map(|secs| Op::Advance { secs }),
         1 => (0u8..TENANTS).prop_map(|tenant| Op::Flush { tenant }),
-        1 => (1i64..42, 1i64..42).prop_map(|(src, dst)| Op::Reassign { src, dst }),
+        1 => (1u8..42, 1u8..42).prop_map(|(src, dst)| Op::Reassign { src, dst }),
         1 => Just(Op::Reap),
     ]
 }
@@ -299,7 +299,7 @@ fn run(ops: &[Op], config: EngineConfig, exact: bool) -> Result<(), TestCaseErro
                 model.retain(|k, _| k[0] != tenant);
             }
             Op::Reassign { src, dst } => {
-                engine.reassign(src, dst);
+                engine.reassign(ClassId(src), ClassId(dst));
             }
             Op::Reap => {
                 engine.reap_expired(clock, 1000);

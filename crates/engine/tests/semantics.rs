@@ -172,7 +172,7 @@ fn page_move_evicts_the_coldest_page_worth_and_keeps_the_rest() {
         assert!(get(&e, &key(i), c).is_some());
     }
     let dst = ClassId(small_class.0 + 5);
-    let moved = e.reassign(small_class.0 as i64, dst.0 as i64);
+    let moved = e.reassign(small_class, dst);
     assert_eq!(
         moved,
         ReassignOutcome::Moved {
@@ -196,12 +196,12 @@ fn page_move_evicts_the_coldest_page_worth_and_keeps_the_rest() {
     assert_eq!(stats.classes[dst.index()].total_pages, 1);
     assert_eq!(stats.counters.slabs_moved, 1);
     e.check_invariants().unwrap();
+    assert_eq!(e.reassign(small_class, small_class), ReassignOutcome::Same);
     assert_eq!(
-        e.reassign(small_class.0 as i64, small_class.0 as i64),
-        ReassignOutcome::Same
+        e.reassign(ClassId(0), ClassId(1)),
+        ReassignOutcome::BadClass
     );
-    assert_eq!(e.reassign(0, 1), ReassignOutcome::BadClass);
-    assert_eq!(e.reassign(dst.0 as i64, 1), ReassignOutcome::NoSpare);
+    assert_eq!(e.reassign(dst, ClassId(1)), ReassignOutcome::NoSpare);
 }
 
 #[test]

@@ -31,6 +31,7 @@ impl Default for ExactLru {
 }
 
 impl ExactLru {
+    /// An empty profiler: no keys seen, no requests.
     pub fn new() -> Self {
         Self {
             stack: LruStack::default(),

@@ -13,6 +13,8 @@
 //! what it holds with [`MrcProfiler::memory_bytes`]. Curves are [`Mrc`] values in objects or in
 //! bytes, evaluated where a [`MrcQuery`] asks.
 
+#![warn(missing_docs)]
+
 mod exact;
 mod fenwick;
 mod histogram;

@@ -50,10 +50,12 @@ impl Mrc {
         Self { unit, points }
     }
 
+    /// The unit of the x axis.
     pub fn unit(&self) -> SizeUnit {
         self.unit
     }
 
+    /// The points, by strictly increasing size.
     pub fn points(&self) -> &[MrcPoint] {
         &self.points
     }
@@ -107,6 +109,7 @@ pub fn mean_absolute_error(reference: &Mrc, estimate: &Mrc) -> f64 {
 /// caller-requested exact sizes (page boundaries, a reference curve's sizes).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MrcQuery {
+    /// The unit of every size asked for.
     pub unit: SizeUnit,
     /// Log-spaced points per factor of ten in size; 0 evaluates only `exact_sizes`.
     pub points_per_decade: u32,
@@ -118,6 +121,7 @@ pub struct MrcQuery {
 pub const DEFAULT_POINTS_PER_DECADE: u32 = 20;
 
 impl MrcQuery {
+    /// The default query in `unit`: `DEFAULT_POINTS_PER_DECADE` log-spaced points, no exact sizes.
     pub fn new(unit: SizeUnit) -> Self {
         Self {
             unit,

@@ -18,9 +18,17 @@ const HASH_SPACE: f64 = 18_446_744_073_709_551_616.0;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SamplingConfig {
     /// Sample a fixed fraction `rate` in (0, 1] of the keys.
-    FixedRate { rate: f64 },
+    FixedRate {
+        /// The fraction of keys sampled, in (0, 1].
+        rate: f64,
+    },
     /// Start at `initial_rate` and lower the rate so at most `max_keys` keys are tracked.
-    FixedSize { max_keys: usize, initial_rate: f64 },
+    FixedSize {
+        /// Most keys tracked at once (at least 1).
+        max_keys: usize,
+        /// The fraction of keys sampled at first, in (0, 1].
+        initial_rate: f64,
+    },
 }
 
 /// Decides which keys are sampled, and (fixed-size) which sampled key to stop tracking.
@@ -83,6 +91,7 @@ impl SpatialSampler {
         Some(evicted)
     }
 
+    /// Heap bytes the tracked-key heap holds (0 in fixed-rate mode).
     pub fn memory_bytes(&self) -> usize {
         self.tracked.capacity() * std::mem::size_of::<u64>()
     }

@@ -28,6 +28,8 @@ pub struct ShardsProfiler {
 }
 
 impl ShardsProfiler {
+    /// An empty profiler sampling keys as `config` says; `seed` decorrelates its sample from other
+    /// uses of the key hash (see `SpatialSampler::new`).
     pub fn new(config: SamplingConfig, seed: u64) -> Self {
         Self {
             sampler: SpatialSampler::new(config, seed),

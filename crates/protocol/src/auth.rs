@@ -23,27 +23,40 @@ use crate::tokens::{strtoul32, Tokens};
 /// The longest `user password` block that is buffered and checked; longer ones are swallowed.
 pub const MAX_AUTH_DATA_BYTES: usize = 64 * 1024;
 
+/// memcached's reply to any command but the credentials before authentication.
 pub const UNAUTHENTICATED: &str = "CLIENT_ERROR unauthenticated";
+/// The reply to credentials that do not check, or to a malformed block.
 pub const AUTH_FAILURE: &str = "CLIENT_ERROR authentication failure";
+/// The reply to a credentials block not ended by `\r\n`.
 pub const BAD_TERMINATION: &str = "CLIENT_ERROR bad command line termination";
+/// The reply to a block that is not `user password`.
 pub const BAD_TOKEN_FORMAT: &str = "CLIENT_ERROR bad authentication token format";
 
 /// What the front of an unauthenticated connection's input is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthParsed<'a> {
-    /// More bytes are needed; `needed` counts from the start of the input when known.
-    Incomplete { needed: Option<usize> },
+    /// More bytes are needed.
+    Incomplete {
+        /// Bytes the whole input needs, counted from its start, when known.
+        needed: Option<usize>,
+    },
     /// Credentials to check: reply `STORED` if they are valid, else [`AUTH_FAILURE`].
     Credentials {
+        /// The user name.
         user: &'a [u8],
+        /// The password.
         password: &'a [u8],
+        /// Bytes of the input the command and its block took.
         consumed: usize,
     },
     /// A refusal to send as is (one of the `CLIENT_ERROR` lines above), after consuming `consumed` bytes
     /// and then discarding `swallow` more as they arrive.
     Refused {
+        /// The reply line, without its `\r\n`.
         line: &'static str,
+        /// Bytes of the input to consume now.
         consumed: usize,
+        /// Bytes still to discard as they arrive.
         swallow: usize,
     },
     /// Close the connection (an unterminated line over 2048 bytes).

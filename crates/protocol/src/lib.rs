@@ -19,6 +19,8 @@
 //! Deviation from memcached (documented): a `get`/`gets` line may grow past 2048 bytes without a newline,
 //! as in memcached, but only up to [`Limits::max_get_line_bytes`]; memcached buffers it without bound.
 
+#![warn(missing_docs)]
+
 mod admin;
 mod arith;
 pub mod auth;

@@ -72,10 +72,15 @@ impl<'a> MetaKey<'a> {
 /// ms's mode (`M` flag).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum MetaMode {
+    /// `MS`, the default: store unconditionally.
     Set,
+    /// `ME`: store only if the key is absent.
     Add,
+    /// `MA`: append to the existing value.
     Append,
+    /// `MP`: prepend to the existing value.
     Prepend,
+    /// `MR`: store only if the key is present.
     Replace,
 }
 

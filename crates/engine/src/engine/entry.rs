@@ -19,12 +19,15 @@ impl<'a> ItemView<'a> {
     pub fn key(&self) -> &'a [u8] {
         self.item.key()
     }
+    /// The value, without its CRLF.
     pub fn value(&self) -> &'a [u8] {
         self.item.value()
     }
+    /// The client's opaque flags.
     pub fn client_flags(&self) -> u32 {
         self.item.client_flags()
     }
+    /// The item's CAS (0 under `-C`).
     pub fn cas(&self) -> u64 {
         self.item.cas()
     }
@@ -43,9 +46,11 @@ impl<'a> ItemView<'a> {
     pub fn fetched(&self) -> bool {
         self.item.has(bits::FETCHED)
     }
+    /// Whether it was invalidated (meta `md I`, `ms I`) and is served as stale.
     pub fn stale(&self) -> bool {
         self.item.has(bits::STALE)
     }
+    /// Whether a meta client already got the win token to recache it.
     pub fn token_sent(&self) -> bool {
         self.item.has(bits::TOKEN_SENT)
     }
@@ -74,6 +79,7 @@ impl Entry<'_> {
         })
     }
 
+    /// Whether a live item has the key.
     pub fn is_occupied(&self) -> bool {
         self.handle.is_some()
     }
@@ -208,8 +214,11 @@ impl Entry<'_> {
 /// Item bits the meta protocol reads and writes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ItemFlag {
+    /// Read since it was stored (`bits::FETCHED`).
     Fetched,
+    /// Invalidated and served as stale (`bits::STALE`).
     Stale,
+    /// A recache win token went out (`bits::TOKEN_SENT`).
     TokenSent,
     /// The key arrived base64-encoded (meta `b`).
     KeyBinary,

@@ -6,7 +6,7 @@
 //! gives up a page loses exactly its coldest page-worth of items, which is what its miss-ratio curve
 //! predicts. Work is bounded by one page: at most `chunks_per_page` relocations, under the shard's lock.
 
-use super::{Page, PageMove, Part, Shard};
+use super::{Page, PageMoveOutcome, Part, Shard};
 use crate::item::{bits, stored_bytes, NIL};
 
 /// What a page move does with the page's live items.
@@ -41,14 +41,14 @@ impl Shard {
         &mut self,
         src: Part,
         dst: impl Into<Option<Part>>,
-    ) -> Option<PageMove> {
+    ) -> Option<PageMoveOutcome> {
         let slot = *self.parts[src.index()].pages.first()?;
         Some(self.move_slot(src, slot, dst.into(), Keep::Relocate))
     }
 
     /// Twemcache's random slab eviction: a page drawn uniformly from the pages of `dst`'s pool in this
     /// shard, whatever their class, loses everything it holds and goes to `dst`. `None` if the shard holds no page.
-    pub(crate) fn evict_random_page(&mut self, dst: Part) -> Option<PageMove> {
+    pub(crate) fn evict_random_page(&mut self, dst: Part) -> Option<PageMoveOutcome> {
         let held = self.pages.len() - self.free_slots.len();
         if held == 0 {
             return None;
@@ -76,7 +76,13 @@ impl Shard {
 
     /// Moves page `slot` of `src` to `dst` (or back to the budget), keeping its items by relocation or
     /// evicting them all.
-    fn move_slot(&mut self, src: Part, slot: u32, dst: Option<Part>, keep: Keep) -> PageMove {
+    fn move_slot(
+        &mut self,
+        src: Part,
+        slot: u32,
+        dst: Option<Part>,
+        keep: Keep,
+    ) -> PageMoveOutcome {
         let chunks_per_page = self.geom(src).chunks_per_page as u32;
         let carved = match self.parts[src.index()].carve {
             Some((s, next)) if s == slot => {
@@ -85,7 +91,7 @@ impl Shard {
             }
             _ => chunks_per_page,
         };
-        let mut moved = PageMove {
+        let mut moved = PageMoveOutcome {
             rescued: 0,
             evicted: 0,
         };

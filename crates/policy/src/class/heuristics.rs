@@ -5,9 +5,9 @@
 //! (`automove`, `facebook`), or nothing at all (`memcached`, `twemcache`'s random pages). Each moves at
 //! most one page a round, as the originals do.
 
-use mrcache_engine::automove::{Automove, Move, DEFAULT_RATIO, DEFAULT_WINDOW};
 use mrcache_engine::ClassSnapshot;
 
+use super::automove::{Automove, Move, DEFAULT_RATIO, DEFAULT_WINDOW};
 use super::{ClassPolicy, ClassView, Params, Progress, Round, RoundInput};
 
 /// memcached's demand filling with no moves (`slab_automove=0`).
@@ -31,7 +31,7 @@ impl ClassPolicy for Demand {
     }
 }
 
-/// memcached 1.6's age balancer (`slab_automove=1`), once a second: `mrcache_engine::automove`.
+/// memcached 1.6's age balancer (`slab_automove=1`), once a second: `super::automove`.
 pub struct MemcachedAutomove {
     automove: Automove,
     window: usize,

@@ -18,6 +18,7 @@
 //! Parameters follow the name: `psa:misses=2000`, `lama-mr:interval=auto,moves=50,threshold=0.01`;
 //! an unknown parameter is an error that names it.
 
+pub mod automove;
 mod heuristics;
 mod lama;
 

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use mrcache_engine::ReassignOutcome;
+use mrcache_engine::{ClassId, ReassignOutcome};
 use mrcache_protocol::{
     response, LruCrawlerRequest, LruRequest, ShutdownMode, SlabsRequest, StatsRequest,
 };
@@ -165,7 +165,14 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
             let text = if !ctx.server.settings.slab_reassign {
                 "CLIENT_ERROR slab reassignment disabled"
             } else if let Some((src, dst)) = classes {
-                match ctx.server.engine.reassign(i64::from(src), i64::from(dst)) {
+                // memcached's class numbers; one that is no class id at all (memcached's -1, "any
+                // source", included) is BADCLASS, like one the engine does not have.
+                let class = |n: i32| u8::try_from(n).ok().map(ClassId);
+                let outcome = match (class(src), class(dst)) {
+                    (Some(src), Some(dst)) => ctx.server.engine.reassign(src, dst),
+                    _ => ReassignOutcome::BadClass,
+                };
+                match outcome {
                     ReassignOutcome::Moved { .. } => "OK",
                     ReassignOutcome::NoSpare => "NOSPARE source class has no spare pages",
                     ReassignOutcome::Same => "SAME src and dst class are identical",

@@ -1,5 +1,6 @@
 //! memcached 1.6's slab automove (`slab_automove=1`, `slab_automove.c`) as a pure function of class
-//! snapshots, so the server's maintenance thread and the simulator run the same decision code.
+//! snapshots, so the server's maintenance thread and the simulator run the same decision code (through
+//! the `automove` class policy, `heuristics::MemcachedAutomove`).
 //!
 //! Once a tick (memcached: once a second) the caller passes every class's snapshot. For each class the
 //! algorithm keeps a window of `window` samples: the LRU tail age, a dirty bit (the class evicted, ran out
@@ -12,8 +13,7 @@
 //!
 //! It has no notion of miss ratios: it balances ages, which is exactly what LAMA improves on.
 
-use crate::geometry::ClassId;
-use crate::stats::ClassSnapshot;
+use mrcache_engine::{ClassId, ClassSnapshot};
 
 /// memcached's `MIN_PAGES_FOR_SOURCE`: a source class keeps at least this many pages.
 const MIN_PAGES_FOR_SOURCE: usize = 2;
@@ -27,7 +27,9 @@ pub const DEFAULT_RATIO: f64 = 0.8;
 /// One page move to make: `dst` is `None` to give the page back to the pool.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Move {
+    /// The class that gives a page (the oldest, or one with idle free chunks).
     pub src: ClassId,
+    /// The class that takes it (the youngest evicting one), or `None` for the page budget.
     pub dst: Option<ClassId>,
 }
 
@@ -55,6 +57,8 @@ pub struct Automove {
 }
 
 impl Automove {
+    /// A mover with `window` samples per class (at least 1) that moves when the youngest class's age is
+    /// below `ratio` times the oldest's.
     pub fn new(window: usize, ratio: f64) -> Automove {
         Automove {
             window: window.max(1),
@@ -65,6 +69,7 @@ impl Automove {
         }
     }
 
+    /// `slabs automove ratio F`: the new ratio applies from the next tick; the windows are kept.
     pub fn set_ratio(&mut self, ratio: f64) {
         self.ratio = ratio;
     }
@@ -162,7 +167,7 @@ impl Automove {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::ClassCounters;
+    use mrcache_engine::ClassCounters;
 
     fn class(id: u8, pages: usize, age: u32, evicted: u64, free: usize) -> ClassSnapshot {
         ClassSnapshot {

@@ -1,0 +1,238 @@
+//! Allocation: where a partition's next chunk comes from, and how pages are taken from the budget and
+//! carved into chunks.
+//!
+//! In order (`alloc`): a free chunk, a carved chunk, a new page from the budget, Twemcache's random page
+//! (when on), a page from a pool above its target (when this pool is below its own), an expired tail
+//! item, the LRU tail evicted, and lastly a partition's first page (from a donor or over the limit).
+//!
+//! Invariants:
+//! - A page is taken from the `PageBudget` only through `add_page` (within the limit) or
+//!   `add_page_unbudgeted` (a first page beyond it, recorded so that it is given back first).
+//! - A partition carves one page at a time: starting a new carve puts the uncarved rest of the old page
+//!   on the free list, so no chunk is lost.
+//! - Under fixed caps (`set_page_caps`) allocation never gives a partition a page past its cap (only an
+//!   explicit page move can).
+
+use super::{AllocError, Page, Part, Shard};
+use crate::item::{bits, NIL};
+use crate::tenant::TenantId;
+use crate::Clock;
+
+/// How many LRU tail items an allocation inspects for an expired one before evicting (memcached's 5 tries).
+const RECLAIM_SEARCH_DEPTH: usize = 5;
+
+impl Shard {
+    /// Fixes the most pages each class (by index) may take; `None` returns to demand filling. Classes
+    /// over their cap keep their pages until moved; a class at its cap evicts from its own LRU.
+    pub(crate) fn set_page_caps(&mut self, caps: Option<Vec<usize>>) {
+        self.page_caps = caps;
+    }
+
+    pub(super) fn below_cap(&self, part: Part) -> bool {
+        self.page_caps.as_ref().is_none_or(|caps| {
+            self.parts[part.index()].pages.len()
+                < caps.get(part.class().index()).copied().unwrap_or(0)
+        })
+    }
+
+    /// A chunk for an item of `total_bytes` (accounted size, `Geometry::item_total_bytes`) of `tenant`,
+    /// in the partition of its pool and class: a free chunk, a carved chunk, a new page, a page from a
+    /// pool above its target (when this pool is below its own), an expired tail item, or the LRU tail
+    /// evicted. The chunk is not linked; the caller writes and links it at once (`write_and_link`).
+    pub(crate) fn alloc(
+        &mut self,
+        total_bytes: usize,
+        tenant: TenantId,
+        clock: Clock,
+    ) -> Result<(Part, u32), AllocError> {
+        let class = self
+            .geometry
+            .class_for(total_bytes)
+            .ok_or(AllocError::TooLarge)?;
+        let part = Part::new(self.globals.pools.pool_of(tenant), class);
+        if let Some(h) = self.take_free_chunk(part) {
+            return Ok((part, h));
+        }
+        if self.add_page(part) {
+            let h = self.take_free_chunk(part).expect("a new page has chunks");
+            return Ok((part, h));
+        }
+        if self.globals.random_page_eviction() && self.evict_when_full && self.below_cap(part) {
+            // Twemcache: expired items first, then a random page of any class, emptied.
+            if let Some(h) = self.reclaim(part, clock) {
+                return Ok((part, h));
+            }
+            if self.evict_random_page(part).is_some() {
+                if let Some(h) = self.take_free_chunk(part) {
+                    return Ok((part, h));
+                }
+            }
+        }
+        // Memory is full. A pool below its target takes a page from the pool furthest above its own, so
+        // targets are reached one page per allocation that needs it.
+        if self.evict_when_full
+            && self.below_cap(part)
+            && self.globals.pools.below_target(part.pool())
+        {
+            if let Some(donor) = self.over_target_donor(part.pool()) {
+                self.move_page(donor, part);
+                if let Some(h) = self.take_free_chunk(part) {
+                    return Ok((part, h));
+                }
+            }
+        }
+        if let Some(h) = self.reclaim_or_evict(part, clock) {
+            return Ok((part, h));
+        }
+        // A partition with no page yet may get its first page (as memcached gives every class one),
+        // from the largest partition of its own pool, else from another pool's memory above its
+        // reserve, else over the limit. Not under a fixed allocation: the caps decide every page.
+        if self.parts[part.index()].pages.is_empty() && self.page_caps.is_none() {
+            let may_grow = self.globals.pools.may_grow(part.pool());
+            match self.first_page_donor(part, may_grow) {
+                Some(donor) => {
+                    self.move_page(donor, part);
+                }
+                None if may_grow => self.add_page_unbudgeted(part),
+                None => {}
+            }
+            if let Some(h) = self.take_free_chunk(part) {
+                return Ok((part, h));
+            }
+        }
+        self.part_state(part).counters.outofmemory += 1;
+        Err(AllocError::OutOfMemory)
+    }
+
+    #[inline]
+    pub(super) fn take_free_chunk(&mut self, part: Part) -> Option<u32> {
+        let head = self.parts[part.index()].free_head;
+        if head != NIL {
+            self.free_unlink(part, head);
+            return Some(head);
+        }
+        let chunks_per_page = self.geom(part).chunks_per_page as u32;
+        let c = self.part_state(part);
+        let (slot, next) = c.carve?;
+        c.carve = (next + 1 < chunks_per_page).then_some((slot, next + 1));
+        Some(slot << self.chunk_bits | next)
+    }
+
+    pub(super) fn reclaim_or_evict(&mut self, part: Part, clock: Clock) -> Option<u32> {
+        if let Some(h) = self.reclaim(part, clock) {
+            return Some(h);
+        }
+        self.evict_tail(part, clock)
+    }
+
+    /// An expired or flushed item among the class's LRU tail, unlinked, its chunk taken.
+    pub(super) fn reclaim(&mut self, part: Part, clock: Clock) -> Option<u32> {
+        let mut h = self.parts[part.index()].lru_tail;
+        for _ in 0..RECLAIM_SEARCH_DEPTH {
+            if h == NIL {
+                break;
+            }
+            if self.is_dead(h, clock) {
+                let fetched = self.item(h).has(bits::FETCHED);
+                let c = self.part_state(part);
+                c.counters.reclaimed += 1;
+                if !fetched {
+                    c.counters.expired_unfetched += 1;
+                }
+                return Some(self.unlink_and_take(part, h));
+            }
+            h = self.prev(h);
+        }
+        None
+    }
+
+    /// The class's LRU tail evicted, its chunk taken (unless `-M`).
+    pub(super) fn evict_tail(&mut self, part: Part, clock: Clock) -> Option<u32> {
+        if !self.evict_when_full {
+            return None;
+        }
+        let tail = self.parts[part.index()].lru_tail;
+        if tail == NIL {
+            return None;
+        }
+        let (expiry, atime, fetched) = {
+            let it = self.item(tail);
+            (it.expiry(), it.atime(), it.has(bits::FETCHED))
+        };
+        let c = self.part_state(part);
+        c.counters.evicted += 1;
+        c.counters.evicted_time = clock.now.saturating_sub(atime) as u64;
+        if expiry != 0 {
+            c.counters.evicted_nonzero += 1;
+        }
+        if !fetched {
+            c.counters.evicted_unfetched += 1;
+        }
+        self.remember_evicted(tail);
+        Some(self.unlink_and_take(part, tail))
+    }
+
+    /// Takes a page from the budget for `class`, if the budget allows.
+    pub(super) fn add_page(&mut self, part: Part) -> bool {
+        if !self.below_cap(part)
+            || !self.globals.pools.may_grow(part.pool())
+            || self.pages.len() - self.free_slots.len() >= self.max_pages()
+            || !self.globals.budget.try_take()
+        {
+            return false;
+        }
+        self.install_page(part);
+        true
+    }
+
+    /// A first page beyond the limit: the budget records it, so it is given back first.
+    pub(super) fn add_page_unbudgeted(&mut self, part: Part) {
+        self.globals.budget.take_over_limit();
+        self.install_page(part);
+    }
+
+    pub(super) fn install_page(&mut self, part: Part) {
+        let page = Page {
+            mem: vec![0u8; self.geometry.page_size_bytes()].into_boxed_slice(),
+            links: Vec::new(),
+            part,
+            chunk_size_bytes: self.geom(part).chunk_size_bytes,
+        };
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.pages[slot as usize] = Some(page);
+                slot
+            }
+            None => {
+                self.pages.push(Some(page));
+                (self.pages.len() - 1) as u32
+            }
+        };
+        self.assign_page(slot, part);
+    }
+
+    /// Gives page `slot` to `part` (counted in its pool) and starts carving it.
+    pub(super) fn assign_page(&mut self, slot: u32, part: Part) {
+        let g = self.geom(part);
+        self.globals.pools.gained(part.pool());
+        let page = self.pages[slot as usize].as_mut().expect("held page");
+        page.part = part;
+        page.chunk_size_bytes = g.chunk_size_bytes;
+        page.links.clear();
+        page.links.resize(g.chunks_per_page, [NIL, NIL]);
+        let c = self.part_state(part);
+        c.pages.push(slot);
+        // A class carves one page at a time; an older partly carved page keeps its uncarved tail unused.
+        if let Some((old, next)) = c.carve.replace((slot, 0)) {
+            self.abandon_carve(part, old, next);
+        }
+    }
+
+    /// Puts the uncarved rest of a page on the free list, so no chunk is lost when a new carve starts.
+    pub(super) fn abandon_carve(&mut self, part: Part, slot: u32, next: u32) {
+        let chunks_per_page = self.geom(part).chunks_per_page as u32;
+        for i in next..chunks_per_page {
+            self.free_push(part, slot << self.chunk_bits | i);
+        }
+    }
+}
