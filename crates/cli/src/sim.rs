@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use mrcache_engine::EngineConfig;
 use mrcache_engine::TenantId;
-use mrcache_policy::arbitrate::TenantSpec;
+use mrcache_policy::arbitrate::ArbitratedTenant;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
 use mrcache_sim::upper_bound::UpperBoundProfiler;
 use mrcache_sim::{SimConfig, SimReport, Simulator, SlabPolicy, TenantSetup};
@@ -409,14 +409,14 @@ fn split_specs(values: &[String], flag: &str) -> Result<Vec<String>, String> {
 }
 
 /// `ID[:reserved=BYTES,max=BYTES,initial=BYTES,target=HIT_RATIO,weight=W]`.
-fn parse_tenant(text: &str) -> Result<TenantSpec, String> {
+fn parse_tenant(text: &str) -> Result<ArbitratedTenant, String> {
     let bad = |what: String| format!("--tenant `{text}`: {what}");
     let (id, params) = text.split_once(':').unwrap_or((text, ""));
     let id: u16 = id
         .trim()
         .parse()
         .map_err(|_| bad(format!("`{id}` is not a tenant id (0-65535)")))?;
-    let mut spec = TenantSpec::new(TenantId(id));
+    let mut spec = ArbitratedTenant::new(TenantId(id));
     for piece in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = piece
             .split_once('=')

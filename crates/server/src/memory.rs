@@ -74,10 +74,10 @@ pub fn policy_spec<'a>(cli_policy: Option<&'a str>, config: &'a TenantsConfig) -
 }
 
 /// What the arbitration divides memory among: the default tenant and every configured tenant, by id.
-pub fn arbitrated_tenants(table: &TenantTable) -> Vec<arbitrate::TenantSpec> {
-    let mut specs: Vec<arbitrate::TenantSpec> = table
+pub fn arbitrated_tenants(table: &TenantTable) -> Vec<arbitrate::ArbitratedTenant> {
+    let mut specs: Vec<arbitrate::ArbitratedTenant> = table
         .tenants()
-        .map(|(id, t)| arbitrate::TenantSpec {
+        .map(|(id, t)| arbitrate::ArbitratedTenant {
             tenant: id,
             reserved_bytes: t.reserved_bytes,
             max_bytes: t.max_bytes,
@@ -87,7 +87,7 @@ pub fn arbitrated_tenants(table: &TenantTable) -> Vec<arbitrate::TenantSpec> {
         })
         .collect();
     if !specs.iter().any(|s| s.tenant == TenantId::DEFAULT) {
-        specs.push(arbitrate::TenantSpec::new(TenantId::DEFAULT));
+        specs.push(arbitrate::ArbitratedTenant::new(TenantId::DEFAULT));
     }
     specs.sort_by_key(|s| s.tenant.0);
     specs

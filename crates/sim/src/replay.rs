@@ -1,7 +1,7 @@
 //! Replaying requests through the engine.
 
 use mrcache_engine::{Clock, Engine, EngineConfig, Key, StoreArgs, StoreOutcome, TenantId};
-use mrcache_policy::arbitrate::{Arbitration, TenantSpec};
+use mrcache_policy::arbitrate::{Arbitration, ArbitratedTenant};
 use mrcache_policy::class::ResponseTimeModel;
 use mrcache_policy::{tenant, Rebalancer};
 use mrcache_workload::synth::Access;
@@ -47,7 +47,7 @@ pub struct SimConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TenantSetup {
     pub arbiter: String,
-    pub tenants: Vec<TenantSpec>,
+    pub tenants: Vec<ArbitratedTenant>,
 }
 
 impl SimConfig {

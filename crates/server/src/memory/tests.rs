@@ -83,7 +83,7 @@ fn the_default_tenant_is_arbitrated_unless_configured() {
     .unwrap();
     let specs = arbitrated_tenants(&t.current());
     assert_eq!(specs.len(), 2);
-    assert_eq!(specs[0], arbitrate::TenantSpec::new(TenantId::DEFAULT));
+    assert_eq!(specs[0], arbitrate::ArbitratedTenant::new(TenantId::DEFAULT));
     let a = &specs[1];
     assert_eq!(a.tenant, TenantId(1));
     assert_eq!(
