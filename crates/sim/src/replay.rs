@@ -1,7 +1,7 @@
 //! Replaying requests through the engine.
 
 use mrcache_engine::{Clock, Engine, EngineConfig, Key, StoreArgs, StoreOutcome, TenantId};
-use mrcache_policy::arbitrate::{Arbitration, ArbitratedTenant};
+use mrcache_policy::arbitrate::{ArbitratedTenant, Arbitration};
 use mrcache_policy::class::ResponseTimeModel;
 use mrcache_policy::{tenant, Rebalancer};
 use mrcache_workload::synth::Access;
@@ -121,7 +121,7 @@ impl Simulator {
         let class_policy = policy.build();
         let arbiter = match &config.tenants {
             Some(setup) => {
-                let arbiter = tenant::by_name(&setup.arbiter)?;
+                let arbiter = tenant::by_name(&setup.arbiter).map_err(|e| e.to_string())?;
                 let pools = setup.tenants.iter().map(|t| t.tenant.index() + 1).max();
                 config.engine.tenant_pools = pools.unwrap_or(1);
                 config.engine.shadow_queue_bytes = arbiter.shadow_queue_bytes();

@@ -1,5 +1,7 @@
 //! Unit tests of flag parsing, defaults and the default shard rule.
 
+use std::net::SocketAddr;
+
 use super::*;
 
 fn run(args: &[&str]) -> Result<Settings, SettingsError> {
@@ -11,7 +13,7 @@ fn run(args: &[&str]) -> Result<Settings, SettingsError> {
 }
 
 fn err(args: &[&str]) -> String {
-    run(args).expect_err("should fail").0
+    run(args).expect_err("should fail").to_string()
 }
 
 #[test]
@@ -257,25 +259,33 @@ fn listen_spec_forms() {
 
 #[test]
 fn slab_policy_defaults_to_lama_and_memcached_flags_still_choose_its_movers() {
-    assert_eq!(run(&[]).unwrap().slab_policy_spec(), "lama-mr");
+    assert_eq!(run(&[]).unwrap().slab_policy_spec().to_string(), "lama-mr");
     assert_eq!(
-        run(&["-o", "slab_automove=0"]).unwrap().slab_policy_spec(),
+        run(&["-o", "slab_automove=0"])
+            .unwrap()
+            .slab_policy_spec()
+            .to_string(),
         "memcached"
     );
     assert_eq!(
         run(&["-o", "slab_automove=1,slab_automove_window=10"])
             .unwrap()
-            .slab_policy_spec(),
+            .slab_policy_spec()
+            .to_string(),
         "automove:window=10,ratio=0.8"
     );
     assert_eq!(
-        run(&["-o", "no_modern"]).unwrap().slab_policy_spec(),
+        run(&["-o", "no_modern"])
+            .unwrap()
+            .slab_policy_spec()
+            .to_string(),
         "memcached"
     );
     assert_eq!(
         run(&["-o", "slab_automove=2", "--slab-policy", "psa:misses=50"])
             .unwrap()
-            .slab_policy_spec(),
+            .slab_policy_spec()
+            .to_string(),
         "psa:misses=50"
     );
     assert!(err(&["--slab-policy", "lru"]).contains("--slab-policy"));
@@ -342,9 +352,12 @@ fn tenant_memory_is_off_without_tenants_and_mpart_with_them() {
     let auth = temp_file("memory-auth", "alice:a\nbob:b\n");
     let s = run(&["-Y", &auth]).unwrap();
     assert_eq!(s.tenant_pools(), crate::memory::MIN_TENANT_POOLS);
-    assert_eq!(s.tenant_policy_spec().as_deref(), Some("mpart"));
+    assert_eq!(
+        s.tenant_policy_spec().map(|p| p.to_string()).as_deref(),
+        Some("mpart")
+    );
     assert!(
-        crate::memory::describe_spec(s.tenant_policy_spec().as_deref())
+        crate::memory::describe_spec(s.tenant_policy_spec().as_ref())
             .starts_with("mpart:interval=")
     );
     assert_eq!(s.engine_config().tenant_pools, s.tenant_pools());
@@ -356,9 +369,15 @@ fn tenant_memory_is_off_without_tenants_and_mpart_with_them() {
         "tenant_policy = \"static\"\n[[tenant]]\nname = \"p\"\nprefix = \"p:\"\n",
     );
     let s = run(&["--config", &conf]).unwrap();
-    assert_eq!(s.tenant_policy_spec().as_deref(), Some("static"));
+    assert_eq!(
+        s.tenant_policy_spec().map(|p| p.to_string()).as_deref(),
+        Some("static")
+    );
     let s = run(&["--config", &conf, "--tenant-policy", "memshare"]).unwrap();
-    assert_eq!(s.tenant_policy_spec().as_deref(), Some("memshare"));
+    assert_eq!(
+        s.tenant_policy_spec().map(|p| p.to_string()).as_deref(),
+        Some("memshare")
+    );
     assert!(s.engine_config().shadow_queue_bytes.is_some());
     // A tenant policy alone turns pools on (for tenants a reload will add).
     assert!(run(&["--tenant-policy", "static"]).unwrap().tenant_pools() > 1);
