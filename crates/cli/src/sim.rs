@@ -5,12 +5,14 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+use mrcache_engine::config::DEFAULT_MEMORY_LIMIT_BYTES;
 use mrcache_engine::EngineConfig;
 use mrcache_engine::TenantId;
 use mrcache_policy::arbitrate::ArbitratedTenant;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
 use mrcache_sim::upper_bound::UpperBoundProfiler;
 use mrcache_sim::{SimConfig, SimReport, Simulator, SlabPolicy, TenantSetup};
+use mrcache_units::format_size;
 use mrcache_workload::synth::WORKLOAD_HELP;
 
 use crate::figures::{draw, Chart, Series};
@@ -22,7 +24,7 @@ pub struct SimArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Cache memory (memcached's -m), e.g. 64MiB, 1GiB.
-    #[arg(long, default_value = "64MiB")]
+    #[arg(long, default_value_t = format_size(DEFAULT_MEMORY_LIMIT_BYTES))]
     memory: String,
     /// Memory sweep FROM..TO:STEP, e.g. 128MiB..1GiB:64MiB (replaces --memory).
     #[arg(long)]

@@ -37,8 +37,11 @@ const CURVE_SNAPSHOTS: usize = 16;
 pub struct ArbitratedTenant {
     /// The tenant, whose pool is `tenant.index()`.
     pub tenant: TenantId,
+    /// Bytes never taken from it while it uses them.
     pub reserved_bytes: u64,
+    /// The most it may hold, if capped.
     pub max_bytes: Option<u64>,
+    /// Its QoS target (lama-qos).
     pub target_hit_ratio: Option<f64>,
     /// Share of the unreserved memory at the start, and Memshare's credit multiplier (default 1).
     pub weight: f64,
@@ -64,6 +67,7 @@ impl ArbitratedTenant {
 /// What the arbitration has done so far.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ArbitrationStats {
+    /// Rounds run.
     pub rounds: u64,
     /// The last targets, in pages, one per tenant in `Arbitration::new`'s order.
     pub targets: Vec<usize>,
@@ -153,14 +157,17 @@ impl Arbitration {
         self.set_targets(engine, targets);
     }
 
+    /// The arbiter it runs.
     pub fn arbiter(&self) -> &dyn TenantArbiter {
         self.arbiter.as_ref()
     }
 
+    /// The tenants it divides memory among, in the order given.
     pub fn tenants(&self) -> &[ArbitratedTenant] {
         &self.tenants
     }
 
+    /// What it has done so far.
     pub fn stats(&self) -> &ArbitrationStats {
         &self.stats
     }

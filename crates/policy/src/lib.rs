@@ -16,6 +16,8 @@
 //! - `predict` — LAMA §3.5: memcached's demand-filled allocation from footprints (eq. 6) and the miss
 //!   ratio it gives (eq. 3), without running the cache.
 
+#![warn(missing_docs)]
+
 pub mod arbitrate;
 pub mod class;
 pub mod optimizer;

@@ -84,6 +84,8 @@ pub struct MemcachedAutomove {
 }
 
 impl MemcachedAutomove {
+    /// memcached's mover over `window` samples per class, moving when the youngest tail is below
+    /// `ratio` of the oldest.
     pub fn new(window: usize, ratio: f64) -> MemcachedAutomove {
         MemcachedAutomove {
             automove: Automove::new(window, ratio),
@@ -207,6 +209,7 @@ pub struct Psa {
 }
 
 impl Psa {
+    /// A round every `misses_per_round` misses (at least 1).
     pub fn new(misses_per_round: u64) -> Psa {
         Psa {
             misses_per_round: misses_per_round.max(1),
@@ -284,6 +287,8 @@ pub struct Facebook {
 }
 
 impl Facebook {
+    /// A round every `misses_per_round` misses (at least 1); a tail `ratio` times younger than the
+    /// others' mean is needy.
     pub fn new(misses_per_round: u64, ratio: f64) -> Facebook {
         Facebook {
             misses_per_round: misses_per_round.max(1),

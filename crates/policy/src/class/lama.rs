@@ -36,8 +36,11 @@ pub enum LamaTarget {
 /// fetch whose time grows with the object, a hit the cache's own service time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ResponseTimeModel {
+    /// Microseconds a hit takes, whatever the size.
     pub hit_us: f64,
+    /// Microseconds a miss takes at the backend, before carrying the item.
     pub miss_us: f64,
+    /// Microseconds a miss adds per KiB of the item.
     pub miss_us_per_kib: f64,
 }
 
@@ -53,10 +56,12 @@ impl Default for ResponseTimeModel {
 }
 
 impl ResponseTimeModel {
+    /// Time of a hit on an item of `_item_bytes`.
     pub fn hit_time_us(&self, _item_bytes: usize) -> f64 {
         self.hit_us
     }
 
+    /// Time of a miss on an item of `item_bytes`.
     pub fn miss_time_us(&self, item_bytes: usize) -> f64 {
         self.miss_us + self.miss_us_per_kib * item_bytes as f64 / 1024.0
     }
@@ -65,10 +70,13 @@ impl ResponseTimeModel {
 /// The repartitioning interval M, in accesses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Interval {
+    /// Every M accesses.
     Fixed(u64),
     /// Eq. 8, clamped to `[min, max]`.
     Auto {
+        /// The least M.
         min: u64,
+        /// The most M.
         max: u64,
     },
 }
@@ -239,6 +247,7 @@ pub struct Lama {
 }
 
 impl Lama {
+    /// LAMA minimising `target` every `interval`, with the defaults above for everything else.
     pub fn new(target: LamaTarget, interval: Interval) -> Lama {
         let next_interval = match interval {
             Interval::Fixed(m) => m.max(1),

@@ -52,6 +52,7 @@ pub struct ClassView {
 }
 
 impl ClassView {
+    /// Pages the class holds now.
     pub fn pages(&self) -> usize {
         self.snapshot.total_pages
     }
@@ -73,22 +74,29 @@ pub struct RoundInput<'a> {
 /// How far the cache has gone since a policy's last round.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Progress {
+    /// Accesses (hits plus stores of absent keys).
     pub accesses: u64,
+    /// Misses (stores of absent keys).
     pub misses: u64,
+    /// Whole seconds of clock.
     pub seconds: u32,
 }
 
 /// One page move a policy asks for: `pages` pages from `src` to `dst` (`None`: back to the free pool).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClassMove {
+    /// The class that gives the pages.
     pub src: ClassId,
+    /// The class that takes them; `None`: the free pool.
     pub dst: Option<ClassId>,
+    /// How many.
     pub pages: usize,
 }
 
 /// What a round decided.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Round {
+    /// The page moves, in the order to make them.
     pub moves: Vec<ClassMove>,
     /// The miss ratio the policy expects in the next window from the allocation it asks for (curve-driven
     /// policies only).
@@ -96,10 +104,12 @@ pub struct Round {
 }
 
 impl Round {
+    /// No moves.
     pub fn none() -> Round {
         Round::default()
     }
 
+    /// One page from `src` to `dst`.
     pub fn one(src: ClassId, dst: Option<ClassId>) -> Round {
         Round {
             moves: vec![ClassMove { src, dst, pages: 1 }],

@@ -139,6 +139,7 @@ impl Default for Memshare {
 }
 
 impl Memshare {
+    /// Memshare with these parameters (see `MemshareParams`); `tax` is clamped to [0, 1].
     pub fn new(
         credit_bytes: u64,
         shadow_bytes: u64,

@@ -90,6 +90,7 @@ impl Default for TenantView {
 
 /// Everything a round decides from.
 pub struct ArbiterInput<'a> {
+    /// Every tenant, in the order targets are returned.
     pub tenants: &'a [TenantView],
     /// Pages to divide (the memory limit in pages).
     pub total_pages: usize,

@@ -22,6 +22,7 @@ pub struct StaticSplit {
 }
 
 impl StaticSplit {
+    /// `pooled` or `static`, a round every `interval_accesses` (at least 1).
     pub fn new(pooled: bool, interval_accesses: u64) -> StaticSplit {
         StaticSplit {
             pooled,

@@ -429,3 +429,110 @@ fn help_explains_the_tenant_arbiters() {
     }
     assert!(help.contains("--tenant-policy"));
 }
+
+#[test]
+fn invalid_policy_specs_are_refused_once_with_their_reason() {
+    let refused = |args: &[&str]| run(args).expect_err("should fail");
+    let e = refused(&["--slab-policy", "psa:misses=x"]);
+    assert!(
+        matches!(&e, SettingsError::Policy { flag: "--slab-policy", error: mrcache_policy::SpecError::BadValue { key, .. } } if key == "misses"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "--slab-policy: slab policy `psa`: bad value `x` for `misses`"
+    );
+    let e = refused(&["--tenant-policy", "lama-qos:margin=1"]);
+    assert!(
+        matches!(
+            &e,
+            SettingsError::Policy {
+                flag: "--tenant-policy",
+                error: mrcache_policy::SpecError::Invalid { .. }
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "--tenant-policy: tenant arbiter `lama-qos`: need 0 <= margin < 1"
+    );
+    let bad = temp_file("bad-spec.toml", "tenant_policy = \"mpart:step=0\"\n");
+    let e = refused(&["--config", &bad]);
+    let SettingsError::Tenants {
+        flag: "--config",
+        error: crate::tenants::ConfigError::InFile { error, .. },
+    } = &e
+    else {
+        panic!("{e:?}");
+    };
+    assert!(matches!(**error, crate::tenants::ConfigError::Toml(_)));
+    assert!(
+        e.to_string()
+            .contains("step=0 is not auto or a positive number of pages"),
+        "{e}"
+    );
+    // A valid spec is kept as given (in the policy's parameter order) and printed the same way.
+    let s = run(&[
+        "--slab-policy",
+        "lama-art:hit_us=50",
+        "--tenant-policy",
+        "static:interval=10",
+    ])
+    .unwrap();
+    assert_eq!(s.slab_policy_spec().to_string(), "lama-art:hit_us=50");
+    assert!(s
+        .describe()
+        .contains(&("slab_policy", "lama-art:hit_us=50".to_string())));
+    assert_eq!(
+        s.tenant_policy.map(|p| p.to_string()).as_deref(),
+        Some("static:interval=10")
+    );
+}
+
+#[test]
+fn sizes_take_every_unit_spelling() {
+    for (m, bytes) in [
+        ("64", 64u64 << 20),
+        ("64m", 64 << 20),
+        ("64MiB", 64 << 20),
+        ("65536k", 64 << 20),
+        ("1g", 1 << 30),
+        ("1GB", 1 << 30),
+    ] {
+        assert_eq!(run(&["-m", m]).unwrap().memory_limit_bytes, bytes, "-m {m}");
+    }
+    for (i, bytes) in [
+        ("1024", 1024usize),
+        ("2k", 2 << 10),
+        ("1m", 1 << 20),
+        ("1M", 1 << 20),
+        ("2MiB", 2 << 20),
+    ] {
+        assert_eq!(
+            run(&["-I", i]).unwrap().item_size_max_bytes,
+            bytes,
+            "-I {i}"
+        );
+    }
+    assert!(matches!(
+        run(&["-m", "0"]),
+        Err(SettingsError::Flag {
+            flag: "-m/--memory-limit",
+            ..
+        })
+    ));
+    assert_eq!(
+        err(&["-m", "1.5g"]),
+        "-m/--memory-limit: cannot parse '1.5g' as megabytes"
+    );
+    assert_eq!(err(&["-I", "1x"]), "-I/--max-item-size: cannot parse '1x'");
+    assert_eq!(
+        err(&["-I", "512"]),
+        "-I/--max-item-size: cannot be less than 1024 bytes"
+    );
+    assert_eq!(
+        err(&["-m", "8192", "-I", "2g"]),
+        "-I/--max-item-size: cannot be larger than 1024 megabytes"
+    );
+}
