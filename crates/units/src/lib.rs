@@ -159,10 +159,10 @@ pub fn parse_size(text: &str, syntax: SizeSyntax) -> Result<u64, SizeError> {
         None => (number, None),
     };
     let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if !all_digits(whole) || !fraction.map_or(true, all_digits) {
+    if !all_digits(whole) || !fraction.is_none_or(all_digits) {
         return Err(not_a_number());
     }
-    if whole.is_empty() && fraction.map_or(true, str::is_empty) {
+    if whole.is_empty() && fraction.is_none_or(str::is_empty) {
         return Err(not_a_number());
     }
     let suffix = suffix.trim();
@@ -205,7 +205,7 @@ pub fn parse_size(text: &str, syntax: SizeSyntax) -> Result<u64, SizeError> {
 pub fn format_size(bytes: u64) -> String {
     let unit = [Unit::GiB, Unit::MiB, Unit::KiB]
         .into_iter()
-        .find(|u| bytes != 0 && bytes % u.bytes() == 0)
+        .find(|u| bytes != 0 && bytes.is_multiple_of(u.bytes()))
         .unwrap_or(Unit::Bytes);
     format!("{}{}", bytes / unit.bytes(), unit.suffix())
 }

@@ -1,5 +1,5 @@
 //! Slab-class policies: who gets the next page, decided from the engine's counters and, for LAMA, from
-//! every class's miss-ratio curve. All of them sit behind one trait and are chosen by name at run time
+//! every class's miss-ratio curve. All of them sit behind one trait and are chosen by a spec at run time
 //! (`--slab-policy` in the server, `--policy` in the simulator):
 //!
 //! | name        | what it does                                                             | source       |
@@ -16,7 +16,8 @@
 //! A policy is a function of what it is shown: no engine, no clock, no I/O. [`crate::rebalance`] feeds
 //! it (counters since its last round, curves of that window) and carries out the page moves it returns.
 //! Parameters follow the name: `psa:misses=2000`, `lama-mr:interval=auto,moves=50,threshold=0.01`;
-//! an unknown parameter is an error that names it.
+//! an unknown parameter is an error that names it. A spec is read once into a [`ClassPolicySpec`]
+//! (`FromStr`), which holds the parameters given and builds the policy without failing.
 
 mod heuristics;
 mod lama;

@@ -68,14 +68,14 @@ pub const DEFAULT_SLAB_AUTOMOVE_RATIO: f64 = mrcache_engine::automove::DEFAULT_R
 /// automove policy's own default).
 pub const DEFAULT_SLAB_AUTOMOVE_WINDOW: u32 = mrcache_engine::automove::DEFAULT_WINDOW as u32;
 /// memcached's `hashpower` limits; we accept the option for compatibility and ignore it.
-pub const HASHPOWER_RANGE: std::ops::RangeInclusive<u32> = 12..=64;
+pub(crate) const HASHPOWER_RANGE: std::ops::RangeInclusive<u32> = 12..=64;
 /// Each default shard should own at least this many pages of `-m`. A shard takes pages on its own, and
 /// every slab class in use holds at least one page in every shard, so each extra shard costs up to one
 /// page per class (about 40 classes in the default geometry). Measured with ETC values and `-t 2`, a
 /// second shard held 26% fewer items at `-m 64` and 7% fewer at `-m 256` (docs/results.md §6). At 256
 /// pages, about six per class, a shard's first pages stay a small share of it, and a cache gets one
 /// shard per worker once it has 256 MiB per worker (e.g. `-t 16` from `-m 4096`).
-pub const MIN_PAGES_PER_DEFAULT_SHARD: usize = 256;
+pub(crate) const MIN_PAGES_PER_DEFAULT_SHARD: usize = 256;
 /// `-o item_accounting=compact`: the server places items by the bytes they occupy (class 1 = 80 B), which
 /// fits more items in `-m` than memcached's accounting (docs/results.md §6); `-I` stays memcached's either
 /// way. The engine's own default stays memcached's, for the simulator.
@@ -84,9 +84,9 @@ pub const DEFAULT_ITEM_ACCOUNTING: ItemAccounting = ItemAccounting::Compact;
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1";
 
 /// `-t` at most: memcached's limit on worker threads.
-pub const MAX_THREADS: usize = 1024;
+pub(crate) const MAX_THREADS: usize = 1024;
 /// The engine's limit on shards.
-pub const MAX_SHARDS: usize = 1024;
+pub(crate) const MAX_SHARDS: usize = 1024;
 /// `EX_USAGE` from sysexits.h: the exit status for a bad command line.
 pub const EXIT_USAGE: i32 = 64;
 
@@ -193,7 +193,7 @@ pub enum Command {
 /// Default shard count: one lock domain per worker thread rounded up to a power of two, but never fewer
 /// than [`MIN_PAGES_PER_DEFAULT_SHARD`] pages per shard (each shard allocates its own pages per class, so at
 /// small `-m` many shards would fragment memory), and at least 1.
-pub fn default_shards(threads: usize, pages: usize) -> usize {
+pub(crate) fn default_shards(threads: usize, pages: usize) -> usize {
     let by_threads = threads.max(1).next_power_of_two();
     let by_pages = prev_power_of_two((pages / MIN_PAGES_PER_DEFAULT_SHARD).max(1));
     by_threads.min(by_pages).min(MAX_SHARDS)
