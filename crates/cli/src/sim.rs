@@ -124,7 +124,8 @@ impl SimArgs {
         split_specs(&self.tenant_policy, "--tenant-policy")?
             .into_iter()
             .map(|arbiter| {
-                mrcache_policy::tenant::by_name(&arbiter)
+                let arbiter = arbiter
+                    .parse()
                     .map_err(|e| format!("--tenant-policy: {e}"))?;
                 Ok(Some(TenantSetup {
                     arbiter,

@@ -26,7 +26,7 @@ pub mod rebalance;
 pub mod spec;
 pub mod tenant;
 
-pub use class::{by_name, ClassPolicy, ClassPolicySpec};
+pub use class::{ClassPolicy, ClassPolicySpec};
 pub use optimizer::{
     optimal_allocation, plan_moves, plan_moves_ranked, Allocation, OptimizeError, PageMove,
     Partition, Problem,

@@ -283,8 +283,9 @@ impl<'de> serde::Deserialize<'de> for ClassPolicySpec {
     }
 }
 
-/// The policy `spec` names: `NAME[:key=value,...]`, parsed and built (for callers holding text).
-pub fn by_name(spec: &str) -> Result<Box<dyn ClassPolicy>, SpecError> {
+/// The policy `spec` names, parsed and built: the tests' shorthand.
+#[cfg(test)]
+pub(crate) fn by_name(spec: &str) -> Result<Box<dyn ClassPolicy>, SpecError> {
     Ok(spec.parse::<ClassPolicySpec>()?.build())
 }
 

@@ -226,8 +226,9 @@ impl<'de> serde::Deserialize<'de> for TenantPolicySpec {
     }
 }
 
-/// The arbiter `spec` names: `NAME[:key=value,...]`, parsed and built (for callers holding text).
-pub fn by_name(spec: &str) -> Result<Box<dyn TenantArbiter>, SpecError> {
+/// The arbiter `spec` names, parsed and built: the tests' shorthand.
+#[cfg(test)]
+pub(crate) fn by_name(spec: &str) -> Result<Box<dyn TenantArbiter>, SpecError> {
     Ok(spec.parse::<TenantPolicySpec>()?.build())
 }
 
