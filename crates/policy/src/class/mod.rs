@@ -588,4 +588,85 @@ mod tests {
             assert_eq!(text.parse::<ClassPolicySpec>().unwrap_err().to_string(), message);
         }
     }
+
+    mod round_trip {
+        use super::super::*;
+        use crate::spec::Auto;
+        use proptest::option::of;
+        use proptest::prelude::*;
+
+        fn auto<T: std::fmt::Debug + Clone + 'static>(
+            value: impl Strategy<Value = T> + 'static,
+        ) -> impl Strategy<Value = Option<Auto<T>>> {
+            of(prop_oneof![Just(Auto::Auto), value.prop_map(Auto::Value)])
+        }
+
+        fn lama() -> impl Strategy<Value = LamaParams> {
+            (
+                auto(0u64..10_000_000),
+                of(1u64..1_000),
+                // At least the default min_interval, so that any min given fits under it.
+                of(100_000u64..10_000_000),
+                of(any::<u32>()),
+                of(1usize..1_000),
+                auto(1usize..64),
+                of(0.0f64..1.0),
+            )
+                .prop_map(
+                    |(
+                        interval,
+                        min_interval,
+                        max_interval,
+                        period,
+                        moves,
+                        granularity,
+                        threshold,
+                    )| {
+                        LamaParams {
+                            interval,
+                            min_interval,
+                            max_interval,
+                            period,
+                            moves,
+                            granularity,
+                            threshold,
+                        }
+                    },
+                )
+        }
+
+        fn spec() -> impl Strategy<Value = ClassPolicySpec> {
+            let f = || of(0.0f64..1e6);
+            prop_oneof![
+                Just(ClassPolicySpec::Memcached),
+                Just(ClassPolicySpec::Automove2),
+                Just(ClassPolicySpec::Twemcache),
+                (of(1usize..10_000), of(0.001f64..=1.0)).prop_map(|(window, ratio)| {
+                    ClassPolicySpec::Automove(AutomoveParams { window, ratio })
+                }),
+                of(any::<u64>()).prop_map(|misses| ClassPolicySpec::Psa(PsaParams { misses })),
+                (of(any::<u64>()), of(1.0f64..100.0)).prop_map(|(misses, ratio)| {
+                    ClassPolicySpec::Facebook(FacebookParams { misses, ratio })
+                }),
+                lama().prop_map(ClassPolicySpec::LamaMr),
+                (lama(), f(), f(), f()).prop_map(|(lama, hit_us, miss_us, miss_us_per_kib)| {
+                    ClassPolicySpec::LamaArt(
+                        lama,
+                        ResponseTimeParams {
+                            hit_us,
+                            miss_us,
+                            miss_us_per_kib,
+                        },
+                    )
+                }),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn display_then_parse_is_the_identity(spec in spec()) {
+                prop_assert_eq!(spec.to_string().parse::<ClassPolicySpec>(), Ok(spec));
+            }
+        }
+    }
 }

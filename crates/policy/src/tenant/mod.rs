@@ -468,4 +468,70 @@ mod tests {
             }
         }
     }
+
+    mod round_trip {
+        use super::super::*;
+        use crate::spec::Auto;
+        use proptest::option::of;
+        use proptest::prelude::*;
+
+        fn spec() -> impl Strategy<Value = TenantPolicySpec> {
+            let interval = || of(1u64..10_000_000);
+            prop_oneof![
+                interval().prop_map(|interval| TenantPolicySpec::Static(SplitParams { interval })),
+                interval().prop_map(|interval| TenantPolicySpec::Pooled(SplitParams { interval })),
+                (
+                    of(1u64..1 << 30),
+                    of(1u64..1 << 30),
+                    of(0.0f64..=1.0),
+                    of(any::<u32>()),
+                    interval(),
+                    of(any::<u64>()),
+                )
+                    .prop_map(|(credit, shadow, tax, idle, interval, seed)| {
+                        TenantPolicySpec::Memshare(MemshareParams {
+                            credit,
+                            shadow,
+                            tax,
+                            idle,
+                            interval,
+                            seed,
+                        })
+                    }),
+                (
+                    interval(),
+                    of(prop_oneof![
+                        Just(Auto::Auto),
+                        (1usize..4096).prop_map(Auto::Value)
+                    ]),
+                    of(0.001f64..10.0),
+                    of(any::<u64>()),
+                )
+                    .prop_map(|(interval, step, max_change, min_requests)| {
+                        TenantPolicySpec::MPart(MPartParams {
+                            interval,
+                            step,
+                            max_change,
+                            min_requests,
+                        })
+                    }),
+                (interval(), of(0.001f64..10.0), of(0.0f64..1.0)).prop_map(
+                    |(interval, max_change, margin)| {
+                        TenantPolicySpec::LamaQos(LamaQosParams {
+                            interval,
+                            max_change,
+                            margin,
+                        })
+                    }
+                ),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn display_then_parse_is_the_identity(spec in spec()) {
+                prop_assert_eq!(spec.to_string().parse::<TenantPolicySpec>(), Ok(spec));
+            }
+        }
+    }
 }

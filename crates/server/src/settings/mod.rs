@@ -147,7 +147,7 @@ pub struct Settings {
     pub lru_crawler: bool,
     /// `-o hashpower=N`: accepted and ignored (our index grows by itself); shown in `stats settings`.
     pub hashpower_init: u32,
-    /// `-o shards=N` (ours): independent engine lock domains; see [`default_shards`].
+    /// `-o shards=N` (ours): independent engine lock domains; see `default_shards`.
     pub shards: usize,
     /// `-o item_accounting=compact|memcached` (ours): how item sizes pick slab classes.
     pub item_accounting: ItemAccounting,
