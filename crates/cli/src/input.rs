@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
+use mrcache_engine::config::{DEFAULT_GROWTH_FACTOR, DEFAULT_ITEM_SIZE_MAX_BYTES};
 use mrcache_engine::EngineConfig;
 use mrcache_sim::sweep::parse_bytes;
 use mrcache_sim::TraceSizing;
+use mrcache_units::format_size;
 use mrcache_workload::synth::{Access, ValueSizeModel, WorkloadSpec};
 use mrcache_workload::{open_trace, TraceFormat};
 
@@ -106,10 +108,10 @@ fn parse_value_size(text: &str) -> Result<ValueSizeModel, String> {
 #[derive(Args, Debug)]
 pub struct SlabArgs {
     /// Slab growth factor (memcached's -f).
-    #[arg(long, default_value_t = 1.25)]
+    #[arg(long, default_value_t = DEFAULT_GROWTH_FACTOR)]
     pub growth_factor: f64,
     /// Largest item (memcached's -I), e.g. 1MiB.
-    #[arg(long, default_value = "1MiB")]
+    #[arg(long, default_value_t = format_size(DEFAULT_ITEM_SIZE_MAX_BYTES as u64))]
     pub item_size_max: String,
 }
 

@@ -6,8 +6,10 @@
 use std::io::Write;
 
 use clap::Args;
+use mrcache_engine::config::DEFAULT_MEMORY_LIMIT_BYTES;
 use mrcache_sim::sweep::{parse_bytes, parse_range};
 use mrcache_sim::{steady_state_first_request, MemoryPlan, UpperBoundProfiler};
+use mrcache_units::format_size;
 use mrcache_workload::synth::WORKLOAD_HELP;
 
 use crate::input::{take_trace_error, SlabArgs, SourceArgs, TraceErrorSlot};
@@ -21,7 +23,7 @@ pub struct PlanArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Memory sizes: one size (64MiB) or FROM..TO:STEP (32MiB..256MiB:32MiB).
-    #[arg(long, default_value = "64MiB")]
+    #[arg(long, default_value_t = format_size(DEFAULT_MEMORY_LIMIT_BYTES))]
     memory: String,
     /// Requests per window; the steady state is the last half of the windows, as in `mrcache sim`.
     #[arg(long, default_value_t = 1_000_000)]

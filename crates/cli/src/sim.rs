@@ -5,12 +5,14 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+use mrcache_engine::config::DEFAULT_MEMORY_LIMIT_BYTES;
 use mrcache_engine::EngineConfig;
 use mrcache_engine::TenantId;
-use mrcache_policy::arbitrate::TenantSpec;
+use mrcache_policy::arbitrate::ArbitratedTenant;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
 use mrcache_sim::upper_bound::UpperBoundProfiler;
 use mrcache_sim::{SimConfig, SimError, SimReport, Simulator, SlabPolicy, TenantSetup};
+use mrcache_units::format_size;
 use mrcache_workload::synth::WORKLOAD_HELP;
 
 use crate::figures::{draw, Chart, Series};
@@ -22,7 +24,7 @@ pub struct SimArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Cache memory (memcached's -m), e.g. 64MiB, 1GiB.
-    #[arg(long, default_value = "64MiB")]
+    #[arg(long, default_value_t = format_size(DEFAULT_MEMORY_LIMIT_BYTES))]
     memory: String,
     /// Memory sweep FROM..TO:STEP, e.g. 128MiB..1GiB:64MiB (replaces --memory).
     #[arg(long)]
@@ -122,7 +124,8 @@ impl SimArgs {
         split_specs(&self.tenant_policy, "--tenant-policy")?
             .into_iter()
             .map(|arbiter| {
-                mrcache_policy::tenant::by_name(&arbiter)
+                let arbiter = arbiter
+                    .parse()
                     .map_err(|e| format!("--tenant-policy: {e}"))?;
                 Ok(Some(TenantSetup {
                     arbiter,
@@ -411,14 +414,14 @@ fn split_specs(values: &[String], flag: &str) -> Result<Vec<String>, String> {
 }
 
 /// `ID[:reserved=BYTES,max=BYTES,initial=BYTES,target=HIT_RATIO,weight=W]`.
-fn parse_tenant(text: &str) -> Result<TenantSpec, String> {
+fn parse_tenant(text: &str) -> Result<ArbitratedTenant, String> {
     let bad = |what: String| format!("--tenant `{text}`: {what}");
     let (id, params) = text.split_once(':').unwrap_or((text, ""));
     let id: u16 = id
         .trim()
         .parse()
         .map_err(|_| bad(format!("`{id}` is not a tenant id (0-65535)")))?;
-    let mut spec = TenantSpec::new(TenantId(id));
+    let mut spec = ArbitratedTenant::new(TenantId(id));
     for piece in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = piece
             .split_once('=')

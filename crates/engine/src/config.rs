@@ -7,6 +7,8 @@
 pub const DEFAULT_MEMORY_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
 /// 1 MiB pages: the largest default item fits one page, and a page is the unit that moves between partitions.
 pub const DEFAULT_PAGE_SIZE_BYTES: usize = 1024 * 1024;
+/// `-I 1m`: memcached's default largest item, one default page.
+pub const DEFAULT_ITEM_SIZE_MAX_BYTES: usize = DEFAULT_PAGE_SIZE_BYTES;
 /// `-f 1.25`: each slab class's chunk is 1.25x the previous one.
 pub const DEFAULT_GROWTH_FACTOR: f64 = 1.25;
 /// `-n 48`: minimum space for key + value + flags in the smallest chunk.
@@ -100,7 +102,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             memory_limit_bytes: DEFAULT_MEMORY_LIMIT_BYTES,
-            item_size_max_bytes: DEFAULT_PAGE_SIZE_BYTES,
+            item_size_max_bytes: DEFAULT_ITEM_SIZE_MAX_BYTES,
             growth_factor: DEFAULT_GROWTH_FACTOR,
             min_chunk_data_bytes: DEFAULT_MIN_CHUNK_DATA_BYTES,
             use_cas: true,

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use mrcache_engine::{ClassSnapshot, Clock, Engine, TenantCounters, TenantId, UNLIMITED};
 use mrcache_profile::{MrcQuery, ReuseTimeHistogram, ReuseTimeMethod, SizeUnit};
 
-use crate::tenant::{self, ArbiterInput, TenantArbiter, TenantView};
+use crate::tenant::{ArbiterInput, StaticSplit, TenantArbiter, TenantView};
 
 /// LRU items inspected per class and shard when measuring a pool's idle memory (Memshare's tax).
 const IDLE_SCAN_ITEMS: usize = 100_000;
@@ -34,11 +34,14 @@ const CURVE_SNAPSHOTS: usize = 16;
 
 /// One tenant's memory settings, in bytes as operators write them.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TenantSpec {
+pub struct ArbitratedTenant {
     /// The tenant, whose pool is `tenant.index()`.
     pub tenant: TenantId,
+    /// Bytes never taken from it while it uses them.
     pub reserved_bytes: u64,
+    /// The most it may hold, if capped.
     pub max_bytes: Option<u64>,
+    /// Its QoS target (lama-qos).
     pub target_hit_ratio: Option<f64>,
     /// Share of the unreserved memory at the start, and Memshare's credit multiplier (default 1).
     pub weight: f64,
@@ -47,10 +50,10 @@ pub struct TenantSpec {
     pub initial_bytes: Option<u64>,
 }
 
-impl TenantSpec {
+impl ArbitratedTenant {
     /// A tenant with no reserve, no cap, no target and weight 1.
-    pub fn new(tenant: TenantId) -> TenantSpec {
-        TenantSpec {
+    pub fn new(tenant: TenantId) -> ArbitratedTenant {
+        ArbitratedTenant {
             tenant,
             reserved_bytes: 0,
             max_bytes: None,
@@ -64,6 +67,7 @@ impl TenantSpec {
 /// What the arbitration has done so far.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ArbitrationStats {
+    /// Rounds run.
     pub rounds: u64,
     /// The last targets, in pages, one per tenant in `Arbitration::new`'s order.
     pub targets: Vec<usize>,
@@ -72,7 +76,7 @@ pub struct ArbitrationStats {
 /// A tenant arbiter and the state that feeds it.
 pub struct Arbitration {
     arbiter: Box<dyn TenantArbiter>,
-    tenants: Vec<TenantSpec>,
+    tenants: Vec<ArbitratedTenant>,
     /// Each tenant's counters at the start of the window.
     baseline: Option<Vec<TenantCounters>>,
     /// Each tenant's pool histograms at the last rounds, oldest first (at most `CURVE_SNAPSHOTS`).
@@ -87,8 +91,12 @@ impl Arbitration {
     /// asks for it, and gives every tenant its starting target (its reserve plus a share of the rest by
     /// weight, as the `static` arbiter divides). Tenants whose id has no pool of its own are left out
     /// (they share pool 0).
-    pub fn new(arbiter: Box<dyn TenantArbiter>, tenants: Vec<TenantSpec>, engine: &Engine) -> Self {
-        let tenants: Vec<TenantSpec> = tenants
+    pub fn new(
+        arbiter: Box<dyn TenantArbiter>,
+        tenants: Vec<ArbitratedTenant>,
+        engine: &Engine,
+    ) -> Self {
+        let tenants: Vec<ArbitratedTenant> = tenants
             .into_iter()
             .filter(|t| t.tenant.index() < engine.pool_count())
             .collect();
@@ -106,7 +114,7 @@ impl Arbitration {
 
     /// Replaces the tenants' settings (a configuration reload): reserves, caps and starting targets are
     /// set again and the window restarts; the arbiter keeps its state.
-    pub fn set_tenants(&mut self, tenants: Vec<TenantSpec>, engine: &Engine) {
+    pub fn set_tenants(&mut self, tenants: Vec<ArbitratedTenant>, engine: &Engine) {
         self.tenants = tenants
             .into_iter()
             .filter(|t| t.tenant.index() < engine.pool_count())
@@ -139,26 +147,27 @@ impl Arbitration {
             Some(bytes) if !bytes.is_empty() => initial_targets(&bytes, page, total),
             _ => {
                 let views = self.views(engine, None, None);
-                tenant::by_name("static")
-                    .expect("static")
-                    .round(&ArbiterInput {
-                        tenants: &views,
-                        total_pages: total,
-                        page_bytes: page as usize,
-                    })
+                StaticSplit::new(false, 1).round(&ArbiterInput {
+                    tenants: &views,
+                    total_pages: total,
+                    page_bytes: page as usize,
+                })
             }
         };
         self.set_targets(engine, targets);
     }
 
+    /// The arbiter it runs.
     pub fn arbiter(&self) -> &dyn TenantArbiter {
         self.arbiter.as_ref()
     }
 
-    pub fn tenants(&self) -> &[TenantSpec] {
+    /// The tenants it divides memory among, in the order given.
+    pub fn tenants(&self) -> &[ArbitratedTenant] {
         &self.tenants
     }
 
+    /// What it has done so far.
     pub fn stats(&self) -> &ArbitrationStats {
         &self.stats
     }

@@ -12,21 +12,26 @@
 //!   hands the engine each pool's target pages.
 //! - `rebalance` — the driver the server and the simulator share: reads the engine, runs the policy
 //!   when it is due, moves the pages, keeps the counts.
+//! - `spec` — the `NAME[:key=value,...]` syntax of policy specs and its errors.
 //! - `predict` — LAMA §3.5: memcached's demand-filled allocation from footprints (eq. 6) and the miss
 //!   ratio it gives (eq. 3), without running the cache.
+
+#![warn(missing_docs)]
 
 pub mod arbitrate;
 pub mod class;
 pub mod optimizer;
 pub mod predict;
 pub mod rebalance;
+pub mod spec;
 pub mod tenant;
 
-pub use class::{by_name, ClassPolicy};
+pub use class::{ClassPolicy, ClassPolicySpec};
 pub use optimizer::{
     optimal_allocation, plan_moves, plan_moves_ranked, Allocation, OptimizeError, PageMove,
     Partition, Problem,
 };
 pub use predict::{overall_miss_ratio, predict_default, ClassDemand, DefaultPrediction, Footprint};
 pub use rebalance::{RebalanceStats, Rebalancer};
-pub use tenant::{ArbiterInput, TenantArbiter, TenantView};
+pub use spec::{SpecError, SpecKind};
+pub use tenant::{ArbiterInput, TenantArbiter, TenantPolicySpec, TenantView};

@@ -35,6 +35,7 @@ impl Partition {
 /// What to optimise.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Problem {
+    /// The partitions, each with its cost curve and bounds.
     pub partitions: Vec<Partition>,
     /// The new allocation uses exactly this many pages.
     pub total_pages: usize,
@@ -154,8 +155,11 @@ pub fn optimal_allocation(problem: &Problem) -> Result<Allocation, OptimizeError
 /// One step of carrying out a target: `pages` pages from partition `src` to partition `dst`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct PageMove {
+    /// The partition that gives.
     pub src: usize,
+    /// The partition that takes.
     pub dst: usize,
+    /// How many pages.
     pub pages: usize,
 }
 

@@ -43,6 +43,7 @@ pub struct ClassDemand<'a> {
     pub requests: f64,
     /// Items one page of the class holds.
     pub chunks_per_page: usize,
+    /// The class's footprint: distinct items by window length.
     pub footprint: &'a dyn Footprint,
     /// Miss ratio of the class's requests with `k` pages, `k = 0, 1, ...`; a page count past the end
     /// reads the last entry, an empty table misses everything.

@@ -30,6 +30,7 @@ pub struct RebalanceStats {
     pub observed_miss_ratio: Option<f64>,
     /// Windows with both a prediction and an observation, and the sum of |predicted - observed|.
     pub predictions: u64,
+    /// The sum of |predicted - observed| over those windows.
     pub prediction_error_sum: f64,
 }
 
@@ -127,10 +128,12 @@ impl Rebalancer {
         self.pending_prediction = None;
     }
 
+    /// The policy it runs.
     pub fn policy(&self) -> &dyn ClassPolicy {
         self.policy.as_ref()
     }
 
+    /// Its counts so far.
     pub fn stats(&self) -> &RebalanceStats {
         &self.stats
     }

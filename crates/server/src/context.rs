@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use mrcache_engine::{Clock, Engine};
+use mrcache_policy::ClassPolicySpec;
 
 use crate::net::registry::{ConnRegistry, ListenerInfo};
 use crate::settings::Settings;
@@ -76,7 +77,7 @@ pub struct ServerContext {
     pub automove_ratio_bits: AtomicU64,
     /// The class policy the rebalancer runs (`--slab-policy`, or what `slab_automove` names); `slabs
     /// automove` replaces it, and bumps `slab_policy_generation` so the rebalancer picks it up.
-    pub slab_policy: std::sync::Mutex<String>,
+    pub slab_policy: std::sync::Mutex<ClassPolicySpec>,
     pub slab_policy_generation: AtomicU64,
     /// The tenant arbiter in force with its parameters (`none` without tenant pools), for `stats
     /// settings`; the maintenance thread, which owns the arbitration, rewrites it when a reload changes it.
@@ -107,7 +108,7 @@ impl ServerContext {
             slab_policy: std::sync::Mutex::new(settings.slab_policy_spec()),
             slab_policy_generation: AtomicU64::new(0),
             tenant_policy: std::sync::Mutex::new(crate::memory::describe_spec(
-                settings.tenant_policy_spec().as_deref(),
+                settings.tenant_policy_spec().as_ref(),
             )),
             tenants: Tenants::new(
                 settings.tenants.clone(),
@@ -150,9 +151,14 @@ impl ServerContext {
     }
 
     /// Replaces the slab policy; the rebalancer switches at its next tick.
-    pub fn set_slab_policy(&self, spec: String) {
+    pub fn set_slab_policy(&self, spec: ClassPolicySpec) {
         *self.slab_policy.lock().unwrap_or_else(|e| e.into_inner()) = spec;
         self.slab_policy_generation.fetch_add(1, Relaxed);
+    }
+
+    /// The class policy in force.
+    pub fn slab_policy(&self) -> ClassPolicySpec {
+        *self.slab_policy.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn automove_ratio(&self) -> f64 {

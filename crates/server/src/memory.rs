@@ -30,7 +30,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use mrcache_engine::config::MAX_TENANT_POOLS;
 use mrcache_engine::TenantId;
 use mrcache_policy::arbitrate::{self, Arbitration};
-use mrcache_policy::{class, tenant, Rebalancer, TenantArbiter};
+use mrcache_policy::tenant::MPartParams;
+use mrcache_policy::{ClassPolicySpec, Rebalancer, TenantArbiter, TenantPolicySpec};
 
 use crate::context::ServerContext;
 use crate::settings::{Settings, SettingsError};
@@ -39,14 +40,19 @@ use crate::tenants::{TenantTable, TenantsConfig, DEFAULT_TENANT_NAME};
 /// The tenant arbiter when tenants are configured and none is named: mPart, the division of memory
 /// that minimises misses by the tenants' miss-ratio curves, moving at most 30% of a tenant's memory a
 /// round.
-pub const DEFAULT_TENANT_POLICY: &str = "mpart";
+pub const DEFAULT_TENANT_POLICY: TenantPolicySpec = TenantPolicySpec::MPart(MPartParams {
+    interval: None,
+    step: None,
+    max_change: None,
+    min_requests: None,
+});
 /// The fewest pools a server with tenants keeps, so that a reload can add tenants with memory of their
 /// own. A pool without a tenant costs a few counters and no pages; it does thin the profilers' share
 /// of memory (the engine sizes them for every pool), hence not more.
 pub const MIN_TENANT_POOLS: usize = 16;
 
 /// Whether tenants get memory of their own (decided once, at start-up).
-pub fn enabled(cli_policy: Option<&str>, config: &TenantsConfig) -> bool {
+pub fn enabled(cli_policy: Option<&TenantPolicySpec>, config: &TenantsConfig) -> bool {
     cli_policy.is_some()
         || config.tenant_policy.is_some()
         || config.tenants.iter().any(|t| t.name != DEFAULT_TENANT_NAME)
@@ -54,7 +60,7 @@ pub fn enabled(cli_policy: Option<&str>, config: &TenantsConfig) -> bool {
 
 /// The engine's `tenant_pools`: 1 without the memory model, else every configured tenant and the
 /// default one, plus one, at least [`MIN_TENANT_POOLS`], at most the engine's limit.
-pub fn pool_count(cli_policy: Option<&str>, config: &TenantsConfig) -> usize {
+pub fn pool_count(cli_policy: Option<&TenantPolicySpec>, config: &TenantsConfig) -> usize {
     if !enabled(cli_policy, config) {
         return 1;
     }
@@ -67,17 +73,21 @@ pub fn pool_count(cli_policy: Option<&str>, config: &TenantsConfig) -> usize {
 }
 
 /// The tenant arbiter's spec: `--tenant-policy`, else the file's `tenant_policy`, else the default.
-pub fn policy_spec<'a>(cli_policy: Option<&'a str>, config: &'a TenantsConfig) -> &'a str {
+pub fn policy_spec(
+    cli_policy: Option<&TenantPolicySpec>,
+    config: &TenantsConfig,
+) -> TenantPolicySpec {
     cli_policy
-        .or(config.tenant_policy.as_deref())
+        .or(config.tenant_policy.as_ref())
+        .copied()
         .unwrap_or(DEFAULT_TENANT_POLICY)
 }
 
 /// What the arbitration divides memory among: the default tenant and every configured tenant, by id.
-pub fn arbitrated_tenants(table: &TenantTable) -> Vec<arbitrate::TenantSpec> {
-    let mut specs: Vec<arbitrate::TenantSpec> = table
+pub fn arbitrated_tenants(table: &TenantTable) -> Vec<arbitrate::ArbitratedTenant> {
+    let mut specs: Vec<arbitrate::ArbitratedTenant> = table
         .tenants()
-        .map(|(id, t)| arbitrate::TenantSpec {
+        .map(|(id, t)| arbitrate::ArbitratedTenant {
             tenant: id,
             reserved_bytes: t.reserved_bytes,
             max_bytes: t.max_bytes,
@@ -87,7 +97,7 @@ pub fn arbitrated_tenants(table: &TenantTable) -> Vec<arbitrate::TenantSpec> {
         })
         .collect();
     if !specs.iter().any(|s| s.tenant == TenantId::DEFAULT) {
-        specs.push(arbitrate::TenantSpec::new(TenantId::DEFAULT));
+        specs.push(arbitrate::ArbitratedTenant::new(TenantId::DEFAULT));
     }
     specs.sort_by_key(|s| s.tenant.0);
     specs
@@ -99,28 +109,24 @@ pub fn describe(arbitration: Option<&Arbitration>) -> String {
 }
 
 /// As [`describe`], for the arbiter `spec` names (`None`: no tenant pools).
-pub fn describe_spec(spec: Option<&str>) -> String {
-    spec.and_then(|s| tenant::by_name(s).ok())
-        .map_or_else(|| "none".to_string(), |a| a.describe())
+pub fn describe_spec(spec: Option<&TenantPolicySpec>) -> String {
+    spec.map_or_else(|| "none".to_string(), |s| s.build().describe())
 }
 
-/// The start-up checks of the tenant policy: `--tenant-policy` names an arbiter, and the one in force
-/// can run (one that divides by curves needs the profilers on). Errors name the flag or the key.
+/// The start-up check of the tenant policy: the one in force can run (one that divides by curves needs
+/// the profilers on). Its spec was checked when the flag or the file was read.
 pub fn check_settings(settings: &Settings) -> Result<(), SettingsError> {
-    if let Some(spec) = &settings.tenant_policy {
-        tenant::by_name(spec).map_err(|e| SettingsError(format!("--tenant-policy: {e}")))?;
-    }
     let Some(spec) = settings.tenant_policy_spec() else {
         return Ok(());
     };
-    // The file's spec was checked when it was read; this names the key should that ever change.
-    let arbiter = tenant::by_name(&spec)
-        .map_err(|e| SettingsError(format!("--config: tenant_policy: {e}")))?;
-    if arbiter.needs_curves() && settings.mrc_sample_rate == 0.0 {
-        return Err(SettingsError(format!(
-            "-o mrc_sample_rate=0: the tenant policy {spec} needs miss-ratio curves; give a rate \
-             above 0, or --tenant-policy static, pooled or memshare"
-        )));
+    if spec.build().needs_curves() && settings.mrc_sample_rate == 0.0 {
+        return Err(SettingsError::flag(
+            "-o mrc_sample_rate=0",
+            format!(
+                "the tenant policy {spec} needs miss-ratio curves; give a rate above 0, or \
+                 --tenant-policy static, pooled or memshare"
+            ),
+        ));
     }
     Ok(())
 }
@@ -143,13 +149,8 @@ impl MemoryModel {
     pub fn new(ctx: &ServerContext) -> MemoryModel {
         let table = ctx.tenants.current();
         let arbitration = (ctx.engine.pool_count() > 1).then(|| {
-            let spec = policy_spec(ctx.settings.tenant_policy.as_deref(), &table.config);
-            // Validated with the settings and on every load of the file; `static` is never expected.
-            let arbiter = tenant::by_name(spec).unwrap_or_else(|e| {
-                eprintln!("mrcached: tenant policy {spec}: {e}; dividing memory statically");
-                tenant::by_name("static").expect("the static arbiter exists")
-            });
-            Arbitration::new(arbiter, arbitrated_tenants(&table), &ctx.engine)
+            let spec = policy_spec(ctx.settings.tenant_policy.as_ref(), &table.config);
+            Arbitration::new(spec.build(), arbitrated_tenants(&table), &ctx.engine)
         });
         publish_policy(ctx, arbitration.as_ref());
         let mut model = MemoryModel {
@@ -231,16 +232,9 @@ impl MemoryModel {
             return;
         }
         self.slab_generation = generation;
-        let spec = slab_policy_spec(ctx);
+        let spec = ctx.slab_policy();
         for r in &mut self.rebalancers {
-            match class::by_name(&spec) {
-                Ok(policy) => r.set_policy(policy, &ctx.engine),
-                // Specs come from validated settings and memcached's modes; never expected.
-                Err(e) => {
-                    eprintln!("mrcached: slab policy {spec}: {e}");
-                    return;
-                }
-            }
+            r.set_policy(spec.build(), &ctx.engine);
         }
     }
 
@@ -273,37 +267,32 @@ impl MemoryModel {
             }
         }
         let specs = arbitrated_tenants(&table);
-        let spec = policy_spec(ctx.settings.tenant_policy.as_deref(), &table.config);
-        match tenant::by_name(spec) {
-            Ok(arbiter) if arbiter.describe() != arbitration.arbiter().describe() => {
-                if let Some(why) = unusable(arbiter.as_ref(), ctx) {
-                    eprintln!(
-                        "mrcached: SIGHUP: keeping tenant policy {}: {spec} {why}",
-                        arbitration.arbiter().describe()
-                    );
-                    arbitration.set_tenants(specs, &ctx.engine);
-                    return;
-                }
-                if arbiter.shadow_queue_bytes().is_some()
-                    && ctx.engine.config().shadow_queue_bytes.is_none()
-                {
-                    eprintln!(
-                        "mrcached: SIGHUP: {spec} runs without shadow queues until a restart \
-                         (they are sized at start-up)"
-                    );
-                }
-                *arbitration = Arbitration::new(arbiter, specs, &ctx.engine);
+        let spec = policy_spec(ctx.settings.tenant_policy.as_ref(), &table.config);
+        let arbiter = spec.build();
+        if arbiter.describe() == arbitration.arbiter().describe() {
+            arbitration.set_tenants(specs, &ctx.engine);
+        } else {
+            if let Some(why) = unusable(arbiter.as_ref(), ctx) {
                 eprintln!(
-                    "mrcached: SIGHUP: tenant policy now {}; items stay in the pools they are in",
+                    "mrcached: SIGHUP: keeping tenant policy {}: {spec} {why}",
                     arbitration.arbiter().describe()
                 );
-            }
-            Ok(_) => arbitration.set_tenants(specs, &ctx.engine),
-            // The file was validated when it was loaded; never expected.
-            Err(e) => {
-                eprintln!("mrcached: SIGHUP: tenant policy {spec}: {e}");
                 arbitration.set_tenants(specs, &ctx.engine);
+                return;
             }
+            if arbiter.shadow_queue_bytes().is_some()
+                && ctx.engine.config().shadow_queue_bytes.is_none()
+            {
+                eprintln!(
+                    "mrcached: SIGHUP: {spec} runs without shadow queues until a restart \
+                         (they are sized at start-up)"
+                );
+            }
+            *arbitration = Arbitration::new(arbiter, specs, &ctx.engine);
+            eprintln!(
+                "mrcached: SIGHUP: tenant policy now {}; items stay in the pools they are in",
+                arbitration.arbiter().describe()
+            );
         }
         publish_policy(ctx, self.arbitration.as_ref());
     }
@@ -315,16 +304,11 @@ impl MemoryModel {
         if self.rebalancers.len() >= in_use {
             return;
         }
-        let spec = slab_policy_spec(ctx);
-        let policy = || {
-            class::by_name(&spec)
-                .or_else(|_| class::by_name("memcached"))
-                .expect("the memcached policy exists")
-        };
+        let spec: ClassPolicySpec = ctx.slab_policy();
         while self.rebalancers.len() < in_use {
             let pool = self.rebalancers.len();
             self.rebalancers
-                .push(Rebalancer::for_pool(policy(), &ctx.engine, pool));
+                .push(Rebalancer::for_pool(spec.build(), &ctx.engine, pool));
         }
     }
 }
@@ -337,13 +321,6 @@ pub fn unusable(arbiter: &dyn TenantArbiter, ctx: &ServerContext) -> Option<&'st
 
 fn publish_policy(ctx: &ServerContext, arbitration: Option<&Arbitration>) {
     *ctx.tenant_policy.lock().unwrap_or_else(|e| e.into_inner()) = describe(arbitration);
-}
-
-fn slab_policy_spec(ctx: &ServerContext) -> String {
-    ctx.slab_policy
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
 }
 
 #[cfg(test)]

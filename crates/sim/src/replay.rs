@@ -1,9 +1,9 @@
 //! Replaying requests through the engine.
 
 use mrcache_engine::{Clock, Engine, EngineConfig, Key, StoreArgs, StoreOutcome, TenantId};
-use mrcache_policy::arbitrate::{Arbitration, TenantSpec};
+use mrcache_policy::arbitrate::{ArbitratedTenant, Arbitration};
 use mrcache_policy::class::ResponseTimeModel;
-use mrcache_policy::{tenant, Rebalancer};
+use mrcache_policy::{Rebalancer, TenantPolicySpec};
 use mrcache_workload::synth::Access;
 use mrcache_workload::Op;
 
@@ -42,15 +42,15 @@ pub struct SimConfig {
     pub tenants: Option<TenantSetup>,
 }
 
-/// The upper memory level of a simulation: a tenant arbiter by name (`mrcache_policy::tenant::by_name`)
-/// and the tenants it divides memory among. Tenant `t` gets pool `t`; workload tenants not listed
+/// The upper memory level of a simulation: a tenant arbiter (`mrcache_policy::TenantPolicySpec`) and the
+/// tenants it divides memory among. Tenant `t` gets pool `t`; workload tenants not listed
 /// share pool 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TenantSetup {
-    /// The arbiter's spec, `NAME[:key=value,...]`.
-    pub arbiter: String,
+    /// The arbiter, with its parameters.
+    pub arbiter: TenantPolicySpec,
     /// Each tenant's reserve, target and bounds.
-    pub tenants: Vec<TenantSpec>,
+    pub tenants: Vec<ArbitratedTenant>,
 }
 
 impl SimConfig {
@@ -125,7 +125,7 @@ impl Simulator {
         let class_policy = policy.build();
         let arbiter = match &config.tenants {
             Some(setup) => {
-                let arbiter = tenant::by_name(&setup.arbiter).map_err(SimError::Arbiter)?;
+                let arbiter = setup.arbiter.build();
                 let pools = setup.tenants.iter().map(|t| t.tenant.index() + 1).max();
                 config.engine.tenant_pools = pools.unwrap_or(1);
                 config.engine.shadow_queue_bytes = arbiter.shadow_queue_bytes();

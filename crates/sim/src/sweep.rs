@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use mrcache_units::{parse_size, SizeSyntax, Unit};
 use mrcache_workload::synth::Access;
 use serde::Serialize;
 
@@ -103,29 +104,18 @@ where
     Ok(results.into_iter().map(|(_, p)| p).collect())
 }
 
-/// `512MiB`, `1GiB`, `64MB` (MB and MiB both mean 2^20, as memcached's `-m` does), or plain bytes.
+/// The sizes the tool takes (`--memory`, sweeps, tenant specs): `mrcache_units`' grammar, a bare number
+/// being bytes, fractions allowed (`1.5GiB`).
+pub const SIZE_SYNTAX: SizeSyntax = SizeSyntax::fractional(Unit::Bytes);
+
+/// `512MiB`, `1GiB`, `64MB` (MB and MiB both mean 2^20, as memcached's `-m` does), or plain bytes; more
+/// than zero.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => {
-            return Err(format!(
-                "`{text}`: unknown size unit `{unit}` (use B, KiB, MiB or GiB)"
-            ))
-        }
-    };
-    let value: f64 = num.parse().map_err(|_| format!("`{text}` is not a size"))?;
-    if value <= 0.0 {
+    let bytes = parse_size(text, SIZE_SYNTAX).map_err(|e| e.to_string())?;
+    if bytes == 0 {
         return Err(format!("`{text}`: size must be positive"));
     }
-    Ok((value * scale as f64) as u64)
+    Ok(bytes)
 }
 
 /// `128MiB..1GiB:64MiB`: every size from the first to the last, in steps.

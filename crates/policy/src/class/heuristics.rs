@@ -5,10 +5,13 @@
 //! (`automove`, `facebook`), or nothing at all (`memcached`, `twemcache`'s random pages). Each moves at
 //! most one page a round, as the originals do.
 
-use mrcache_engine::ClassSnapshot;
+use std::fmt;
 
 use super::automove::{Automove, Move, DEFAULT_RATIO, DEFAULT_WINDOW};
-use super::{ClassPolicy, ClassView, Params, Progress, Round, RoundInput};
+use mrcache_engine::ClassSnapshot;
+
+use super::{ClassPolicy, ClassView, Progress, Round, RoundInput};
+use crate::spec::{shown, write_spec, Params, SpecError};
 
 /// memcached's demand filling with no moves (`slab_automove=0`).
 pub struct Demand;
@@ -31,6 +34,48 @@ impl ClassPolicy for Demand {
     }
 }
 
+/// `automove`'s parameters as given (absent: memcached's defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AutomoveParams {
+    /// `window=N`: samples (seconds) per class, at least 1.
+    pub window: Option<usize>,
+    /// `ratio=F`: in (0, 1].
+    pub ratio: Option<f64>,
+}
+
+impl AutomoveParams {
+    pub(super) fn parse(p: &mut Params<'_>) -> Result<AutomoveParams, SpecError> {
+        let params = AutomoveParams {
+            window: p.get("window")?,
+            ratio: p.get("ratio")?,
+        };
+        let policy = params.build();
+        if policy.window == 0 || !(policy.ratio > 0.0 && policy.ratio <= 1.0) {
+            return Err(p.invalid("window must be at least 1, ratio in (0, 1]"));
+        }
+        Ok(params)
+    }
+
+    pub(super) fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_spec(
+            f,
+            "automove",
+            &[
+                ("window", shown(&self.window)),
+                ("ratio", shown(&self.ratio)),
+            ],
+        )
+    }
+
+    /// The policy, defaults filled in.
+    pub fn build(&self) -> MemcachedAutomove {
+        MemcachedAutomove::new(
+            self.window.unwrap_or(DEFAULT_WINDOW),
+            self.ratio.unwrap_or(DEFAULT_RATIO),
+        )
+    }
+}
+
 /// memcached 1.6's age balancer (`slab_automove=1`), once a second: `super::automove`.
 pub struct MemcachedAutomove {
     automove: Automove,
@@ -39,23 +84,14 @@ pub struct MemcachedAutomove {
 }
 
 impl MemcachedAutomove {
+    /// memcached's mover over `window` samples per class, moving when the youngest tail is below
+    /// `ratio` of the oldest.
     pub fn new(window: usize, ratio: f64) -> MemcachedAutomove {
         MemcachedAutomove {
             automove: Automove::new(window, ratio),
             window,
             ratio,
         }
-    }
-
-    pub(super) fn from_params(p: &mut Params<'_>) -> Result<MemcachedAutomove, String> {
-        let window = p.get("window", DEFAULT_WINDOW)?;
-        let ratio = p.get("ratio", DEFAULT_RATIO)?;
-        if window == 0 || !(ratio > 0.0 && ratio <= 1.0) {
-            return Err(
-                "slab policy `automove`: window must be at least 1, ratio in (0, 1]".into(),
-            );
-        }
-        Ok(MemcachedAutomove::new(window, ratio))
     }
 
     /// `slabs automove ratio F` changes it live.
@@ -173,14 +209,35 @@ pub struct Psa {
 }
 
 impl Psa {
+    /// A round every `misses_per_round` misses (at least 1).
     pub fn new(misses_per_round: u64) -> Psa {
         Psa {
             misses_per_round: misses_per_round.max(1),
         }
     }
+}
 
-    pub(super) fn from_params(p: &mut Params<'_>) -> Result<Psa, String> {
-        Ok(Psa::new(p.get("misses", DEFAULT_MISSES_PER_ROUND)?))
+/// `psa`'s parameters as given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PsaParams {
+    /// `misses=M`: misses between rounds.
+    pub misses: Option<u64>,
+}
+
+impl PsaParams {
+    pub(super) fn parse(p: &mut Params<'_>) -> Result<PsaParams, SpecError> {
+        Ok(PsaParams {
+            misses: p.get("misses")?,
+        })
+    }
+
+    pub(super) fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_spec(f, "psa", &[("misses", shown(&self.misses))])
+    }
+
+    /// The policy, defaults filled in.
+    pub fn build(&self) -> Psa {
+        Psa::new(self.misses.unwrap_or(DEFAULT_MISSES_PER_ROUND))
     }
 }
 
@@ -230,22 +287,57 @@ pub struct Facebook {
 }
 
 impl Facebook {
+    /// A round every `misses_per_round` misses (at least 1); a tail `ratio` times younger than the
+    /// others' mean is needy.
     pub fn new(misses_per_round: u64, ratio: f64) -> Facebook {
         Facebook {
             misses_per_round: misses_per_round.max(1),
             ratio,
         }
     }
+}
 
-    pub(super) fn from_params(p: &mut Params<'_>) -> Result<Facebook, String> {
-        let ratio = p.get("ratio", 1.2)?;
-        if ratio < 1.0 {
-            return Err("slab policy `facebook`: ratio must be at least 1".into());
+/// Facebook's "at least 20% more recently".
+const DEFAULT_FACEBOOK_RATIO: f64 = 1.2;
+
+/// `facebook`'s parameters as given.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FacebookParams {
+    /// `misses=M`: misses between rounds.
+    pub misses: Option<u64>,
+    /// `ratio=F`: how much younger than the others' mean a needy tail is, at least 1.
+    pub ratio: Option<f64>,
+}
+
+impl FacebookParams {
+    pub(super) fn parse(p: &mut Params<'_>) -> Result<FacebookParams, SpecError> {
+        let ratio: Option<f64> = p.get("ratio")?;
+        if ratio.unwrap_or(DEFAULT_FACEBOOK_RATIO) < 1.0 {
+            return Err(p.invalid("ratio must be at least 1"));
         }
-        Ok(Facebook::new(
-            p.get("misses", DEFAULT_MISSES_PER_ROUND)?,
+        Ok(FacebookParams {
+            misses: p.get("misses")?,
             ratio,
-        ))
+        })
+    }
+
+    pub(super) fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_spec(
+            f,
+            "facebook",
+            &[
+                ("misses", shown(&self.misses)),
+                ("ratio", shown(&self.ratio)),
+            ],
+        )
+    }
+
+    /// The policy, defaults filled in.
+    pub fn build(&self) -> Facebook {
+        Facebook::new(
+            self.misses.unwrap_or(DEFAULT_MISSES_PER_ROUND),
+            self.ratio.unwrap_or(DEFAULT_FACEBOOK_RATIO),
+        )
     }
 }
 

@@ -16,9 +16,12 @@
 //! The interval M is fixed, or follows eq. 8: long enough for every class with real misses to see the
 //! reuses that decide its curve up to min(2 S_i, S_i + N r) pages.
 
+use std::fmt;
+
 use super::heuristics::risk;
-use super::{ClassMove, ClassPolicy, ClassView, Params, Progress, Round, RoundInput};
+use super::{ClassMove, ClassPolicy, ClassView, Progress, Round, RoundInput};
 use crate::optimizer::{optimal_allocation, plan_moves_ranked, Partition, Problem};
+use crate::spec::{shown, write_spec, Auto, Params, SpecError};
 
 /// What LAMA minimises.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -33,8 +36,11 @@ pub enum LamaTarget {
 /// fetch whose time grows with the object, a hit the cache's own service time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ResponseTimeModel {
+    /// Microseconds a hit takes, whatever the size.
     pub hit_us: f64,
+    /// Microseconds a miss takes at the backend, before carrying the item.
     pub miss_us: f64,
+    /// Microseconds a miss adds per KiB of the item.
     pub miss_us_per_kib: f64,
 }
 
@@ -50,10 +56,12 @@ impl Default for ResponseTimeModel {
 }
 
 impl ResponseTimeModel {
+    /// Time of a hit on an item of `_item_bytes`.
     pub fn hit_time_us(&self, _item_bytes: usize) -> f64 {
         self.hit_us
     }
 
+    /// Time of a miss on an item of `item_bytes`.
     pub fn miss_time_us(&self, item_bytes: usize) -> f64 {
         self.miss_us + self.miss_us_per_kib * item_bytes as f64 / 1024.0
     }
@@ -62,10 +70,13 @@ impl ResponseTimeModel {
 /// The repartitioning interval M, in accesses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Interval {
+    /// Every M accesses.
     Fixed(u64),
     /// Eq. 8, clamped to `[min, max]`.
     Auto {
+        /// The least M.
         min: u64,
+        /// The most M.
         max: u64,
     },
 }
@@ -85,6 +96,143 @@ const EQ8_MIN_MISS_SHARE: f64 = 0.05;
 /// A round also runs after this many seconds if at least `min` accesses happened (a quiet server).
 const DEFAULT_PERIOD_SECS: u32 = 300;
 
+/// `lama-mr`'s and `lama-art`'s parameters as given (absent: LAMA's defaults above).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LamaParams {
+    /// `interval=M|auto`: accesses between rounds, or eq. 8.
+    pub interval: Option<Auto<u64>>,
+    /// `min_interval=M`: eq. 8's floor, at least 1.
+    pub min_interval: Option<u64>,
+    /// `max_interval=M`: eq. 8's cap, at least `min_interval`.
+    pub max_interval: Option<u64>,
+    /// `period=S`: seconds after which a quiet server runs a round anyway (0: never).
+    pub period: Option<u32>,
+    /// `moves=N`: N, at least 1.
+    pub moves: Option<usize>,
+    /// `granularity=r|auto`: pages per move, at least 1, or one per GiB.
+    pub granularity: Option<Auto<usize>>,
+    /// `threshold=F`: the least gain that moves pages, in [0, 1).
+    pub threshold: Option<f64>,
+}
+
+/// `lama-art`'s response-time model as given (absent: [`ResponseTimeModel::default`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ResponseTimeParams {
+    /// `hit_us=F`.
+    pub hit_us: Option<f64>,
+    /// `miss_us=F`.
+    pub miss_us: Option<f64>,
+    /// `miss_us_per_kib=F`.
+    pub miss_us_per_kib: Option<f64>,
+}
+
+impl LamaParams {
+    /// Reads the parameters of `p`, checking them in the order LAMA always has.
+    pub(super) fn parse(p: &mut Params<'_>) -> Result<LamaParams, SpecError> {
+        let min_interval = p.get("min_interval")?;
+        let max_interval = p.get("max_interval")?;
+        let interval = match p.take("interval") {
+            None => None,
+            Some("auto") => Some(Auto::Auto),
+            Some(v) => Some(Auto::Value(
+                v.parse().map_err(|_| p.bad_value("interval", v))?,
+            )),
+        };
+        let (min, max) = (
+            min_interval.unwrap_or(DEFAULT_MIN_INTERVAL),
+            max_interval.unwrap_or(DEFAULT_MAX_INTERVAL),
+        );
+        if min == 0 || max < min {
+            return Err(p.invalid("need 0 < min_interval <= max_interval"));
+        }
+        let period = p.get("period")?;
+        let moves: Option<usize> = p.get("moves")?;
+        let granularity = p.get_auto(
+            "granularity",
+            |&r: &usize| r >= 1,
+            |_| "granularity must be `auto` or at least 1".to_string(),
+        )?;
+        let threshold: Option<f64> = p.get("threshold")?;
+        if !(0.0..1.0).contains(&threshold.unwrap_or(DEFAULT_THRESHOLD))
+            || moves.unwrap_or(DEFAULT_MAX_MOVES) == 0
+        {
+            return Err(p.invalid("need moves >= 1 and 0 <= threshold < 1"));
+        }
+        Ok(LamaParams {
+            interval,
+            min_interval,
+            max_interval,
+            period,
+            moves,
+            granularity,
+            threshold,
+        })
+    }
+
+    /// Writes `name` and the parameters given, `art` after them.
+    pub(super) fn write(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        name: &str,
+        art: Option<&ResponseTimeParams>,
+    ) -> fmt::Result {
+        let none = ResponseTimeParams::default();
+        let art = art.unwrap_or(&none);
+        write_spec(
+            f,
+            name,
+            &[
+                ("interval", shown(&self.interval)),
+                ("min_interval", shown(&self.min_interval)),
+                ("max_interval", shown(&self.max_interval)),
+                ("period", shown(&self.period)),
+                ("moves", shown(&self.moves)),
+                ("granularity", shown(&self.granularity)),
+                ("threshold", shown(&self.threshold)),
+                ("hit_us", shown(&art.hit_us)),
+                ("miss_us", shown(&art.miss_us)),
+                ("miss_us_per_kib", shown(&art.miss_us_per_kib)),
+            ],
+        )
+    }
+
+    /// The policy minimising `target`, defaults filled in.
+    pub fn build(&self, target: LamaTarget) -> Lama {
+        let min = self.min_interval.unwrap_or(DEFAULT_MIN_INTERVAL);
+        let max = self.max_interval.unwrap_or(DEFAULT_MAX_INTERVAL);
+        let interval = match self.interval {
+            None | Some(Auto::Auto) => Interval::Auto { min, max },
+            Some(Auto::Value(m)) => Interval::Fixed(m),
+        };
+        let mut lama = Lama::new(target, interval);
+        lama.period_secs = self.period.unwrap_or(DEFAULT_PERIOD_SECS);
+        lama.max_moves = self.moves.unwrap_or(DEFAULT_MAX_MOVES);
+        lama.granularity = self.granularity.and_then(Auto::value);
+        lama.threshold = self.threshold.unwrap_or(DEFAULT_THRESHOLD);
+        lama
+    }
+}
+
+impl ResponseTimeParams {
+    pub(super) fn parse(p: &mut Params<'_>) -> Result<ResponseTimeParams, SpecError> {
+        Ok(ResponseTimeParams {
+            hit_us: p.get("hit_us")?,
+            miss_us: p.get("miss_us")?,
+            miss_us_per_kib: p.get("miss_us_per_kib")?,
+        })
+    }
+
+    /// The model, defaults filled in.
+    pub fn build(&self) -> ResponseTimeModel {
+        let d = ResponseTimeModel::default();
+        ResponseTimeModel {
+            hit_us: self.hit_us.unwrap_or(d.hit_us),
+            miss_us: self.miss_us.unwrap_or(d.miss_us),
+            miss_us_per_kib: self.miss_us_per_kib.unwrap_or(d.miss_us_per_kib),
+        }
+    }
+}
+
 /// The LAMA policy and its state.
 pub struct Lama {
     target: LamaTarget,
@@ -99,6 +247,7 @@ pub struct Lama {
 }
 
 impl Lama {
+    /// LAMA minimising `target` every `interval`, with the defaults above for everything else.
     pub fn new(target: LamaTarget, interval: Interval) -> Lama {
         let next_interval = match interval {
             Interval::Fixed(m) => m.max(1),
@@ -113,45 +262,6 @@ impl Lama {
             granularity: None,
             threshold: DEFAULT_THRESHOLD,
         }
-    }
-
-    pub(super) fn from_params(target: LamaTarget, p: &mut Params<'_>) -> Result<Lama, String> {
-        let name = p.name;
-        let min = p.get("min_interval", DEFAULT_MIN_INTERVAL)?;
-        let max = p.get("max_interval", DEFAULT_MAX_INTERVAL)?;
-        let interval = match p.take("interval") {
-            None | Some("auto") => Interval::Auto { min, max },
-            Some(v) => Interval::Fixed(
-                v.parse()
-                    .map_err(|_| format!("slab policy `{name}`: bad value `{v}` for `interval`"))?,
-            ),
-        };
-        if min == 0 || max < min {
-            return Err(format!(
-                "slab policy `{name}`: need 0 < min_interval <= max_interval"
-            ));
-        }
-        let mut lama = Lama::new(target, interval);
-        lama.period_secs = p.get("period", DEFAULT_PERIOD_SECS)?;
-        lama.max_moves = p.get("moves", DEFAULT_MAX_MOVES)?;
-        lama.granularity = match p.take("granularity") {
-            None | Some("auto") => None,
-            Some(v) => Some(v.parse().ok().filter(|&r: &usize| r >= 1).ok_or_else(|| {
-                format!("slab policy `{name}`: granularity must be `auto` or at least 1")
-            })?),
-        };
-        lama.threshold = p.get("threshold", DEFAULT_THRESHOLD)?;
-        if !(0.0..1.0).contains(&lama.threshold) || lama.max_moves == 0 {
-            return Err(format!(
-                "slab policy `{name}`: need moves >= 1 and 0 <= threshold < 1"
-            ));
-        }
-        if let LamaTarget::ResponseTime(model) = &mut lama.target {
-            model.hit_us = p.get("hit_us", model.hit_us)?;
-            model.miss_us = p.get("miss_us", model.miss_us)?;
-            model.miss_us_per_kib = p.get("miss_us_per_kib", model.miss_us_per_kib)?;
-        }
-        Ok(lama)
     }
 
     /// The interval the next round waits for.

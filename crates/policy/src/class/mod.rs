@@ -1,5 +1,5 @@
 //! Slab-class policies: who gets the next page, decided from the engine's counters and, for LAMA, from
-//! every class's miss-ratio curve. All of them sit behind one trait and are chosen by name at run time
+//! every class's miss-ratio curve. All of them sit behind one trait and are chosen by a spec at run time
 //! (`--slab-policy` in the server, `--policy` in the simulator):
 //!
 //! | name        | what it does                                                             | source       |
@@ -16,18 +16,25 @@
 //! A policy is a function of what it is shown: no engine, no clock, no I/O. [`crate::rebalance`] feeds
 //! it (counters since its last round, curves of that window) and carries out the page moves it returns.
 //! Parameters follow the name: `psa:misses=2000`, `lama-mr:interval=auto,moves=50,threshold=0.01`;
-//! an unknown parameter is an error that names it.
+//! an unknown parameter is an error that names it. A spec is read once into a [`ClassPolicySpec`]
+//! (`FromStr`), which holds the parameters given and builds the policy without failing.
 
 pub mod automove;
 mod heuristics;
 mod lama;
 
 pub use heuristics::{
-    pick_any_source, Automove2, Demand, Facebook, MemcachedAutomove, Psa, Twemcache,
+    pick_any_source, Automove2, AutomoveParams, Demand, Facebook, FacebookParams,
+    MemcachedAutomove, Psa, PsaParams, Twemcache,
 };
-pub use lama::{Interval, Lama, LamaTarget, ResponseTimeModel};
+pub use lama::{Interval, Lama, LamaParams, LamaTarget, ResponseTimeModel, ResponseTimeParams};
+
+use std::fmt;
+use std::str::FromStr;
 
 use mrcache_engine::{ClassId, ClassSnapshot};
+
+use crate::spec::{Params, SpecError, SpecKind};
 
 /// One class as a policy sees it at a round.
 #[derive(Clone, Debug)]
@@ -47,6 +54,7 @@ pub struct ClassView {
 }
 
 impl ClassView {
+    /// Pages the class holds now.
     pub fn pages(&self) -> usize {
         self.snapshot.total_pages
     }
@@ -68,22 +76,29 @@ pub struct RoundInput<'a> {
 /// How far the cache has gone since a policy's last round.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Progress {
+    /// Accesses (hits plus stores of absent keys).
     pub accesses: u64,
+    /// Misses (stores of absent keys).
     pub misses: u64,
+    /// Whole seconds of clock.
     pub seconds: u32,
 }
 
 /// One page move a policy asks for: `pages` pages from `src` to `dst` (`None`: back to the free pool).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClassMove {
+    /// The class that gives the pages.
     pub src: ClassId,
+    /// The class that takes them; `None`: the free pool.
     pub dst: Option<ClassId>,
+    /// How many.
     pub pages: usize,
 }
 
 /// What a round decided.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Round {
+    /// The page moves, in the order to make them.
     pub moves: Vec<ClassMove>,
     /// The miss ratio the policy expects in the next window from the allocation it asks for (curve-driven
     /// policies only).
@@ -91,10 +106,12 @@ pub struct Round {
 }
 
 impl Round {
+    /// No moves.
     pub fn none() -> Round {
         Round::default()
     }
 
+    /// One page from `src` to `dst`.
     pub fn one(src: ClassId, dst: Option<ClassId>) -> Round {
         Round {
             moves: vec![ClassMove { src, dst, pages: 1 }],
@@ -134,7 +151,7 @@ impl std::fmt::Debug for dyn ClassPolicy {
     }
 }
 
-/// Names `by_name` accepts.
+/// Names a [`ClassPolicySpec`] may have.
 pub const NAMES: &[&str] = &[
     "memcached",
     "automove",
@@ -146,80 +163,131 @@ pub const NAMES: &[&str] = &[
     "lama-art",
 ];
 
-/// The policy `spec` names: `NAME[:key=value,...]`.
-pub fn by_name(spec: &str) -> Result<Box<dyn ClassPolicy>, String> {
-    let mut params = Params::parse(spec)?;
-    let policy: Box<dyn ClassPolicy> = match params.name {
-        "memcached" => Box::new(Demand),
-        "automove" => Box::new(MemcachedAutomove::from_params(&mut params)?),
-        "automove2" => Box::new(Automove2::default()),
-        "twemcache" => Box::new(Twemcache),
-        "psa" => Box::new(Psa::from_params(&mut params)?),
-        "facebook" => Box::new(Facebook::from_params(&mut params)?),
-        "lama-mr" => Box::new(Lama::from_params(LamaTarget::MissRatio, &mut params)?),
-        "lama-art" => Box::new(Lama::from_params(
-            LamaTarget::ResponseTime(ResponseTimeModel::default()),
-            &mut params,
-        )?),
-        other => {
-            return Err(format!(
-                "unknown slab policy `{other}` (one of: {})",
-                NAMES.join(", ")
-            ))
-        }
-    };
-    params.finish()?;
-    Ok(policy)
+/// A class policy and the parameters its spec gave, read once from `NAME[:key=value,...]` (`FromStr`,
+/// serde) and valid by construction: [`ClassPolicySpec::build`] cannot fail. Printing it writes the name
+/// and the parameters given, in the policy's order, which parses back to the same spec; the policy's own
+/// `describe()` adds every default.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ClassPolicySpec {
+    /// `memcached`: demand filling, no moves.
+    Memcached,
+    /// `automove[:window=N,ratio=F]`: memcached's age balancer.
+    Automove(AutomoveParams),
+    /// `automove2`: a page toward every evicting class.
+    Automove2,
+    /// `twemcache`: random page eviction.
+    Twemcache,
+    /// `psa[:misses=M]`.
+    Psa(PsaParams),
+    /// `facebook[:misses=M,ratio=F]`.
+    Facebook(FacebookParams),
+    /// `lama-mr[:...]`: LAMA minimising misses.
+    LamaMr(LamaParams),
+    /// `lama-art[:...]`: LAMA minimising average response time.
+    LamaArt(LamaParams, ResponseTimeParams),
 }
 
-/// `name:key=value,...`, consumed key by key; keys left over are errors.
-pub struct Params<'a> {
-    pub name: &'a str,
-    pairs: Vec<(&'a str, &'a str)>,
+impl ClassPolicySpec {
+    /// The policy memcached's `slab_automove` mode runs: 0 none (`memcached`), 2 `automove2`, else
+    /// `automove` with this window and ratio.
+    pub fn automove_mode(mode: u32, window: usize, ratio: f64) -> ClassPolicySpec {
+        match mode {
+            0 => ClassPolicySpec::Memcached,
+            2 => ClassPolicySpec::Automove2,
+            _ => ClassPolicySpec::Automove(AutomoveParams {
+                window: Some(window),
+                ratio: Some(ratio),
+            }),
+        }
+    }
+
+    /// The name it is selected by (one of [`NAMES`]).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClassPolicySpec::Memcached => "memcached",
+            ClassPolicySpec::Automove(_) => "automove",
+            ClassPolicySpec::Automove2 => "automove2",
+            ClassPolicySpec::Twemcache => "twemcache",
+            ClassPolicySpec::Psa(_) => "psa",
+            ClassPolicySpec::Facebook(_) => "facebook",
+            ClassPolicySpec::LamaMr(_) => "lama-mr",
+            ClassPolicySpec::LamaArt(..) => "lama-art",
+        }
+    }
+
+    /// A fresh policy with these parameters (defaults for those not given).
+    pub fn build(&self) -> Box<dyn ClassPolicy> {
+        match self {
+            ClassPolicySpec::Memcached => Box::new(Demand),
+            ClassPolicySpec::Automove(p) => Box::new(p.build()),
+            ClassPolicySpec::Automove2 => Box::new(Automove2::default()),
+            ClassPolicySpec::Twemcache => Box::new(Twemcache),
+            ClassPolicySpec::Psa(p) => Box::new(p.build()),
+            ClassPolicySpec::Facebook(p) => Box::new(p.build()),
+            ClassPolicySpec::LamaMr(p) => Box::new(p.build(LamaTarget::MissRatio)),
+            ClassPolicySpec::LamaArt(p, model) => {
+                Box::new(p.build(LamaTarget::ResponseTime(model.build())))
+            }
+        }
+    }
 }
 
-impl<'a> Params<'a> {
-    pub fn parse(spec: &'a str) -> Result<Params<'a>, String> {
-        let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
-        let mut pairs = Vec::new();
-        for item in rest.split(',').filter(|s| !s.is_empty()) {
-            let (k, v) = item.split_once('=').ok_or_else(|| {
-                format!("slab policy parameter `{item}` needs a value (key=value)")
-            })?;
-            pairs.push((k.trim(), v.trim()));
-        }
-        Ok(Params {
-            name: name.trim(),
-            pairs,
-        })
-    }
+impl FromStr for ClassPolicySpec {
+    type Err = SpecError;
 
-    /// The raw value of `key`, removed from what is left.
-    pub fn take(&mut self, key: &str) -> Option<&'a str> {
-        let i = self.pairs.iter().position(|(k, _)| *k == key)?;
-        Some(self.pairs.remove(i).1)
+    fn from_str(spec: &str) -> Result<ClassPolicySpec, SpecError> {
+        let mut p = Params::parse(SpecKind::SlabPolicy, spec)?;
+        let parsed = match p.name {
+            "memcached" => ClassPolicySpec::Memcached,
+            "automove" => ClassPolicySpec::Automove(AutomoveParams::parse(&mut p)?),
+            "automove2" => ClassPolicySpec::Automove2,
+            "twemcache" => ClassPolicySpec::Twemcache,
+            "psa" => ClassPolicySpec::Psa(PsaParams::parse(&mut p)?),
+            "facebook" => ClassPolicySpec::Facebook(FacebookParams::parse(&mut p)?),
+            "lama-mr" => ClassPolicySpec::LamaMr(LamaParams::parse(&mut p)?),
+            "lama-art" => {
+                let lama = LamaParams::parse(&mut p)?;
+                ClassPolicySpec::LamaArt(lama, ResponseTimeParams::parse(&mut p)?)
+            }
+            _ => return Err(p.unknown(NAMES)),
+        };
+        p.finish()?;
+        Ok(parsed)
     }
+}
 
-    /// `key` parsed as `T`, or `default` when absent.
-    pub fn get<T: std::str::FromStr>(&mut self, key: &str, default: T) -> Result<T, String> {
-        match self.take(key) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("slab policy `{}`: bad value `{v}` for `{key}`", self.name)),
-        }
-    }
-
-    /// Fails on any parameter nobody took.
-    pub fn finish(&self) -> Result<(), String> {
-        match self.pairs.first() {
-            None => Ok(()),
-            Some((k, _)) => Err(format!(
-                "slab policy `{}` has no parameter `{k}`",
-                self.name
-            )),
+impl fmt::Display for ClassPolicySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClassPolicySpec::Automove(p) => p.write(f),
+            ClassPolicySpec::Psa(p) => p.write(f),
+            ClassPolicySpec::Facebook(p) => p.write(f),
+            ClassPolicySpec::LamaMr(p) => p.write(f, self.name(), None),
+            ClassPolicySpec::LamaArt(p, model) => p.write(f, self.name(), Some(model)),
+            ClassPolicySpec::Memcached
+            | ClassPolicySpec::Automove2
+            | ClassPolicySpec::Twemcache => f.write_str(self.name()),
         }
     }
+}
+
+impl serde::Serialize for ClassPolicySpec {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClassPolicySpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The policy `spec` names, parsed and built: the tests' shorthand.
+#[cfg(test)]
+pub(crate) fn by_name(spec: &str) -> Result<Box<dyn ClassPolicy>, SpecError> {
+    Ok(spec.parse::<ClassPolicySpec>()?.build())
 }
 
 #[cfg(test)]
@@ -435,12 +503,21 @@ mod tests {
         for name in NAMES {
             assert_eq!(by_name(name).unwrap().name(), *name);
         }
-        assert!(by_name("lru")
-            .unwrap_err()
-            .contains("unknown slab policy `lru`"));
-        assert!(by_name("psa:mises=3").unwrap_err().contains("`mises`"));
-        assert!(by_name("lama-mr:moves=x").unwrap_err().contains("`moves`"));
-        assert!(by_name("lama-mr:granularity=0").is_err());
+        let err = |spec: &str| by_name(spec).unwrap_err();
+        assert!(matches!(err("lru"), SpecError::UnknownPolicy { .. }));
+        assert!(err("lru").to_string().contains("unknown slab policy `lru`"));
+        assert!(
+            matches!(err("psa:mises=3"), SpecError::UnknownParameter { key, .. } if key == "mises")
+        );
+        assert!(err("psa:mises=3").to_string().contains("`mises`"));
+        assert!(
+            matches!(err("lama-mr:moves=x"), SpecError::BadValue { key, .. } if key == "moves")
+        );
+        assert!(err("lama-mr:moves=x").to_string().contains("`moves`"));
+        assert!(matches!(
+            err("lama-mr:granularity=0"),
+            SpecError::Invalid { .. }
+        ));
         assert!(by_name("twemcache").unwrap().random_page_eviction());
         assert_eq!(
             by_name("lama-mr:interval=5000,moves=20")
@@ -448,5 +525,149 @@ mod tests {
                 .describe(),
             "lama-mr:interval=5000,period=300,moves=20,granularity=auto,threshold=0.01"
         );
+    }
+
+    #[test]
+    fn specs_print_what_they_were_given_and_parse_back() {
+        for text in [
+            "memcached",
+            "automove",
+            "automove:window=10,ratio=0.5",
+            "automove2",
+            "twemcache",
+            "psa",
+            "psa:misses=2000",
+            "facebook",
+            "facebook:misses=10,ratio=1.5",
+            "lama-mr",
+            "lama-mr:interval=auto,min_interval=5,max_interval=50,period=0,moves=3,granularity=2,threshold=0",
+            "lama-mr:interval=1000,granularity=auto",
+            "lama-art",
+            "lama-art:threshold=0.05,hit_us=50,miss_us=2000,miss_us_per_kib=1.5",
+        ] {
+            let spec: ClassPolicySpec = text.parse().unwrap();
+            assert_eq!(spec.to_string(), text);
+            assert_eq!(spec.to_string().parse::<ClassPolicySpec>(), Ok(spec));
+            let policy = spec.build();
+            assert_eq!(policy.name(), spec.name());
+            // The policy's full description is a spec too, of the same policy.
+            let described: ClassPolicySpec = policy.describe().parse().unwrap();
+            assert_eq!(described.build().describe(), policy.describe());
+        }
+        // Blanks are trimmed and parameters take the policy's order.
+        let spec: ClassPolicySpec = " lama-mr : threshold=0 , moves = 3".parse().unwrap();
+        assert_eq!(spec.to_string(), "lama-mr:moves=3,threshold=0");
+        assert_eq!(
+            ClassPolicySpec::automove_mode(1, 30, 0.8).to_string(),
+            "automove:window=30,ratio=0.8"
+        );
+        assert_eq!(
+            ClassPolicySpec::automove_mode(0, 30, 0.8),
+            ClassPolicySpec::Memcached
+        );
+        assert_eq!(
+            ClassPolicySpec::automove_mode(2, 30, 0.8),
+            ClassPolicySpec::Automove2
+        );
+    }
+
+    #[test]
+    fn invalid_specs_say_why() {
+        for (text, message) in [
+            ("lru", "unknown slab policy `lru` (one of: memcached, automove, automove2, twemcache, psa, facebook, lama-mr, lama-art)"),
+            ("psa:misses", "slab policy parameter `misses` needs a value (key=value)"),
+            ("psa:misses=x", "slab policy `psa`: bad value `x` for `misses`"),
+            ("memcached:x=1", "slab policy `memcached` has no parameter `x`"),
+            ("lama-mr:hit_us=1", "slab policy `lama-mr` has no parameter `hit_us`"),
+            ("automove:window=0", "slab policy `automove`: window must be at least 1, ratio in (0, 1]"),
+            ("facebook:ratio=0.5", "slab policy `facebook`: ratio must be at least 1"),
+            ("lama-mr:min_interval=0", "slab policy `lama-mr`: need 0 < min_interval <= max_interval"),
+            ("lama-art:interval=x", "slab policy `lama-art`: bad value `x` for `interval`"),
+            ("lama-mr:granularity=0", "slab policy `lama-mr`: granularity must be `auto` or at least 1"),
+            ("lama-mr:threshold=1", "slab policy `lama-mr`: need moves >= 1 and 0 <= threshold < 1"),
+        ] {
+            assert_eq!(text.parse::<ClassPolicySpec>().unwrap_err().to_string(), message);
+        }
+    }
+
+    mod round_trip {
+        use super::super::*;
+        use crate::spec::Auto;
+        use proptest::option::of;
+        use proptest::prelude::*;
+
+        fn auto<T: std::fmt::Debug + Clone + 'static>(
+            value: impl Strategy<Value = T> + 'static,
+        ) -> impl Strategy<Value = Option<Auto<T>>> {
+            of(prop_oneof![Just(Auto::Auto), value.prop_map(Auto::Value)])
+        }
+
+        fn lama() -> impl Strategy<Value = LamaParams> {
+            (
+                auto(0u64..10_000_000),
+                of(1u64..1_000),
+                // At least the default min_interval, so that any min given fits under it.
+                of(100_000u64..10_000_000),
+                of(any::<u32>()),
+                of(1usize..1_000),
+                auto(1usize..64),
+                of(0.0f64..1.0),
+            )
+                .prop_map(
+                    |(
+                        interval,
+                        min_interval,
+                        max_interval,
+                        period,
+                        moves,
+                        granularity,
+                        threshold,
+                    )| {
+                        LamaParams {
+                            interval,
+                            min_interval,
+                            max_interval,
+                            period,
+                            moves,
+                            granularity,
+                            threshold,
+                        }
+                    },
+                )
+        }
+
+        fn spec() -> impl Strategy<Value = ClassPolicySpec> {
+            let f = || of(0.0f64..1e6);
+            prop_oneof![
+                Just(ClassPolicySpec::Memcached),
+                Just(ClassPolicySpec::Automove2),
+                Just(ClassPolicySpec::Twemcache),
+                (of(1usize..10_000), of(0.001f64..=1.0)).prop_map(|(window, ratio)| {
+                    ClassPolicySpec::Automove(AutomoveParams { window, ratio })
+                }),
+                of(any::<u64>()).prop_map(|misses| ClassPolicySpec::Psa(PsaParams { misses })),
+                (of(any::<u64>()), of(1.0f64..100.0)).prop_map(|(misses, ratio)| {
+                    ClassPolicySpec::Facebook(FacebookParams { misses, ratio })
+                }),
+                lama().prop_map(ClassPolicySpec::LamaMr),
+                (lama(), f(), f(), f()).prop_map(|(lama, hit_us, miss_us, miss_us_per_kib)| {
+                    ClassPolicySpec::LamaArt(
+                        lama,
+                        ResponseTimeParams {
+                            hit_us,
+                            miss_us,
+                            miss_us_per_kib,
+                        },
+                    )
+                }),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn display_then_parse_is_the_identity(spec in spec()) {
+                prop_assert_eq!(spec.to_string().parse::<ClassPolicySpec>(), Ok(spec));
+            }
+        }
     }
 }

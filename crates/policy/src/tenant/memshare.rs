@@ -19,9 +19,11 @@
 //! that disappears leaves its share to the others in proportion to theirs.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use super::apportion::{apportion, cap_of, fill, reserves_short, weight_of};
-use super::{param, ArbiterInput, Params, TenantArbiter, TenantView};
+use super::{ArbiterInput, TenantArbiter, TenantView};
+use crate::spec::{shown, write_spec, Params, SpecError};
 
 /// Memshare's credit: "a small chunk (e.g., 64 KB) of the pooled memory".
 const DEFAULT_CREDIT_BYTES: u64 = 64 << 10;
@@ -44,6 +46,70 @@ const MAX_CREDITS_PER_ROUND: u64 = 1 << 24;
 /// A donor needs at least this much pooled memory; smaller residues of float arithmetic are not worth
 /// a credit.
 const MIN_DONOR_BYTES: f64 = 1.0;
+
+/// `memshare`'s parameters as given.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MemshareParams {
+    /// `credit=B`: bytes a shadow hit earns, at least 1.
+    pub credit: Option<u64>,
+    /// `shadow=B`: each tenant's shadow queue in bytes, at least 1.
+    pub shadow: Option<u64>,
+    /// `tax=F`: the idle memory tax, in [0, 1].
+    pub tax: Option<f64>,
+    /// `idle=S`: seconds unaccessed memory takes to count as idle.
+    pub idle: Option<u32>,
+    /// `interval=N`: accesses between rounds, at least 1.
+    pub interval: Option<u64>,
+    /// `seed=N`: pickRandom's seed.
+    pub seed: Option<u64>,
+}
+
+impl MemshareParams {
+    pub(super) fn parse(p: &mut Params<'_>) -> Result<MemshareParams, SpecError> {
+        let params = MemshareParams {
+            credit: p.get("credit")?,
+            shadow: p.get("shadow")?,
+            tax: p.get("tax")?,
+            idle: p.get("idle")?,
+            interval: p.get("interval")?,
+            seed: p.get("seed")?,
+        };
+        let tax = params.tax.unwrap_or(DEFAULT_TAX);
+        if [params.credit, params.shadow, params.interval].contains(&Some(0))
+            || !(0.0..=1.0).contains(&tax)
+        {
+            return Err(p.invalid("need credit, shadow and interval >= 1 and tax in [0, 1]"));
+        }
+        Ok(params)
+    }
+
+    pub(super) fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_spec(
+            f,
+            "memshare",
+            &[
+                ("credit", shown(&self.credit)),
+                ("shadow", shown(&self.shadow)),
+                ("tax", shown(&self.tax)),
+                ("idle", shown(&self.idle)),
+                ("interval", shown(&self.interval)),
+                ("seed", shown(&self.seed)),
+            ],
+        )
+    }
+
+    /// The arbiter, defaults filled in.
+    pub fn build(&self) -> Memshare {
+        Memshare::new(
+            self.credit.unwrap_or(DEFAULT_CREDIT_BYTES),
+            self.shadow.unwrap_or(DEFAULT_SHADOW_BYTES),
+            self.tax.unwrap_or(DEFAULT_TAX),
+            self.idle.unwrap_or(DEFAULT_IDLE_SECS),
+            self.interval.unwrap_or(DEFAULT_INTERVAL),
+            self.seed.unwrap_or(DEFAULT_SEED),
+        )
+    }
+}
 
 /// The Memshare arbiter and its state.
 pub struct Memshare {
@@ -73,6 +139,7 @@ impl Default for Memshare {
 }
 
 impl Memshare {
+    /// Memshare with these parameters (see `MemshareParams`); `tax` is clamped to [0, 1].
     pub fn new(
         credit_bytes: u64,
         shadow_bytes: u64,
@@ -96,22 +163,6 @@ impl Memshare {
             },
             pooled_bytes: BTreeMap::new(),
         }
-    }
-
-    pub(super) fn from_params(p: &mut Params<'_>) -> Result<Memshare, String> {
-        let credit = param(p, "credit", DEFAULT_CREDIT_BYTES)?;
-        let shadow = param(p, "shadow", DEFAULT_SHADOW_BYTES)?;
-        let tax: f64 = param(p, "tax", DEFAULT_TAX)?;
-        let idle = param(p, "idle", DEFAULT_IDLE_SECS)?;
-        let interval = param(p, "interval", DEFAULT_INTERVAL)?;
-        let seed = param(p, "seed", DEFAULT_SEED)?;
-        if credit == 0 || shadow == 0 || interval == 0 || !(0.0..=1.0).contains(&tax) {
-            return Err(
-                "tenant arbiter `memshare`: need credit, shadow and interval >= 1 and tax in [0, 1]"
-                    .into(),
-            );
-        }
-        Ok(Memshare::new(credit, shadow, tax, idle, interval, seed))
     }
 
     /// xorshift64*.

@@ -22,7 +22,7 @@
 //! - no I/O, no clock, no engine; the only randomness (Memshare's pickRandom) is a seeded xorshift, so
 //!   a round is a deterministic function of the arbiter's parameters, its past rounds and its input.
 //!
-//! Parameters follow the name, as for class policies (`crate::class::Params`):
+//! Parameters follow the name, as for class policies ([`TenantPolicySpec`], `crate::spec`):
 //! `mpart:interval=2000000,max_change=0.3,step=1`; an unknown parameter is an error that names it.
 
 mod apportion;
@@ -31,12 +31,15 @@ mod mpart;
 mod qos;
 mod split;
 
-pub use memshare::Memshare;
-pub use mpart::MPart;
-pub use qos::LamaQos;
-pub use split::StaticSplit;
+pub use memshare::{Memshare, MemshareParams};
+pub use mpart::{MPart, MPartParams};
+pub use qos::{LamaQos, LamaQosParams};
+pub use split::{SplitParams, StaticSplit};
 
-use crate::class::Params;
+use std::fmt;
+use std::str::FromStr;
+
+use crate::spec::{Params, SpecError, SpecKind};
 
 /// One tenant as an arbiter sees it at a round. Pages are engine-wide.
 #[derive(Clone, Debug)]
@@ -87,6 +90,7 @@ impl Default for TenantView {
 
 /// Everything a round decides from.
 pub struct ArbiterInput<'a> {
+    /// Every tenant, in the order targets are returned.
     pub tenants: &'a [TenantView],
     /// Pages to divide (the memory limit in pages).
     pub total_pages: usize,
@@ -135,37 +139,97 @@ impl std::fmt::Debug for dyn TenantArbiter {
     }
 }
 
-/// Names `by_name` accepts.
+/// Names a [`TenantPolicySpec`] may have.
 pub const NAMES: &[&str] = &["static", "pooled", "memshare", "mpart", "lama-qos"];
 
-/// The arbiter `spec` names: `NAME[:key=value,...]`.
-pub fn by_name(spec: &str) -> Result<Box<dyn TenantArbiter>, String> {
-    let mut params = Params::parse(spec).map_err(reword)?;
-    let arbiter: Box<dyn TenantArbiter> = match params.name {
-        "static" => Box::new(StaticSplit::from_params(false, &mut params)?),
-        "pooled" => Box::new(StaticSplit::from_params(true, &mut params)?),
-        "memshare" => Box::new(Memshare::from_params(&mut params)?),
-        "mpart" => Box::new(MPart::from_params(&mut params)?),
-        "lama-qos" => Box::new(LamaQos::from_params(&mut params)?),
-        other => {
-            return Err(format!(
-                "unknown tenant arbiter `{other}` (one of: {})",
-                NAMES.join(", ")
-            ))
+/// A tenant arbiter and the parameters its spec gave, read once from `NAME[:key=value,...]` (`FromStr`,
+/// serde: the tenant file's `tenant_policy`) and valid by construction: [`TenantPolicySpec::build`]
+/// cannot fail. Printing it writes the name and the parameters given, which parses back to the same
+/// spec; the arbiter's own `describe()` adds every default.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TenantPolicySpec {
+    /// `static[:interval=N]`: reserves plus the rest by weight, enforced.
+    Static(SplitParams),
+    /// `pooled[:interval=N]`: one memory for all; the split is only reported.
+    Pooled(SplitParams),
+    /// `memshare[:...]`: shadow-queue credits and the idle tax.
+    Memshare(MemshareParams),
+    /// `mpart[:...]`: the division minimising misses by the curves.
+    MPart(MPartParams),
+    /// `lama-qos[:...]`: the least memory meeting each hit-ratio target.
+    LamaQos(LamaQosParams),
+}
+
+impl TenantPolicySpec {
+    /// The name it is selected by (one of [`NAMES`]).
+    pub fn name(&self) -> &'static str {
+        match self {
+            TenantPolicySpec::Static(_) => "static",
+            TenantPolicySpec::Pooled(_) => "pooled",
+            TenantPolicySpec::Memshare(_) => "memshare",
+            TenantPolicySpec::MPart(_) => "mpart",
+            TenantPolicySpec::LamaQos(_) => "lama-qos",
         }
-    };
-    params.finish().map_err(reword)?;
-    Ok(arbiter)
+    }
+
+    /// A fresh arbiter with these parameters (defaults for those not given).
+    pub fn build(&self) -> Box<dyn TenantArbiter> {
+        match self {
+            TenantPolicySpec::Static(p) => Box::new(p.build(false)),
+            TenantPolicySpec::Pooled(p) => Box::new(p.build(true)),
+            TenantPolicySpec::Memshare(p) => Box::new(p.build()),
+            TenantPolicySpec::MPart(p) => Box::new(p.build()),
+            TenantPolicySpec::LamaQos(p) => Box::new(p.build()),
+        }
+    }
 }
 
-/// `Params` words its errors for slab policies; the same errors here speak of tenant arbiters.
-fn reword(error: String) -> String {
-    error.replacen("slab policy", "tenant arbiter", 1)
+impl FromStr for TenantPolicySpec {
+    type Err = SpecError;
+
+    fn from_str(spec: &str) -> Result<TenantPolicySpec, SpecError> {
+        let mut p = Params::parse(SpecKind::TenantArbiter, spec)?;
+        let parsed = match p.name {
+            "static" => TenantPolicySpec::Static(SplitParams::parse(&mut p)?),
+            "pooled" => TenantPolicySpec::Pooled(SplitParams::parse(&mut p)?),
+            "memshare" => TenantPolicySpec::Memshare(MemshareParams::parse(&mut p)?),
+            "mpart" => TenantPolicySpec::MPart(MPartParams::parse(&mut p)?),
+            "lama-qos" => TenantPolicySpec::LamaQos(LamaQosParams::parse(&mut p)?),
+            _ => return Err(p.unknown(NAMES)),
+        };
+        p.finish()?;
+        Ok(parsed)
+    }
 }
 
-/// `key` of `p` parsed as `T`, or `default` when absent.
-fn param<T: std::str::FromStr>(p: &mut Params<'_>, key: &str, default: T) -> Result<T, String> {
-    p.get(key, default).map_err(reword)
+impl fmt::Display for TenantPolicySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TenantPolicySpec::Static(p) | TenantPolicySpec::Pooled(p) => p.write(f, self.name()),
+            TenantPolicySpec::Memshare(p) => p.write(f),
+            TenantPolicySpec::MPart(p) => p.write(f),
+            TenantPolicySpec::LamaQos(p) => p.write(f),
+        }
+    }
+}
+
+impl serde::Serialize for TenantPolicySpec {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TenantPolicySpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The arbiter `spec` names, parsed and built: the tests' shorthand.
+#[cfg(test)]
+pub(crate) fn by_name(spec: &str) -> Result<Box<dyn TenantArbiter>, SpecError> {
+    Ok(spec.parse::<TenantPolicySpec>()?.build())
 }
 
 #[cfg(test)]
@@ -201,17 +265,34 @@ mod tests {
             assert_eq!(by_name(&described).unwrap().describe(), described);
         }
         let unknown = by_name("fair").unwrap_err();
+        assert!(matches!(unknown, SpecError::UnknownPolicy { .. }));
+        let unknown = unknown.to_string();
         assert!(
             unknown.contains("unknown tenant arbiter `fair`"),
             "{unknown}"
         );
         let extra = by_name("mpart:stepp=2").unwrap_err();
+        assert!(matches!(&extra, SpecError::UnknownParameter { key, .. } if key == "stepp"));
+        let extra = extra.to_string();
         assert!(
             extra.contains("`stepp`") && extra.contains("tenant arbiter `mpart`"),
             "{extra}"
         );
-        assert!(by_name("memshare:tax=x").unwrap_err().contains("`tax`"));
-        assert!(by_name("memshare:credit").unwrap_err().contains("`credit`"));
+        assert!(
+            matches!(by_name("memshare:tax=x").unwrap_err(), SpecError::BadValue { key, .. } if key == "tax")
+        );
+        assert!(by_name("memshare:tax=x")
+            .unwrap_err()
+            .to_string()
+            .contains("`tax`"));
+        assert!(matches!(
+            by_name("memshare:credit").unwrap_err(),
+            SpecError::MissingValue { .. }
+        ));
+        assert!(by_name("memshare:credit")
+            .unwrap_err()
+            .to_string()
+            .contains("`credit`"));
         for bad in [
             "memshare:tax=1.5",
             "memshare:credit=0",
@@ -239,6 +320,50 @@ mod tests {
         assert!(!by_name("memshare").unwrap().needs_curves());
         let mpart = by_name("mpart").unwrap();
         assert!(!mpart.due(1_999_999) && mpart.due(2_000_000));
+    }
+
+    #[test]
+    fn specs_print_what_they_were_given_and_parse_back() {
+        for text in [
+            "static",
+            "static:interval=10",
+            "pooled",
+            "pooled:interval=5",
+            "memshare",
+            "memshare:credit=1000,shadow=2000,tax=0.5,idle=60,interval=10,seed=7",
+            "mpart",
+            "mpart:interval=5000,step=auto,max_change=0.2,min_requests=10",
+            "mpart:step=4",
+            "lama-qos",
+            "lama-qos:interval=100,max_change=0.3,margin=0.05",
+        ] {
+            let spec: TenantPolicySpec = text.parse().unwrap();
+            assert_eq!(spec.to_string(), text);
+            assert_eq!(spec.to_string().parse::<TenantPolicySpec>(), Ok(spec));
+            let arbiter = spec.build();
+            assert_eq!(arbiter.name(), spec.name());
+            let described: TenantPolicySpec = arbiter.describe().parse().unwrap();
+            assert_eq!(described.build().describe(), arbiter.describe());
+        }
+        let spec: TenantPolicySpec = "mpart:max_change=0.2,interval=5000".parse().unwrap();
+        assert_eq!(spec.to_string(), "mpart:interval=5000,max_change=0.2");
+    }
+
+    #[test]
+    fn invalid_specs_say_why() {
+        for (text, message) in [
+            ("fair", "unknown tenant arbiter `fair` (one of: static, pooled, memshare, mpart, lama-qos)"),
+            ("mpart:step", "tenant arbiter parameter `step` needs a value (key=value)"),
+            ("mpart:interval=x", "tenant arbiter `mpart`: bad value `x` for `interval`"),
+            ("pooled:x=1", "tenant arbiter `pooled` has no parameter `x`"),
+            ("static:interval=0", "tenant arbiter `static`: interval must be at least 1"),
+            ("memshare:tax=2", "tenant arbiter `memshare`: need credit, shadow and interval >= 1 and tax in [0, 1]"),
+            ("mpart:step=0", "tenant arbiter `mpart`: step=0 is not auto or a positive number of pages"),
+            ("mpart:max_change=0", "tenant arbiter `mpart`: need interval >= 1 and max_change > 0"),
+            ("lama-qos:margin=1", "tenant arbiter `lama-qos`: need 0 <= margin < 1"),
+        ] {
+            assert_eq!(text.parse::<TenantPolicySpec>().unwrap_err().to_string(), message);
+        }
     }
 
     #[test]
@@ -340,6 +465,72 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    mod round_trip {
+        use super::super::*;
+        use crate::spec::Auto;
+        use proptest::option::of;
+        use proptest::prelude::*;
+
+        fn spec() -> impl Strategy<Value = TenantPolicySpec> {
+            let interval = || of(1u64..10_000_000);
+            prop_oneof![
+                interval().prop_map(|interval| TenantPolicySpec::Static(SplitParams { interval })),
+                interval().prop_map(|interval| TenantPolicySpec::Pooled(SplitParams { interval })),
+                (
+                    of(1u64..1 << 30),
+                    of(1u64..1 << 30),
+                    of(0.0f64..=1.0),
+                    of(any::<u32>()),
+                    interval(),
+                    of(any::<u64>()),
+                )
+                    .prop_map(|(credit, shadow, tax, idle, interval, seed)| {
+                        TenantPolicySpec::Memshare(MemshareParams {
+                            credit,
+                            shadow,
+                            tax,
+                            idle,
+                            interval,
+                            seed,
+                        })
+                    }),
+                (
+                    interval(),
+                    of(prop_oneof![
+                        Just(Auto::Auto),
+                        (1usize..4096).prop_map(Auto::Value)
+                    ]),
+                    of(0.001f64..10.0),
+                    of(any::<u64>()),
+                )
+                    .prop_map(|(interval, step, max_change, min_requests)| {
+                        TenantPolicySpec::MPart(MPartParams {
+                            interval,
+                            step,
+                            max_change,
+                            min_requests,
+                        })
+                    }),
+                (interval(), of(0.001f64..10.0), of(0.0f64..1.0)).prop_map(
+                    |(interval, max_change, margin)| {
+                        TenantPolicySpec::LamaQos(LamaQosParams {
+                            interval,
+                            max_change,
+                            margin,
+                        })
+                    }
+                ),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn display_then_parse_is_the_identity(spec in spec()) {
+                prop_assert_eq!(spec.to_string().parse::<TenantPolicySpec>(), Ok(spec));
             }
         }
     }

@@ -23,8 +23,11 @@
 
 use super::apportion::{apportion, cap_of, reserves_short};
 use super::split::static_split;
-use super::{param, ArbiterInput, Params, TenantArbiter, TenantView};
+use std::fmt;
+
+use super::{ArbiterInput, TenantArbiter, TenantView};
 use crate::optimizer::{optimal_allocation, Partition, Problem};
+use crate::spec::{shown, write_spec, Auto, Params, SpecError};
 
 /// mPart §4: arbitration every 2 million accesses.
 const DEFAULT_INTERVAL: u64 = 2_000_000;
@@ -48,6 +51,62 @@ pub(super) const WSS_TOLERANCE: f64 = 0.001;
 /// A cost per page away from the current allocation, far below one miss: equal-cost choices move nothing.
 const NUDGE: f64 = 1e-6;
 
+/// `mpart`'s parameters as given.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MPartParams {
+    /// `interval=N`: accesses between rounds, at least 1.
+    pub interval: Option<u64>,
+    /// `step=S|auto`: S in pages, at least 1.
+    pub step: Option<Auto<usize>>,
+    /// `max_change=F`: c, above 0.
+    pub max_change: Option<f64>,
+    /// `min_requests=N`: GETs a window needs for its curve to count.
+    pub min_requests: Option<u64>,
+}
+
+impl MPartParams {
+    pub(super) fn parse(p: &mut Params<'_>) -> Result<MPartParams, SpecError> {
+        let params = MPartParams {
+            interval: p.get("interval")?,
+            step: p.get_auto(
+                "step",
+                |&s: &usize| s > 0,
+                |v| format!("step={v} is not auto or a positive number of pages"),
+            )?,
+            max_change: p.get("max_change")?,
+            min_requests: p.get("min_requests")?,
+        };
+        let mpart = params.build();
+        if mpart.interval_accesses == 0 || mpart.max_change.is_nan() || mpart.max_change <= 0.0 {
+            return Err(p.invalid("need interval >= 1 and max_change > 0"));
+        }
+        Ok(params)
+    }
+
+    pub(super) fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_spec(
+            f,
+            "mpart",
+            &[
+                ("interval", shown(&self.interval)),
+                ("step", shown(&self.step)),
+                ("max_change", shown(&self.max_change)),
+                ("min_requests", shown(&self.min_requests)),
+            ],
+        )
+    }
+
+    /// The arbiter, defaults filled in.
+    pub fn build(&self) -> MPart {
+        MPart {
+            interval_accesses: self.interval.unwrap_or(DEFAULT_INTERVAL),
+            step: self.step.and_then(Auto::value),
+            max_change: self.max_change.unwrap_or(DEFAULT_MAX_CHANGE),
+            min_requests: self.min_requests.unwrap_or(DEFAULT_MIN_REQUESTS),
+        }
+    }
+}
+
 /// The mPart arbiter.
 pub struct MPart {
     interval_accesses: u64,
@@ -69,24 +128,6 @@ impl Default for MPart {
 }
 
 impl MPart {
-    pub(super) fn from_params(p: &mut Params<'_>) -> Result<MPart, String> {
-        let mpart = MPart {
-            interval_accesses: param(p, "interval", DEFAULT_INTERVAL)?,
-            step: match p.take("step") {
-                None | Some("auto") => None,
-                Some(v) => Some(v.parse().ok().filter(|&s: &usize| s > 0).ok_or_else(|| {
-                    format!("tenant arbiter `mpart`: step={v} is not auto or a positive number of pages")
-                })?),
-            },
-            max_change: param(p, "max_change", DEFAULT_MAX_CHANGE)?,
-            min_requests: param(p, "min_requests", DEFAULT_MIN_REQUESTS)?,
-        };
-        if mpart.interval_accesses == 0 || mpart.max_change.is_nan() || mpart.max_change <= 0.0 {
-            return Err("tenant arbiter `mpart`: need interval >= 1 and max_change > 0".into());
-        }
-        Ok(mpart)
-    }
-
     /// The bonus rule, if every tenant's `E_i` fits.
     fn bonus(
         &self,

@@ -19,7 +19,10 @@ use super::apportion::{apportion, cap_of, reserves_short, weight_of};
 use super::mpart::{
     auto_step, bounds_fit, change_bounds, least_misses, miss_ratio, usable_curve, WSS_TOLERANCE,
 };
-use super::{param, ArbiterInput, Params, TenantArbiter, TenantView};
+use std::fmt;
+
+use super::{ArbiterInput, TenantArbiter, TenantView};
+use crate::spec::{shown, write_spec, Params, SpecError};
 
 /// A round every million accesses, the interval LAMA §5.4 found best for its class partitions.
 const DEFAULT_INTERVAL: u64 = 1_000_000;
@@ -28,6 +31,57 @@ const DEFAULT_MAX_CHANGE: f64 = 1.0;
 /// Slack on the target miss ratio, so that a curve reaching exactly `1 − target` meets it despite
 /// rounding (`1.0 - 0.85` is not `0.15` in binary).
 const TARGET_SLACK: f64 = 1e-9;
+
+/// `lama-qos`'s parameters as given.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LamaQosParams {
+    /// `interval=N`: accesses between rounds, at least 1.
+    pub interval: Option<u64>,
+    /// `max_change=F`: above 0 (1 or more: unbounded).
+    pub max_change: Option<f64>,
+    /// `margin=F`: hit-ratio points aimed above each target, in [0, 1).
+    pub margin: Option<f64>,
+}
+
+impl LamaQosParams {
+    pub(super) fn parse(p: &mut Params<'_>) -> Result<LamaQosParams, SpecError> {
+        let params = LamaQosParams {
+            interval: p.get("interval")?,
+            max_change: p.get("max_change")?,
+            margin: p.get("margin")?,
+        };
+        let qos = params.build();
+        if qos.interval_accesses == 0 || qos.max_change.is_nan() || qos.max_change <= 0.0 {
+            return Err(p.invalid("need interval >= 1 and max_change > 0"));
+        }
+        if !(0.0..1.0).contains(&qos.margin) {
+            return Err(p.invalid("need 0 <= margin < 1"));
+        }
+        Ok(params)
+    }
+
+    pub(super) fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_spec(
+            f,
+            "lama-qos",
+            &[
+                ("interval", shown(&self.interval)),
+                ("max_change", shown(&self.max_change)),
+                ("margin", shown(&self.margin)),
+            ],
+        )
+    }
+
+    /// The arbiter, defaults filled in.
+    pub fn build(&self) -> LamaQos {
+        let d = LamaQos::default();
+        LamaQos {
+            interval_accesses: self.interval.unwrap_or(d.interval_accesses),
+            max_change: self.max_change.unwrap_or(d.max_change),
+            margin: self.margin.unwrap_or(d.margin),
+        }
+    }
+}
 
 /// The LAMA QoS arbiter.
 pub struct LamaQos {
@@ -49,21 +103,6 @@ impl Default for LamaQos {
 }
 
 impl LamaQos {
-    pub(super) fn from_params(p: &mut Params<'_>) -> Result<LamaQos, String> {
-        let qos = LamaQos {
-            interval_accesses: param(p, "interval", DEFAULT_INTERVAL)?,
-            max_change: param(p, "max_change", DEFAULT_MAX_CHANGE)?,
-            margin: param(p, "margin", 0.0)?,
-        };
-        if qos.interval_accesses == 0 || qos.max_change.is_nan() || qos.max_change <= 0.0 {
-            return Err("tenant arbiter `lama-qos`: need interval >= 1 and max_change > 0".into());
-        }
-        if !(0.0..1.0).contains(&qos.margin) {
-            return Err("tenant arbiter `lama-qos`: need 0 <= margin < 1".into());
-        }
-        Ok(qos)
-    }
-
     /// The pages tenant `t` asks for to meet `target`, within `bounds`.
     fn grant(&self, t: &TenantView, target: f64, total: usize, bounds: (usize, usize)) -> usize {
         let (low, high) = bounds;

@@ -6,7 +6,10 @@
 //! "greedy pooled memory" baseline) and reports the same split only as a reference.
 
 use super::apportion::{apportion, cap_of, weight_of};
-use super::{param, ArbiterInput, Params, TenantArbiter};
+use std::fmt;
+
+use super::{ArbiterInput, TenantArbiter};
+use crate::spec::{shown, write_spec, Params, SpecError};
 
 /// How often the split is recomputed, in accesses: configuration changes (reserves, weights, tenants
 /// coming and going) take effect within this many.
@@ -19,22 +22,38 @@ pub struct StaticSplit {
 }
 
 impl StaticSplit {
+    /// `pooled` or `static`, a round every `interval_accesses` (at least 1).
     pub fn new(pooled: bool, interval_accesses: u64) -> StaticSplit {
         StaticSplit {
             pooled,
             interval_accesses: interval_accesses.max(1),
         }
     }
+}
 
-    pub(super) fn from_params(pooled: bool, p: &mut Params<'_>) -> Result<StaticSplit, String> {
-        let interval = param(p, "interval", DEFAULT_INTERVAL)?;
-        if interval == 0 {
-            return Err(format!(
-                "tenant arbiter `{}`: interval must be at least 1",
-                p.name
-            ));
+/// `static`'s and `pooled`'s parameters as given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SplitParams {
+    /// `interval=N`: accesses between rounds, at least 1.
+    pub interval: Option<u64>,
+}
+
+impl SplitParams {
+    pub(super) fn parse(p: &mut Params<'_>) -> Result<SplitParams, SpecError> {
+        let interval = p.get("interval")?;
+        if interval == Some(0) {
+            return Err(p.invalid("interval must be at least 1"));
         }
-        Ok(StaticSplit::new(pooled, interval))
+        Ok(SplitParams { interval })
+    }
+
+    pub(super) fn write(&self, f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+        write_spec(f, name, &[("interval", shown(&self.interval))])
+    }
+
+    /// The arbiter (`pooled` or `static`), defaults filled in.
+    pub fn build(&self, pooled: bool) -> StaticSplit {
+        StaticSplit::new(pooled, self.interval.unwrap_or(DEFAULT_INTERVAL))
     }
 }
 

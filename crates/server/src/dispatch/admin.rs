@@ -8,12 +8,14 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use mrcache_engine::{ClassId, ReassignOutcome};
+use mrcache_policy::class::AutomoveParams;
+use mrcache_policy::ClassPolicySpec;
 use mrcache_protocol::{
     response, LruCrawlerRequest, LruRequest, ShutdownMode, SlabsRequest, StatsRequest,
 };
 
 use super::{reply, Ctx, Flow};
-use crate::settings::{automove_policy_spec, MEMCACHED_COMPAT_VERSION};
+use crate::settings::MEMCACHED_COMPAT_VERSION;
 use crate::stats;
 
 /// memcached's `MAX_VERBOSITY_LEVEL`.
@@ -186,21 +188,27 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
         SlabsRequest::Automove { mode, noreply } => {
             let server = &ctx.server;
             server.automove_mode.store(mode, Relaxed);
-            let window = server.settings.slab_automove_window;
-            server.set_slab_policy(automove_policy_spec(mode, window, server.automove_ratio()));
+            let window = server.settings.slab_automove_window as usize;
+            server.set_slab_policy(ClassPolicySpec::automove_mode(
+                mode,
+                window,
+                server.automove_ratio(),
+            ));
             reply(out, noreply, "OK");
         }
         SlabsRequest::AutomoveRatio { ratio, noreply } => {
             let server = &ctx.server;
             server.automove_ratio_bits.store(ratio.to_bits(), Relaxed);
             let mode = server.automove_mode.load(Relaxed);
-            let running_automove = server
-                .slab_policy
-                .lock()
-                .is_ok_and(|spec| spec.starts_with("automove:"));
+            // memcached's mover as `slab_automove` set it (with its window and ratio): the ratio follows.
+            // An `automove` named without parameters keeps its own defaults.
+            let running_automove = matches!(
+                server.slab_policy(),
+                ClassPolicySpec::Automove(params) if params != AutomoveParams::default()
+            );
             if mode == 1 && running_automove {
-                let window = server.settings.slab_automove_window;
-                server.set_slab_policy(automove_policy_spec(mode, window, ratio));
+                let window = server.settings.slab_automove_window as usize;
+                server.set_slab_policy(ClassPolicySpec::automove_mode(mode, window, ratio));
             }
             reply(out, noreply, "OK");
         }

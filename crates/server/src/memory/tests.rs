@@ -16,11 +16,16 @@ fn ctx(file: &str, cli_policy: Option<&str>) -> ServerContext {
         memory_limit_bytes: 32 << 20,
         shards: 1,
         tenants: config(file),
-        tenant_policy: cli_policy.map(str::to_string),
+        tenant_policy: cli_policy.map(spec),
         ..Settings::default()
     };
     let engine = Engine::new(settings.engine_config()).unwrap();
     ServerContext::new(engine, settings, 1)
+}
+
+/// The tenant policy `text` names.
+fn spec(text: &str) -> TenantPolicySpec {
+    text.parse().unwrap()
 }
 
 fn policy(ctx: &ServerContext) -> String {
@@ -49,7 +54,7 @@ fn pools_and_the_policy_follow_the_configuration() {
         1,
         "the default tenant alone"
     );
-    assert_eq!(pool_count(Some("static"), &none), MIN_TENANT_POOLS);
+    assert_eq!(pool_count(Some(&spec("static")), &none), MIN_TENANT_POOLS);
     assert_eq!(
         pool_count(None, &config("tenant_policy = \"static\"")),
         MIN_TENANT_POOLS
@@ -68,8 +73,11 @@ fn pools_and_the_policy_follow_the_configuration() {
     assert_eq!(pool_count(None, &config(&too_many)), MAX_TENANT_POOLS);
 
     let file = config("tenant_policy = \"memshare\"\n[[tenant]]\nname = \"a\"\n");
-    assert_eq!(policy_spec(None, &file), "memshare");
-    assert_eq!(policy_spec(Some("static"), &file), "static");
+    assert_eq!(policy_spec(None, &file).to_string(), "memshare");
+    assert_eq!(
+        policy_spec(Some(&spec("static")), &file).to_string(),
+        "static"
+    );
     assert_eq!(policy_spec(None, &none), DEFAULT_TENANT_POLICY);
 }
 
@@ -83,7 +91,10 @@ fn the_default_tenant_is_arbitrated_unless_configured() {
     .unwrap();
     let specs = arbitrated_tenants(&t.current());
     assert_eq!(specs.len(), 2);
-    assert_eq!(specs[0], arbitrate::TenantSpec::new(TenantId::DEFAULT));
+    assert_eq!(
+        specs[0],
+        arbitrate::ArbitratedTenant::new(TenantId::DEFAULT)
+    );
     let a = &specs[1];
     assert_eq!(a.tenant, TenantId(1));
     assert_eq!(
@@ -202,7 +213,7 @@ fn slabs_automove_switches_every_pool() {
         .rebalancers
         .iter()
         .all(|r| r.policy().name() == "lama-mr"));
-    ctx.set_slab_policy("memcached".to_string());
+    ctx.set_slab_policy(ClassPolicySpec::Memcached);
     model.tick(&ctx);
     assert_eq!(model.rebalancers.len(), 3);
     assert!(model

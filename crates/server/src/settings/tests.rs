@@ -1,5 +1,7 @@
 //! Unit tests of flag parsing, defaults and the default shard rule.
 
+use std::net::SocketAddr;
+
 use super::*;
 
 fn run(args: &[&str]) -> Result<Settings, SettingsError> {
@@ -11,7 +13,7 @@ fn run(args: &[&str]) -> Result<Settings, SettingsError> {
 }
 
 fn err(args: &[&str]) -> String {
-    run(args).expect_err("should fail").0
+    run(args).expect_err("should fail").to_string()
 }
 
 #[test]
@@ -257,25 +259,33 @@ fn listen_spec_forms() {
 
 #[test]
 fn slab_policy_defaults_to_lama_and_memcached_flags_still_choose_its_movers() {
-    assert_eq!(run(&[]).unwrap().slab_policy_spec(), "lama-mr");
+    assert_eq!(run(&[]).unwrap().slab_policy_spec().to_string(), "lama-mr");
     assert_eq!(
-        run(&["-o", "slab_automove=0"]).unwrap().slab_policy_spec(),
+        run(&["-o", "slab_automove=0"])
+            .unwrap()
+            .slab_policy_spec()
+            .to_string(),
         "memcached"
     );
     assert_eq!(
         run(&["-o", "slab_automove=1,slab_automove_window=10"])
             .unwrap()
-            .slab_policy_spec(),
+            .slab_policy_spec()
+            .to_string(),
         "automove:window=10,ratio=0.8"
     );
     assert_eq!(
-        run(&["-o", "no_modern"]).unwrap().slab_policy_spec(),
+        run(&["-o", "no_modern"])
+            .unwrap()
+            .slab_policy_spec()
+            .to_string(),
         "memcached"
     );
     assert_eq!(
         run(&["-o", "slab_automove=2", "--slab-policy", "psa:misses=50"])
             .unwrap()
-            .slab_policy_spec(),
+            .slab_policy_spec()
+            .to_string(),
         "psa:misses=50"
     );
     assert!(err(&["--slab-policy", "lru"]).contains("--slab-policy"));
@@ -342,9 +352,12 @@ fn tenant_memory_is_off_without_tenants_and_mpart_with_them() {
     let auth = temp_file("memory-auth", "alice:a\nbob:b\n");
     let s = run(&["-Y", &auth]).unwrap();
     assert_eq!(s.tenant_pools(), crate::memory::MIN_TENANT_POOLS);
-    assert_eq!(s.tenant_policy_spec().as_deref(), Some("mpart"));
+    assert_eq!(
+        s.tenant_policy_spec().map(|p| p.to_string()).as_deref(),
+        Some("mpart")
+    );
     assert!(
-        crate::memory::describe_spec(s.tenant_policy_spec().as_deref())
+        crate::memory::describe_spec(s.tenant_policy_spec().as_ref())
             .starts_with("mpart:interval=")
     );
     assert_eq!(s.engine_config().tenant_pools, s.tenant_pools());
@@ -356,9 +369,15 @@ fn tenant_memory_is_off_without_tenants_and_mpart_with_them() {
         "tenant_policy = \"static\"\n[[tenant]]\nname = \"p\"\nprefix = \"p:\"\n",
     );
     let s = run(&["--config", &conf]).unwrap();
-    assert_eq!(s.tenant_policy_spec().as_deref(), Some("static"));
+    assert_eq!(
+        s.tenant_policy_spec().map(|p| p.to_string()).as_deref(),
+        Some("static")
+    );
     let s = run(&["--config", &conf, "--tenant-policy", "memshare"]).unwrap();
-    assert_eq!(s.tenant_policy_spec().as_deref(), Some("memshare"));
+    assert_eq!(
+        s.tenant_policy_spec().map(|p| p.to_string()).as_deref(),
+        Some("memshare")
+    );
     assert!(s.engine_config().shadow_queue_bytes.is_some());
     // A tenant policy alone turns pools on (for tenants a reload will add).
     assert!(run(&["--tenant-policy", "static"]).unwrap().tenant_pools() > 1);
@@ -409,4 +428,111 @@ fn help_explains_the_tenant_arbiters() {
         assert!(help.contains(name), "{name} in {help}");
     }
     assert!(help.contains("--tenant-policy"));
+}
+
+#[test]
+fn invalid_policy_specs_are_refused_once_with_their_reason() {
+    let refused = |args: &[&str]| run(args).expect_err("should fail");
+    let e = refused(&["--slab-policy", "psa:misses=x"]);
+    assert!(
+        matches!(&e, SettingsError::Policy { flag: "--slab-policy", error: mrcache_policy::SpecError::BadValue { key, .. } } if key == "misses"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "--slab-policy: slab policy `psa`: bad value `x` for `misses`"
+    );
+    let e = refused(&["--tenant-policy", "lama-qos:margin=1"]);
+    assert!(
+        matches!(
+            &e,
+            SettingsError::Policy {
+                flag: "--tenant-policy",
+                error: mrcache_policy::SpecError::Invalid { .. }
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "--tenant-policy: tenant arbiter `lama-qos`: need 0 <= margin < 1"
+    );
+    let bad = temp_file("bad-spec.toml", "tenant_policy = \"mpart:step=0\"\n");
+    let e = refused(&["--config", &bad]);
+    let SettingsError::Tenants {
+        flag: "--config",
+        error: crate::tenants::ConfigError::InFile { error, .. },
+    } = &e
+    else {
+        panic!("{e:?}");
+    };
+    assert!(matches!(**error, crate::tenants::ConfigError::Toml(_)));
+    assert!(
+        e.to_string()
+            .contains("step=0 is not auto or a positive number of pages"),
+        "{e}"
+    );
+    // A valid spec is kept as given (in the policy's parameter order) and printed the same way.
+    let s = run(&[
+        "--slab-policy",
+        "lama-art:hit_us=50",
+        "--tenant-policy",
+        "static:interval=10",
+    ])
+    .unwrap();
+    assert_eq!(s.slab_policy_spec().to_string(), "lama-art:hit_us=50");
+    assert!(s
+        .describe()
+        .contains(&("slab_policy", "lama-art:hit_us=50".to_string())));
+    assert_eq!(
+        s.tenant_policy.map(|p| p.to_string()).as_deref(),
+        Some("static:interval=10")
+    );
+}
+
+#[test]
+fn sizes_take_every_unit_spelling() {
+    for (m, bytes) in [
+        ("64", 64u64 << 20),
+        ("64m", 64 << 20),
+        ("64MiB", 64 << 20),
+        ("65536k", 64 << 20),
+        ("1g", 1 << 30),
+        ("1GB", 1 << 30),
+    ] {
+        assert_eq!(run(&["-m", m]).unwrap().memory_limit_bytes, bytes, "-m {m}");
+    }
+    for (i, bytes) in [
+        ("1024", 1024usize),
+        ("2k", 2 << 10),
+        ("1m", 1 << 20),
+        ("1M", 1 << 20),
+        ("2MiB", 2 << 20),
+    ] {
+        assert_eq!(
+            run(&["-I", i]).unwrap().item_size_max_bytes,
+            bytes,
+            "-I {i}"
+        );
+    }
+    assert!(matches!(
+        run(&["-m", "0"]),
+        Err(SettingsError::Flag {
+            flag: "-m/--memory-limit",
+            ..
+        })
+    ));
+    assert_eq!(
+        err(&["-m", "1.5g"]),
+        "-m/--memory-limit: cannot parse '1.5g' as megabytes"
+    );
+    assert_eq!(err(&["-I", "1x"]), "-I/--max-item-size: cannot parse '1x'");
+    assert_eq!(
+        err(&["-I", "512"]),
+        "-I/--max-item-size: cannot be less than 1024 bytes"
+    );
+    assert_eq!(
+        err(&["-m", "8192", "-I", "2g"]),
+        "-I/--max-item-size: cannot be larger than 1024 megabytes"
+    );
 }

@@ -113,13 +113,7 @@ pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
     stat(out, "num_napi_ids", "(null)");
     stat(out, "memory_file", "(null)");
     stat(out, "shards", ctx.engine.shard_count());
-    stat(
-        out,
-        "slab_policy",
-        ctx.slab_policy
-            .lock()
-            .map_or_else(|e| e.into_inner().clone(), |s| s.clone()),
-    );
+    stat(out, "slab_policy", ctx.slab_policy());
     stat(
         out,
         "item_accounting",

@@ -1,7 +1,7 @@
 //! The tenant configuration: the TOML file of `--config` and memcached's `-Y` file, merged and validated.
 //!
 //! ```toml
-//! tenant_policy = "mpart"  # how memory is divided among tenants (`mrcache_policy::tenant::by_name`);
+//! tenant_policy = "mpart"  # how memory is divided among tenants (`mrcache_policy::TenantPolicySpec`);
 //!                          # --tenant-policy overrides it
 //!
 //! [[tenant]]
@@ -9,25 +9,28 @@
 //! password = "s3cret"      # authenticates as `shop` (memcached's text-protocol auth)
 //! prefix = "shop:"         # keys starting with it belong to `shop` on unauthenticated connections
 //! port = 11311             # connections accepted on this port belong to `shop`
-//! reserved = "64MiB"       # never taken from it while it uses it
+//! reserved = "64MiB"       # never taken from it while it uses it (bytes, or `mrcache_units` sizes)
 //! max = "1GiB"             # the most it may hold
 //! target_hit_ratio = 0.95  # lama-qos: the least memory meeting it
 //! weight = 2.0             # share of the unreserved memory at the start; Memshare's credit multiplier
 //! ```
 //! The memory fields take effect through the tenant arbiter (`crate::memory`).
-//! Unknown keys are errors that name the key. A `-Y` line `user:password` is a tenant with that password
+//! Unknown keys are errors that name the key; every error is a [`ConfigError`]. A `-Y` line `user:password` is a tenant with that password
 //! and default settings, or gives the password of the config's tenant of that name (if the config gives
 //! one too, both must agree).
 //!
 //! Invariants of a validated [`TenantsConfig`]: names are unique and valid; no tenant but `default` is
 //! named `default`, and `default` has no password, prefix or port; prefixes are non-empty and none is a
 //! prefix of another (so a key belongs to at most one prefix tenant); ports are unique and non-zero;
-//! `reserved <= max`; `0 < target_hit_ratio <= 1`; `weight > 0`; `tenant_policy`, when given, names a tenant
-//! arbiter `mrcache_policy::tenant::by_name` accepts.
+//! `reserved <= max`; `0 < target_hit_ratio <= 1`; `weight > 0`; `tenant_policy`, when given, is a valid
+//! tenant arbiter spec (it is read as a `TenantPolicySpec`, so the file is refused with the spec's reason).
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
+use mrcache_policy::TenantPolicySpec;
+use mrcache_units::{parse_size, SizeError, SizeSyntax, Unit};
 use serde::Deserialize;
 
 /// The name of tenant 0, which every connection without another identity acts as.
@@ -35,9 +38,199 @@ pub const DEFAULT_TENANT_NAME: &str = "default";
 /// A tenant's weight when the config gives none.
 pub const DEFAULT_WEIGHT: f64 = 1.0;
 
+/// Why a tenant configuration was refused; the messages are the ones operators see after `--config:`,
+/// `-Y/--auth-file:` or `SIGHUP:`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConfigError {
+    /// A file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        reason: String,
+    },
+    /// An error inside a file.
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong in it.
+        error: Box<ConfigError>,
+    },
+    /// TOML syntax, an unknown key, a value of the wrong type, or an invalid `tenant_policy` (the
+    /// TOML reader's message, which quotes the line).
+    Toml(String),
+    /// `reserved` or `max` is not a size.
+    BadSize {
+        /// The tenant.
+        tenant: String,
+        /// `reserved` or `max`.
+        field: &'static str,
+        /// The text given.
+        text: String,
+    },
+    /// A `-Y` line without `:`.
+    MalformedAuthLine {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// The config and the `-Y` file give one tenant two passwords.
+    PasswordMismatch {
+        /// The tenant.
+        tenant: String,
+    },
+    /// An invalid tenant name.
+    BadName {
+        /// The name.
+        name: String,
+    },
+    /// A name given twice.
+    Duplicate {
+        /// The name.
+        name: String,
+    },
+    /// `default` with a password, prefix or port.
+    DefaultIdentity,
+    /// An empty password, or one with spaces or control characters.
+    BadPassword {
+        /// The tenant.
+        tenant: String,
+    },
+    /// An empty prefix, or one with spaces or control characters.
+    BadPrefix {
+        /// The tenant.
+        tenant: String,
+    },
+    /// One tenant's prefix starts another's.
+    PrefixOverlap {
+        /// The tenant.
+        tenant: String,
+        /// Its prefix.
+        prefix: String,
+        /// The other tenant.
+        other: String,
+        /// The other tenant's prefix, which starts with `prefix`.
+        other_prefix: String,
+    },
+    /// `port = 0`.
+    ZeroPort {
+        /// The tenant.
+        tenant: String,
+    },
+    /// Two tenants on one port.
+    PortTaken {
+        /// The second tenant.
+        tenant: String,
+        /// The port.
+        port: u16,
+    },
+    /// `max < reserved`.
+    MaxBelowReserved {
+        /// The tenant.
+        tenant: String,
+        /// `max` in bytes.
+        max: u64,
+        /// `reserved` in bytes.
+        reserved: u64,
+    },
+    /// `target_hit_ratio` outside (0, 1].
+    TargetHitRatio {
+        /// The tenant.
+        tenant: String,
+        /// The value given.
+        value: f64,
+    },
+    /// `weight` not a positive number.
+    Weight {
+        /// The tenant.
+        tenant: String,
+        /// The value given.
+        value: f64,
+    },
+    /// More distinct tenant names than ids over the process's life.
+    TooManyNames,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Read { path, reason } => write!(f, "{}: {reason}", path.display()),
+            ConfigError::InFile { path, error } => write!(f, "{}: {error}", path.display()),
+            ConfigError::Toml(message) => f.write_str(message),
+            ConfigError::BadSize {
+                tenant,
+                field,
+                text,
+            } => write!(
+                f,
+                "tenant {tenant}: {field}: bad size '{text}' (e.g. 1048576, \"64MiB\", \"512k\")"
+            ),
+            ConfigError::MalformedAuthLine { line } => write!(
+                f,
+                "line {line}: malformed entry, should be 'user:password'"
+            ),
+            ConfigError::PasswordMismatch { tenant } => write!(
+                f,
+                "tenant {tenant}: the config and the auth file give different passwords"
+            ),
+            ConfigError::BadName { name } => write!(
+                f,
+                "tenant name '{name}': 1 to 64 letters, digits, '_', '-' or '.'"
+            ),
+            ConfigError::Duplicate { name } => write!(f, "tenant {name} is configured twice"),
+            ConfigError::DefaultIdentity => write!(
+                f,
+                "tenant {DEFAULT_TENANT_NAME}: the default tenant takes no password, prefix or port"
+            ),
+            ConfigError::BadPassword { tenant } => write!(
+                f,
+                "tenant {tenant}: password must be non-empty, without spaces or control characters"
+            ),
+            ConfigError::BadPrefix { tenant } => write!(
+                f,
+                "tenant {tenant}: prefix must be non-empty, without spaces or control characters"
+            ),
+            ConfigError::PrefixOverlap {
+                tenant,
+                prefix,
+                other,
+                other_prefix,
+            } => write!(
+                f,
+                "tenant {tenant}: prefix '{prefix}' overlaps tenant {other}'s prefix '{other_prefix}'"
+            ),
+            ConfigError::ZeroPort { tenant } => write!(f, "tenant {tenant}: port must not be 0"),
+            ConfigError::PortTaken { tenant, port } => write!(
+                f,
+                "tenant {tenant}: port {port} is taken by another tenant"
+            ),
+            ConfigError::MaxBelowReserved {
+                tenant,
+                max,
+                reserved,
+            } => write!(
+                f,
+                "tenant {tenant}: max ({max} bytes) is below reserved ({reserved} bytes)"
+            ),
+            ConfigError::TargetHitRatio { tenant, value } => write!(
+                f,
+                "tenant {tenant}: target_hit_ratio must be in (0, 1], not {value}"
+            ),
+            ConfigError::Weight { tenant, value } => write!(
+                f,
+                "tenant {tenant}: weight must be a positive number, not {value}"
+            ),
+            ConfigError::TooManyNames => {
+                f.write_str("too many tenant names (65536) in this process's life")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 /// One tenant's validated settings.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TenantSpec {
+pub struct ConfiguredTenant {
     pub name: String,
     pub password: Option<String>,
     pub prefix: Option<String>,
@@ -50,9 +243,9 @@ pub struct TenantSpec {
     pub weight: f64,
 }
 
-impl TenantSpec {
-    fn named(name: &str) -> TenantSpec {
-        TenantSpec {
+impl ConfiguredTenant {
+    fn named(name: &str) -> ConfiguredTenant {
+        ConfiguredTenant {
             name: name.to_string(),
             password: None,
             prefix: None,
@@ -69,22 +262,22 @@ impl TenantSpec {
 /// the file's tenant arbiter.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TenantsConfig {
-    pub tenants: Vec<TenantSpec>,
-    /// `tenant_policy`: the tenant arbiter the file names, if any (validated).
-    pub tenant_policy: Option<String>,
+    pub tenants: Vec<ConfiguredTenant>,
+    /// `tenant_policy`: the tenant arbiter the file names, if any.
+    pub tenant_policy: Option<TenantPolicySpec>,
 }
 
 /// What `--config` gives, before the `-Y` users are merged in.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConfigFile {
-    pub tenants: Vec<TenantSpec>,
-    pub tenant_policy: Option<String>,
+    pub tenants: Vec<ConfiguredTenant>,
+    pub tenant_policy: Option<TenantPolicySpec>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
-    tenant_policy: Option<String>,
+    tenant_policy: Option<TenantPolicySpec>,
     #[serde(default)]
     tenant: Vec<FileTenant>,
 }
@@ -111,52 +304,56 @@ enum ByteSize {
 }
 
 impl ByteSize {
-    fn bytes(&self, field: &str, tenant: &str) -> Result<u64, String> {
+    fn bytes(&self, field: &'static str, tenant: &str) -> Result<u64, ConfigError> {
         match self {
             ByteSize::Bytes(n) => Ok(*n),
-            ByteSize::Text(t) => parse_bytes(t).ok_or_else(|| {
-                format!(
-                    "tenant {tenant}: {field}: bad size '{t}' (e.g. 1048576, \"64MiB\", \"512k\")"
-                )
+            ByteSize::Text(t) => parse_bytes(t).map_err(|_| ConfigError::BadSize {
+                tenant: tenant.to_string(),
+                field,
+                text: t.clone(),
             }),
         }
     }
 }
 
-/// `<number>[unit]`: units `b`, `k`/`kb`/`kib`, `m`/`mb`/`mib`, `g`/`gb`/`gib` (any case), all powers of
-/// 1024 as in memcached's `-m`.
-pub fn parse_bytes(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let number: u64 = t[..digits].parse().ok()?;
-    let shift = match t[digits..].trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        _ => return None,
-    };
-    number.checked_mul(1 << shift)
+/// The sizes the file takes: `mrcache_units`' grammar (units `b`, `k`/`kb`/`kib`, `m`/`mb`/`mib`,
+/// `g`/`gb`/`gib`, any case, all powers of 1024 as in memcached's `-m`), whole numbers, bare numbers
+/// in bytes.
+pub const SIZE_SYNTAX: SizeSyntax = SizeSyntax::whole(Unit::Bytes);
+
+/// A size of the file (`reserved`, `max`) by [`SIZE_SYNTAX`].
+pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
+    parse_size(text, SIZE_SYNTAX)
 }
 
 impl TenantsConfig {
     /// Reads and merges the files; `None` for either means not given.
-    pub fn load(config: Option<&Path>, auth_file: Option<&Path>) -> Result<TenantsConfig, String> {
-        let read =
-            |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    pub fn load(
+        config: Option<&Path>,
+        auth_file: Option<&Path>,
+    ) -> Result<TenantsConfig, ConfigError> {
+        let read = |p: &Path| {
+            std::fs::read_to_string(p).map_err(|e| ConfigError::Read {
+                path: p.to_path_buf(),
+                reason: e.to_string(),
+            })
+        };
         let file = match config {
-            Some(p) => parse_config(&read(p)?).map_err(|e| format!("{}: {e}", p.display()))?,
+            Some(p) => parse_config(&read(p)?).map_err(in_file(p))?,
             None => ConfigFile::default(),
         };
         let users = match auth_file {
-            Some(p) => parse_auth_file(&read(p)?).map_err(|e| format!("{}: {e}", p.display()))?,
+            Some(p) => parse_auth_file(&read(p)?).map_err(in_file(p))?,
             None => Vec::new(),
         };
         TenantsConfig::merge(file, users)
     }
 
     /// Config tenants plus `-Y` users, validated.
-    pub fn merge(file: ConfigFile, users: Vec<(String, String)>) -> Result<TenantsConfig, String> {
+    pub fn merge(
+        file: ConfigFile,
+        users: Vec<(String, String)>,
+    ) -> Result<TenantsConfig, ConfigError> {
         let ConfigFile {
             mut tenants,
             tenant_policy,
@@ -165,14 +362,12 @@ impl TenantsConfig {
             match tenants.iter_mut().find(|t| t.name == user) {
                 Some(t) => match &t.password {
                     Some(p) if *p != password => {
-                        return Err(format!(
-                            "tenant {user}: the config and the auth file give different passwords"
-                        ))
+                        return Err(ConfigError::PasswordMismatch { tenant: user })
                     }
                     _ => t.password = Some(password),
                 },
                 None => {
-                    let mut t = TenantSpec::named(&user);
+                    let mut t = ConfiguredTenant::named(&user);
                     t.password = Some(password);
                     tenants.push(t);
                 }
@@ -191,10 +386,7 @@ impl TenantsConfig {
         self.tenants.iter().any(|t| t.password.is_some())
     }
 
-    fn validate(&self) -> Result<(), String> {
-        if let Some(spec) = &self.tenant_policy {
-            mrcache_policy::tenant::by_name(spec).map_err(|e| format!("tenant_policy: {e}"))?;
-        }
+    fn validate(&self) -> Result<(), ConfigError> {
         let mut names = HashSet::new();
         let mut ports = HashSet::new();
         for t in &self.tenants {
@@ -205,89 +397,95 @@ impl TenantsConfig {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
             {
-                return Err(format!(
-                    "tenant name '{n}': 1 to 64 letters, digits, '_', '-' or '.'"
-                ));
+                return Err(ConfigError::BadName { name: n.clone() });
             }
             if !names.insert(n.as_str()) {
-                return Err(format!("tenant {n} is configured twice"));
+                return Err(ConfigError::Duplicate { name: n.clone() });
             }
             if n == DEFAULT_TENANT_NAME
                 && (t.password.is_some() || t.prefix.is_some() || t.port.is_some())
             {
-                return Err(format!(
-                    "tenant {n}: the default tenant takes no password, prefix or port"
-                ));
+                return Err(ConfigError::DefaultIdentity);
             }
             if let Some(p) = &t.password {
                 if p.is_empty() || p.bytes().any(|b| b == b' ' || b.is_ascii_control()) {
-                    return Err(format!(
-                        "tenant {n}: password must be non-empty, without spaces or control characters"
-                    ));
+                    return Err(ConfigError::BadPassword { tenant: n.clone() });
                 }
             }
             if let Some(prefix) = &t.prefix {
                 if prefix.is_empty() || prefix.bytes().any(|b| b == b' ' || b.is_ascii_control()) {
-                    return Err(format!(
-                        "tenant {n}: prefix must be non-empty, without spaces or control characters"
-                    ));
+                    return Err(ConfigError::BadPrefix { tenant: n.clone() });
                 }
                 for o in &self.tenants {
                     if let Some(other) = o.prefix.as_ref().filter(|_| o.name != *n) {
                         if other.starts_with(prefix.as_str()) {
-                            return Err(format!(
-                                "tenant {n}: prefix '{prefix}' overlaps tenant {}'s prefix '{other}'",
-                                o.name
-                            ));
+                            return Err(ConfigError::PrefixOverlap {
+                                tenant: n.clone(),
+                                prefix: prefix.clone(),
+                                other: o.name.clone(),
+                                other_prefix: other.clone(),
+                            });
                         }
                     }
                 }
             }
             if let Some(port) = t.port {
                 if port == 0 {
-                    return Err(format!("tenant {n}: port must not be 0"));
+                    return Err(ConfigError::ZeroPort { tenant: n.clone() });
                 }
                 if !ports.insert(port) {
-                    return Err(format!(
-                        "tenant {n}: port {port} is taken by another tenant"
-                    ));
+                    return Err(ConfigError::PortTaken {
+                        tenant: n.clone(),
+                        port,
+                    });
                 }
             }
             if let Some(max) = t.max_bytes {
                 if max < t.reserved_bytes {
-                    return Err(format!(
-                        "tenant {n}: max ({max} bytes) is below reserved ({} bytes)",
-                        t.reserved_bytes
-                    ));
+                    return Err(ConfigError::MaxBelowReserved {
+                        tenant: n.clone(),
+                        max,
+                        reserved: t.reserved_bytes,
+                    });
                 }
             }
             if let Some(r) = t.target_hit_ratio {
                 if !(r > 0.0 && r <= 1.0) {
-                    return Err(format!(
-                        "tenant {n}: target_hit_ratio must be in (0, 1], not {r}"
-                    ));
+                    return Err(ConfigError::TargetHitRatio {
+                        tenant: n.clone(),
+                        value: r,
+                    });
                 }
             }
             if !(t.weight.is_finite() && t.weight > 0.0) {
-                return Err(format!(
-                    "tenant {n}: weight must be a positive number, not {}",
-                    t.weight
-                ));
+                return Err(ConfigError::Weight {
+                    tenant: n.clone(),
+                    value: t.weight,
+                });
             }
         }
         Ok(())
     }
 }
 
+/// Wraps an error found inside the file at `path`.
+fn in_file(path: &Path) -> impl FnOnce(ConfigError) -> ConfigError + '_ {
+    move |e| ConfigError::InFile {
+        path: path.to_path_buf(),
+        error: Box::new(e),
+    }
+}
+
 /// Parses the TOML of `--config` (before merging with `-Y`, which validates it).
-pub fn parse_config(text: &str) -> Result<ConfigFile, String> {
-    let file: FileConfig = toml::from_str(text).map_err(|e| e.to_string().trim().to_string())?;
+pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
+    let file: FileConfig =
+        toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string().trim().to_string()))?;
     let tenants = file
         .tenant
         .into_iter()
         .map(|t| {
             let name = t.name.clone();
-            Ok(TenantSpec {
+            Ok(ConfiguredTenant {
                 reserved_bytes: match &t.reserved {
                     Some(s) => s.bytes("reserved", &name)?,
                     None => 0,
@@ -304,7 +502,7 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, String> {
                 weight: t.weight.unwrap_or(DEFAULT_WEIGHT),
             })
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, ConfigError>>()?;
     Ok(ConfigFile {
         tenants,
         tenant_policy: file.tenant_policy,
@@ -314,7 +512,7 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, String> {
 /// Parses memcached's `-Y` file: one `user:password` per line; the password runs to the end of the line
 /// (a `\r` before the `\n` is dropped). Blank lines are skipped; a line without `:` is an error, as in
 /// memcached (which also stops at 8 entries; we do not).
-pub fn parse_auth_file(text: &str) -> Result<Vec<(String, String)>, String> {
+pub fn parse_auth_file(text: &str) -> Result<Vec<(String, String)>, ConfigError> {
     let mut users = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -322,10 +520,7 @@ pub fn parse_auth_file(text: &str) -> Result<Vec<(String, String)>, String> {
             continue;
         }
         let Some((user, password)) = line.split_once(':') else {
-            return Err(format!(
-                "line {}: malformed entry, should be 'user:password'",
-                i + 1
-            ));
+            return Err(ConfigError::MalformedAuthLine { line: i + 1 });
         };
         users.push((user.to_string(), password.to_string()));
     }

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use mrcache_engine::{Key, TenantId};
 use parking_lot::RwLock;
 
-pub use config::{TenantSpec, TenantsConfig, DEFAULT_TENANT_NAME};
+pub use config::{ConfigError, ConfiguredTenant, TenantsConfig, DEFAULT_TENANT_NAME};
 
 /// The configuration in force: each configured tenant with its id, and the lookups built from them.
 #[derive(Debug)]
@@ -52,11 +52,11 @@ pub struct TenantTable {
 
 impl TenantTable {
     /// Every configured tenant with its id.
-    pub fn tenants(&self) -> impl Iterator<Item = (TenantId, &TenantSpec)> {
+    pub fn tenants(&self) -> impl Iterator<Item = (TenantId, &ConfiguredTenant)> {
         self.ids.iter().copied().zip(&self.config.tenants)
     }
 
-    pub fn spec(&self, id: TenantId) -> Option<&TenantSpec> {
+    pub fn spec(&self, id: TenantId) -> Option<&ConfiguredTenant> {
         self.tenants().find(|(i, _)| *i == id).map(|(_, s)| s)
     }
 
@@ -66,7 +66,7 @@ impl TenantTable {
     }
 
     /// The tenant whose `port` this is.
-    pub fn port_tenant(&self, port: u16) -> Option<(TenantId, &TenantSpec)> {
+    pub fn port_tenant(&self, port: u16) -> Option<(TenantId, &ConfiguredTenant)> {
         self.tenants().find(|(_, s)| s.port == Some(port))
     }
 
@@ -91,13 +91,13 @@ struct Names {
 }
 
 impl Names {
-    fn id(&mut self, name: &str) -> Result<TenantId, String> {
+    fn id(&mut self, name: &str) -> Result<TenantId, ConfigError> {
         if let Some(id) = self.ids.get(name) {
             return Ok(*id);
         }
         let id = u16::try_from(self.names.len())
             .map(TenantId)
-            .map_err(|_| "too many tenant names (65536) in this process's life".to_string())?;
+            .map_err(|_| ConfigError::TooManyNames)?;
         self.ids.insert(name.to_string(), id);
         self.names.push(name.to_string());
         Ok(id)
@@ -121,7 +121,7 @@ impl Tenants {
         config: TenantsConfig,
         config_path: Option<PathBuf>,
         auth_file: Option<PathBuf>,
-    ) -> Result<Tenants, String> {
+    ) -> Result<Tenants, ConfigError> {
         let mut names = Names {
             ids: HashMap::from([(DEFAULT_TENANT_NAME.to_string(), TenantId::DEFAULT)]),
             names: vec![DEFAULT_TENANT_NAME.to_string()],
@@ -167,13 +167,13 @@ impl Tenants {
     }
 
     /// Re-reads the files and puts the new configuration in force. On error the old one stays.
-    pub fn reload(&self) -> Result<(), String> {
+    pub fn reload(&self) -> Result<(), ConfigError> {
         let config = TenantsConfig::load(self.config_path.as_deref(), self.auth_file.as_deref())?;
         self.replace(config)
     }
 
     /// Puts `config` in force (what `reload` does after reading the files).
-    pub fn replace(&self, config: TenantsConfig) -> Result<(), String> {
+    pub fn replace(&self, config: TenantsConfig) -> Result<(), ConfigError> {
         let table = {
             let mut names = self.names.lock();
             build(config, &mut names)?
@@ -199,7 +199,7 @@ impl Tenants {
     }
 }
 
-fn build(config: TenantsConfig, names: &mut Names) -> Result<TenantTable, String> {
+fn build(config: TenantsConfig, names: &mut Names) -> Result<TenantTable, ConfigError> {
     let ids = config
         .tenants
         .iter()

@@ -1,0 +1,413 @@
+//! memcached's command line as clap reads it: every flag once, with its `-h` text and its default from
+//! the named constants, mapped onto [`Settings`] by [`Settings::parse_from`].
+//!
+//! Values with a syntax of their own are parsed by clap's value parsers into their types (`-l` into
+//! [`ListenSpec`], `-m`/`-I` into bytes by `mrcache_units`, `--slab-policy`/`--tenant-policy` into policy
+//! specs), so a bad value is refused once, with its reason, in the words of [`SettingsError`].
+
+use std::fmt;
+use std::path::PathBuf;
+
+use clap::{ArgAction, Parser};
+use mrcache_engine::config::{
+    DEFAULT_GROWTH_FACTOR, DEFAULT_ITEM_SIZE_MAX_BYTES, DEFAULT_MEMORY_LIMIT_BYTES,
+    DEFAULT_MIN_CHUNK_DATA_BYTES, MAX_ITEM_SIZE_MAX_BYTES, MIN_ITEM_SIZE_MAX_BYTES,
+};
+use mrcache_policy::{ClassPolicySpec, TenantPolicySpec};
+use mrcache_units::{format_size, parse_size, SizeSyntax, Unit};
+
+use super::*;
+use crate::tenants::TenantsConfig;
+
+/// `-h`'s text after the flags: the `-o` options and the flags accepted or refused for compatibility.
+fn after_help() -> String {
+    format!(
+        "\
+Extended options (-o key[=value],...):
+   slab_reassign           allow `slabs reassign` (default: on)
+   slab_automove=N         memcached's movers instead of the default {DEFAULT_SLAB_POLICY} (see --slab-policy):
+                           0: manual only, 1: memcached's age balancer, 2: move on eviction
+   slab_automove_ratio=F   youngest/oldest age ratio that triggers a move (default: {DEFAULT_SLAB_AUTOMOVE_RATIO})
+   slab_automove_window=N  seconds of samples per class (default: {DEFAULT_SLAB_AUTOMOVE_WINDOW})
+   slab_chunk_max=N        only the default (half a page) is supported
+   lru_crawler, no_lru_crawler  reap expired items in the background (default: on)
+   modern, no_modern       no_modern turns slab_reassign and automove off, as in memcached
+   shards=N                mrcached: engine lock domains, a power of two (default: threads rounded up
+                           to a power of two, at most one per {MIN_PAGES_PER_DEFAULT_SHARD} pages of -m)
+   item_accounting=A       mrcached: how an item's size picks its slab class: compact (the bytes it
+                           occupies; class 1 is 80 B; default) or memcached (memcached's item header and
+                           classes, as in the simulator). -I limits items as memcached does either way
+   mrc_sample_rate=F       mrcached: initial sampling rate of the per-class miss-ratio-curve profilers,
+                           in [0, 1]; 0 turns profiling off (default: {}; profilers use at most 1% of -m)
+   ignored for compatibility: hashpower=N, no_hashexpand, hash_algorithm, maxconns_fast,
+                           lru_maintainer, no_lru_maintainer, lru_crawler_sleep, lru_crawler_tocrawl,
+                           hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor,
+                           worker_logbuf_size, watcher_logbuf_size
+
+Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P, -D.
+Not supported: -d (use your service manager), -s/-a (UNIX sockets), -S (SASL authentication),
+-e (restartable cache), -Z (TLS), -U other than 0 (UDP), -B binary.",
+        mrcache_engine::profiling::DEFAULT_SAMPLE_RATE
+    )
+}
+
+/// memcached's command line, as clap sees it. Field docs are the `-h` text.
+#[derive(Parser, Debug)]
+#[command(
+    name = "mrcached",
+    about = "mrcached: a memcached 1.6.18-compatible cache server (text and meta protocols)",
+    disable_version_flag = true,
+    after_help = after_help()
+)]
+pub(super) struct Cli {
+    /// TCP port to listen on (0: ephemeral; prints `listening on ADDR:PORT`)
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// UDP port; only 0 (off) is supported
+    #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
+    udp_port: u16,
+    /// interfaces to listen on, comma-separated or repeated (default: all IPv4 interfaces)
+    #[arg(short = 'l', long = "listen", value_delimiter = ',', action = ArgAction::Append,
+          value_parser = parse_listen)]
+    listen: Vec<ListenSpec>,
+    /// item memory in megabytes (a k/m/g suffix gives another unit)
+    #[arg(short = 'm', long = "memory-limit", value_parser = parse_memory_limit,
+          default_value_t = MemoryLimit(DEFAULT_MEMORY_LIMIT_BYTES))]
+    memory_limit: MemoryLimit,
+    /// number of worker threads
+    #[arg(short = 't', long = "threads", default_value_t = DEFAULT_THREADS)]
+    threads: usize,
+    /// max simultaneous connections
+    #[arg(short = 'c', long = "conn-limit", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    conn_limit: usize,
+    /// max item size in bytes, k/m suffixes allowed (min 1k, max 1024m, at most half of -m)
+    #[arg(short = 'I', long = "max-item-size", value_parser = parse_item_size,
+          default_value_t = ItemSizeMax(DEFAULT_ITEM_SIZE_MAX_BYTES))]
+    max_item_size: ItemSizeMax,
+    /// chunk size growth factor
+    #[arg(short = 'f', long = "slab-growth-factor", default_value_t = DEFAULT_GROWTH_FACTOR)]
+    slab_growth_factor: f64,
+    /// min space used for key+value+flags
+    #[arg(short = 'n', long = "slab-min-size", default_value_t = DEFAULT_MIN_CHUNK_DATA_BYTES)]
+    slab_min_size: usize,
+    /// verbose: -v errors and warnings, -vv also client commands (to stderr)
+    #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
+    verbose: u8,
+    /// return an error when memory is exhausted instead of evicting
+    #[arg(short = 'M', long = "disable-evictions")]
+    disable_evictions: bool,
+    /// disable use of CAS
+    #[arg(short = 'C', long = "disable-cas")]
+    disable_cas: bool,
+    /// max requests per event (per connection, before serving others)
+    #[arg(short = 'R', long = "max-reqs-per-event", default_value_t = DEFAULT_REQS_PER_EVENT)]
+    max_reqs_per_event: usize,
+    /// protocol: ascii or auto (both mean text + meta); binary is not supported
+    #[arg(short = 'B', long = "protocol", value_parser = Protocol::parse, default_value = "auto")]
+    protocol: Protocol,
+    /// listen backlog
+    #[arg(short = 'b', long = "listen-backlog", default_value_t = DEFAULT_LISTEN_BACKLOG)]
+    listen_backlog: i32,
+    /// enable the ascii "shutdown" command
+    #[arg(short = 'A', long = "enable-shutdown")]
+    enable_shutdown: bool,
+    /// disable the flush_all command
+    #[arg(short = 'F', long = "disable-flush-all")]
+    disable_flush_all: bool,
+    /// disable stats cachedump and lru_crawler metadump
+    #[arg(short = 'X', long = "disable-dumping")]
+    disable_dumping: bool,
+    /// disable watch commands
+    #[arg(short = 'W', long = "disable-watch")]
+    disable_watch: bool,
+    /// extended options, comma-separated key[=value] (see below)
+    #[arg(short = 'o', long = "extended", action = ArgAction::Append)]
+    extended: Vec<String>,
+    /// slab allocation policy, NAME[:key=value,...]: memcached (no moves), automove, automove2
+    /// (memcached's slab_automove=1 and 2), twemcache, psa, facebook, lama-mr, lama-art (LAMA: pages go
+    /// where the classes' miss-ratio curves say they save the most misses or response time); overrides
+    /// -o slab_automove (default: lama-mr, or memcached's mover when -o slab_automove is given)
+    #[arg(long = "slab-policy", value_name = "POLICY", value_parser = parse_slab_policy)]
+    slab_policy: Option<ClassPolicySpec>,
+    /// how memory is divided among tenants, NAME[:key=value,...]: static (each tenant its reserve plus a
+    /// share of the rest by weight), pooled (one memory for all, as memcached; reserves are not kept),
+    /// memshare (reserves, and the rest moved toward the tenants whose recently evicted keys are asked
+    /// for again; Memshare), mpart (the division that minimises misses by the tenants' miss-ratio curves,
+    /// at most 30% of a tenant's memory moved a round; mPart), lama-qos (the least memory meeting each
+    /// target_hit_ratio, the rest by the curves; LAMA). Overrides tenant_policy in --config (default:
+    /// mpart when tenants are configured; without tenants memory is not divided)
+    #[arg(long = "tenant-policy", value_name = "POLICY", value_parser = parse_tenant_policy)]
+    tenant_policy: Option<TenantPolicySpec>,
+    /// admin HTTP port for /mrc (JSON curves) and /metrics; 0 picks a free port; off when not given
+    #[arg(long = "admin-port")]
+    admin_port: Option<u16>,
+    /// address the admin HTTP port listens on
+    #[arg(long = "admin-listen", default_value = DEFAULT_ADMIN_LISTEN)]
+    admin_listen: String,
+    /// print the effective configuration and exit
+    #[arg(long = "print-config")]
+    print_config: bool,
+    /// print version and exit
+    #[arg(short = 'V', long = "version")]
+    version: bool,
+    /// print license and exit
+    #[arg(short = 'i', long = "license")]
+    license: bool,
+    /// ignored: mrcached never changes identity; run it as the user you want
+    #[arg(short = 'u', long = "user", hide = true)]
+    user: Option<String>,
+    /// ignored: core dump limits are the service manager's business
+    #[arg(short = 'r', long = "enable-coredumps", hide = true)]
+    enable_coredumps: bool,
+    /// ignored: memory is not locked
+    #[arg(short = 'k', long = "lock-memory", hide = true)]
+    lock_memory: bool,
+    /// ignored: no large pages
+    #[arg(short = 'L', long = "enable-largepages", hide = true)]
+    enable_largepages: bool,
+    /// ignored: only used with -d
+    #[arg(short = 'P', long = "pidfile", hide = true)]
+    pidfile: Option<String>,
+    /// ignored: no per-prefix stats
+    #[arg(short = 'D', hide = true)]
+    prefix_delimiter: Option<String>,
+    /// not supported
+    #[arg(short = 'd', long = "daemon", hide = true)]
+    daemon: bool,
+    /// not supported
+    #[arg(short = 's', long = "unix-socket", hide = true)]
+    unix_socket: Option<String>,
+    /// not supported
+    #[arg(short = 'a', long = "unix-mask", hide = true)]
+    unix_mask: Option<String>,
+    /// not supported
+    #[arg(short = 'S', long = "enable-sasl", hide = true)]
+    enable_sasl: bool,
+    /// memcached's text-protocol authentication: a file of `user:password` lines; every connection
+    /// must authenticate (a `set` whose data is `user password`) and then acts as tenant `user`
+    #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
+    auth_file: Option<PathBuf>,
+    /// tenant configuration (TOML: tenant_policy, and [[tenant]] name, password, prefix, port, reserved,
+    /// max, target_hit_ratio, weight); SIGHUP reloads it and the -Y file
+    #[arg(long = "config", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// not supported
+    #[arg(short = 'e', long = "memory-file", hide = true)]
+    memory_file: Option<String>,
+    /// not supported
+    #[arg(short = 'Z', long = "enable-ssl", hide = true)]
+    enable_ssl: bool,
+}
+
+impl Settings {
+    /// Parses a command line (`args[0]` is the program name).
+    pub fn parse_from<I, T>(args: I) -> Result<Command, SettingsError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let cli = match Cli::try_parse_from(args) {
+            Ok(cli) => cli,
+            Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+                return Ok(Command::Print(e.render().to_string()))
+            }
+            // Our value parsers' own errors name the flag already; clap's others are its rendering.
+            Err(e) => {
+                use std::error::Error;
+                if let Some(own) = e.source().and_then(|s| s.downcast_ref::<SettingsError>()) {
+                    return Err(own.clone());
+                }
+                return Err(SettingsError::CommandLine(
+                    e.render().to_string().trim_end().to_string(),
+                ));
+            }
+        };
+        if cli.version {
+            return Ok(Command::Print(format!(
+                "mrcached {MRCACHED_VERSION} (memcached {MEMCACHED_COMPAT_VERSION} compatible)\n"
+            )));
+        }
+        if cli.license {
+            return Ok(Command::Print(format!(
+                "mrcached {MRCACHED_VERSION} is licensed under {}\n",
+                env!("CARGO_PKG_LICENSE")
+            )));
+        }
+        let print_config = cli.print_config;
+        let settings = Settings::from_cli(cli)?;
+        Ok(if print_config {
+            Command::PrintConfig(settings)
+        } else {
+            Command::Run(settings)
+        })
+    }
+
+    fn from_cli(cli: Cli) -> Result<Settings, SettingsError> {
+        let refuse = |flag: &'static str, why: &str| Err(SettingsError::flag(flag, why));
+        if cli.daemon {
+            return refuse(
+                "-d/--daemon",
+                "not supported; run mrcached under your service manager",
+            );
+        }
+        if cli.unix_socket.is_some() || cli.unix_mask.is_some() {
+            return refuse(
+                "-s/--unix-socket",
+                "UNIX sockets are not supported; use -l 127.0.0.1",
+            );
+        }
+        if cli.enable_sasl {
+            return refuse("-S/--enable-sasl", "SASL authentication is not supported");
+        }
+        if cli.memory_file.is_some() {
+            return refuse("-e/--memory-file", "the restartable cache is not supported");
+        }
+        if cli.enable_ssl {
+            return refuse("-Z/--enable-ssl", "TLS is not supported");
+        }
+        if cli.udp_port != 0 {
+            return refuse(
+                "-U/--udp-port",
+                "UDP is not supported; only -U 0 is accepted",
+            );
+        }
+        let tenants = TenantsConfig::load(cli.config.as_deref(), cli.auth_file.as_deref())
+            .map_err(|error| SettingsError::Tenants {
+                flag: if cli.config.is_some() {
+                    "--config"
+                } else {
+                    "-Y/--auth-file"
+                },
+                error,
+            })?;
+        // Every field, from its flag or, for `-o` options, from its named default.
+        let mut s = Settings {
+            port: cli.port,
+            listen: cli.listen,
+            memory_limit_bytes: cli.memory_limit.0,
+            threads: cli.threads,
+            max_connections: cli.conn_limit,
+            item_size_max_bytes: cli.max_item_size.0,
+            growth_factor: cli.slab_growth_factor,
+            min_chunk_data_bytes: cli.slab_min_size,
+            use_cas: !cli.disable_cas,
+            evict_when_full: !cli.disable_evictions,
+            reqs_per_event: cli.max_reqs_per_event,
+            listen_backlog: cli.listen_backlog,
+            protocol: cli.protocol,
+            shutdown_enabled: cli.enable_shutdown,
+            flush_enabled: !cli.disable_flush_all,
+            dump_enabled: !cli.disable_dumping,
+            watch_enabled: !cli.disable_watch,
+            verbose: u32::from(cli.verbose),
+            slab_reassign: true,
+            slab_automove: DEFAULT_SLAB_AUTOMOVE,
+            slab_automove_ratio: DEFAULT_SLAB_AUTOMOVE_RATIO,
+            slab_automove_window: DEFAULT_SLAB_AUTOMOVE_WINDOW,
+            slab_policy: cli.slab_policy,
+            slab_automove_given: false,
+            lru_crawler: true,
+            hashpower_init: 0,
+            // Set below, once `-m`, `-I` and `-t` are known.
+            shards: 1,
+            item_accounting: DEFAULT_ITEM_ACCOUNTING,
+            mrc_sample_rate: mrcache_engine::profiling::DEFAULT_SAMPLE_RATE,
+            admin_port: cli.admin_port,
+            admin_listen: cli.admin_listen,
+            auth_file: cli.auth_file,
+            config_file: cli.config,
+            tenants,
+            tenant_policy: cli.tenant_policy,
+        };
+        let mut shards = None;
+        for group in &cli.extended {
+            for opt in group.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+                s.apply_extended(opt, &mut shards)?;
+            }
+        }
+        s.validate()?;
+        memory::check_settings(&s)?;
+        s.shards = match shards {
+            Some(n) => n,
+            None => default_shards(s.threads, s.page_budget()),
+        };
+        s.engine_config()
+            .validate()
+            .map_err(|e| SettingsError::Engine(e.to_string()))?;
+        Ok(s)
+    }
+}
+
+/// `-m` in bytes; `-h` shows it in the largest exact unit (`64MiB`), which [`parse_memory_limit`] reads.
+#[derive(Clone, Copy, Debug)]
+struct MemoryLimit(u64);
+
+impl fmt::Display for MemoryLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_size(self.0))
+    }
+}
+
+/// `-I` in bytes, shown as [`MemoryLimit`] is.
+#[derive(Clone, Copy, Debug)]
+struct ItemSizeMax(usize);
+
+impl fmt::Display for ItemSizeMax {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_size(self.0 as u64))
+    }
+}
+
+/// `-m`: megabytes, or a size with a unit (`mrcache_units`: `512k`, `2g`, `64MiB`, any case).
+fn parse_memory_limit(s: &str) -> Result<MemoryLimit, SettingsError> {
+    const FLAG: &str = "-m/--memory-limit";
+    let bytes = parse_size(s, SizeSyntax::whole(Unit::MiB))
+        .map_err(|_| SettingsError::flag(FLAG, format!("cannot parse '{s}' as megabytes")))?;
+    if bytes == 0 {
+        return Err(SettingsError::flag(FLAG, "must be greater than 0"));
+    }
+    Ok(MemoryLimit(bytes))
+}
+
+/// `-I`: bytes, or a size with a unit (`1m`, `512k`), memcached's range 1k..=1024m.
+fn parse_item_size(s: &str) -> Result<ItemSizeMax, SettingsError> {
+    const FLAG: &str = "-I/--max-item-size";
+    let bad = || SettingsError::flag(FLAG, format!("cannot parse '{s}'"));
+    let bytes = parse_size(s, SizeSyntax::whole(Unit::Bytes)).map_err(|_| bad())?;
+    let bytes = usize::try_from(bytes).map_err(|_| bad())?;
+    if bytes < MIN_ITEM_SIZE_MAX_BYTES {
+        return Err(SettingsError::flag(
+            FLAG,
+            format!("cannot be less than {MIN_ITEM_SIZE_MAX_BYTES} bytes"),
+        ));
+    }
+    if bytes > MAX_ITEM_SIZE_MAX_BYTES {
+        return Err(SettingsError::flag(
+            FLAG,
+            format!(
+                "cannot be larger than {} megabytes",
+                MAX_ITEM_SIZE_MAX_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(ItemSizeMax(bytes))
+}
+
+/// One `-l` entry (blanks around it dropped).
+fn parse_listen(s: &str) -> Result<ListenSpec, SettingsError> {
+    ListenSpec::parse(s.trim())
+}
+
+fn parse_slab_policy(s: &str) -> Result<ClassPolicySpec, SettingsError> {
+    s.parse().map_err(|error| SettingsError::Policy {
+        flag: "--slab-policy",
+        error,
+    })
+}
+
+fn parse_tenant_policy(s: &str) -> Result<TenantPolicySpec, SettingsError> {
+    s.parse().map_err(|error| SettingsError::Policy {
+        flag: "--tenant-policy",
+        error,
+    })
+}

@@ -1,0 +1,397 @@
+//! The server's configuration: one `Settings` struct, memcached 1.6.18's flags mapped onto it, defaults
+//! from the named constants below, validated once at start-up.
+//!
+//! - `cli` — the clap command line: each flag once, with its `-h` text and its default;
+//!   `Settings::default()` is what an empty command line gives
+//! - `extended` — memcached's `-o key[=value]` options
+//! - `listen` — `-l` ([`ListenSpec`]) and `-B` ([`Protocol`])
+//! - `error` — [`SettingsError`], each variant naming the flag
+//! - this module — [`Settings`], the checks across flags, and the printed configuration
+//!   (`--print-config`; `stats settings` prints memcached's names from the same fields)
+//!
+//! Invariants: a `Settings` returned by [`Settings::parse_from`] is valid — every value is in range, the
+//! engine accepts [`Settings::engine_config`], and `shards` is a power of two. Errors name the flag that is
+//! wrong. Flags memcached has but mrcached does not implement are either accepted and ignored (when ignoring
+//! them cannot change what a client sees; `-h` lists them) or refused with a message saying why.
+
+mod cli;
+mod error;
+mod extended;
+mod listen;
+
+use std::path::PathBuf;
+
+use mrcache_engine::config::DEFAULT_PAGE_SIZE_BYTES;
+use mrcache_engine::{EngineConfig, ItemAccounting};
+use mrcache_policy::class::LamaParams;
+use mrcache_policy::{ClassPolicySpec, TenantPolicySpec};
+
+pub use error::SettingsError;
+pub use listen::{ListenSpec, Protocol};
+
+use crate::memory;
+use crate::tenants::TenantsConfig;
+
+/// The memcached release whose behaviour and `stats` we reproduce.
+pub const MEMCACHED_COMPAT_VERSION: &str = "1.6.18";
+/// Our own version.
+pub const MRCACHED_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `-p 11211`: memcached's registered port.
+pub const DEFAULT_PORT: u16 = 11211;
+/// `-t 4`: memcached's default worker threads.
+pub const DEFAULT_THREADS: usize = 4;
+/// `-c 1024`: simultaneous client connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// `-R 20`: requests one connection may run before the worker serves the others (starvation bound).
+pub const DEFAULT_REQS_PER_EVENT: usize = 20;
+/// `-b 1024`: the listen(2) backlog.
+pub const DEFAULT_LISTEN_BACKLOG: i32 = 1024;
+/// The class policy when neither `--slab-policy` nor `-o slab_automove` is given: LAMA minimising
+/// misses (pages go where the classes' curves say they save the most).
+pub const DEFAULT_SLAB_POLICY: ClassPolicySpec = ClassPolicySpec::LamaMr(LamaParams {
+    interval: None,
+    min_interval: None,
+    max_interval: None,
+    period: None,
+    moves: None,
+    granularity: None,
+    threshold: None,
+});
+/// `-o slab_automove=1`: memcached 1.6's mode, reported in `stats settings` (the policy actually run is
+/// `slab_policy`).
+pub const DEFAULT_SLAB_AUTOMOVE: u32 = 1;
+/// `-o slab_automove_ratio=0.8`: the youngest class must be this much younger than the oldest to get a
+/// page (the automove policy's own default).
+pub const DEFAULT_SLAB_AUTOMOVE_RATIO: f64 = mrcache_policy::class::automove::DEFAULT_RATIO;
+/// `-o slab_automove_window=30`: samples (seconds) per class in memcached 1.6.18 (HEAD uses 10; the
+/// automove policy's own default).
+pub const DEFAULT_SLAB_AUTOMOVE_WINDOW: u32 =
+    mrcache_policy::class::automove::DEFAULT_WINDOW as u32;
+/// memcached's `hashpower` limits; we accept the option for compatibility and ignore it.
+pub(crate) const HASHPOWER_RANGE: std::ops::RangeInclusive<u32> = 12..=64;
+/// Each default shard should own at least this many pages of `-m`. A shard takes pages on its own, and
+/// every slab class in use holds at least one page in every shard, so each extra shard costs up to one
+/// page per class (about 40 classes in the default geometry). Measured with ETC values and `-t 2`, a
+/// second shard held 26% fewer items at `-m 64` and 7% fewer at `-m 256` (docs/results.md §6). At 256
+/// pages, about six per class, a shard's first pages stay a small share of it, and a cache gets one
+/// shard per worker once it has 256 MiB per worker (e.g. `-t 16` from `-m 4096`).
+pub(crate) const MIN_PAGES_PER_DEFAULT_SHARD: usize = 256;
+/// `-o item_accounting=compact`: the server places items by the bytes they occupy (class 1 = 80 B), which
+/// fits more items in `-m` than memcached's accounting (docs/results.md §6); `-I` stays memcached's either
+/// way. The engine's own default stays memcached's, for the simulator.
+pub const DEFAULT_ITEM_ACCOUNTING: ItemAccounting = ItemAccounting::Compact;
+/// The admin HTTP port listens on loopback unless told otherwise: it shows the cache's traffic shape.
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1";
+
+/// `-t` at most: memcached's limit on worker threads.
+pub(crate) const MAX_THREADS: usize = 1024;
+/// The engine's limit on shards.
+pub(crate) const MAX_SHARDS: usize = 1024;
+/// `EX_USAGE` from sysexits.h: the exit status for a bad command line.
+pub const EXIT_USAGE: i32 = 64;
+
+/// The effective configuration of one server process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// `-p`: TCP port; 0 picks an ephemeral port and prints `listening on ADDR` once accepting.
+    pub port: u16,
+    /// `-l`: interfaces; empty means all IPv4 interfaces (memcached's INADDR_ANY).
+    pub listen: Vec<ListenSpec>,
+    /// `-m` (megabytes): item memory.
+    pub memory_limit_bytes: u64,
+    /// `-t`: worker threads.
+    pub threads: usize,
+    /// `-c`: simultaneous client connections; one more is accepted, told `ERROR Too many open connections`
+    /// and closed.
+    pub max_connections: usize,
+    /// `-I`: largest item (memcached's accounting), also the page size when above 1 MiB.
+    pub item_size_max_bytes: usize,
+    /// `-f`: slab class growth factor.
+    pub growth_factor: f64,
+    /// `-n`: minimum key + value + flags space of the smallest class.
+    pub min_chunk_data_bytes: usize,
+    /// `!-C`: items carry CAS values.
+    pub use_cas: bool,
+    /// `!-M`: evict instead of failing a store when memory is full.
+    pub evict_when_full: bool,
+    /// `-R`: requests one connection runs before yielding to the others.
+    pub reqs_per_event: usize,
+    /// `-b`: listen backlog.
+    pub listen_backlog: i32,
+    /// `-B`: text/meta only in both accepted forms.
+    pub protocol: Protocol,
+    /// `-A`: the `shutdown` command is allowed.
+    pub shutdown_enabled: bool,
+    /// `!-F`: `flush_all` is allowed.
+    pub flush_enabled: bool,
+    /// `!-X`: `stats cachedump` / `lru_crawler metadump` are allowed.
+    pub dump_enabled: bool,
+    /// `!-W`: `watch` is allowed.
+    pub watch_enabled: bool,
+    /// `-v` count (`verbosity N` changes the live value in the context).
+    pub verbose: u32,
+    /// `-o slab_reassign` (default on; `no_modern` turns it off): `slabs reassign` is allowed.
+    pub slab_reassign: bool,
+    /// `-o slab_automove=0|1|2`.
+    pub slab_automove: u32,
+    /// `-o slab_automove_ratio=F`, in (0, 1].
+    pub slab_automove_ratio: f64,
+    /// `-o slab_automove_window=N` (seconds of samples).
+    pub slab_automove_window: u32,
+    /// `--slab-policy`: a class policy by name; `None` follows `slab_automove` if it was given, else
+    /// runs [`DEFAULT_SLAB_POLICY`].
+    pub slab_policy: Option<ClassPolicySpec>,
+    /// `-o slab_automove` (or `no_modern`) was given: the operator asked for memcached's mover.
+    pub slab_automove_given: bool,
+    /// `-o lru_crawler` / `no_lru_crawler`: the maintenance thread reaps expired items.
+    pub lru_crawler: bool,
+    /// `-o hashpower=N`: accepted and ignored (our index grows by itself); shown in `stats settings`.
+    pub hashpower_init: u32,
+    /// `-o shards=N` (ours): independent engine lock domains; see `default_shards`.
+    pub shards: usize,
+    /// `-o item_accounting=compact|memcached` (ours): how item sizes pick slab classes.
+    pub item_accounting: ItemAccounting,
+    /// `-o mrc_sample_rate=F` (ours): initial sampling rate of the per-class MRC profilers; 0 turns
+    /// profiling off.
+    pub mrc_sample_rate: f64,
+    /// `--admin-port` (ours): the admin HTTP listener, off when `None`.
+    pub admin_port: Option<u16>,
+    /// `--admin-listen` (ours): its address, loopback by default.
+    pub admin_listen: String,
+    /// `-Y`: memcached's `user:password` file; each user is a tenant (see `tenants`).
+    pub auth_file: Option<PathBuf>,
+    /// `--config` (ours): the tenant configuration file (TOML).
+    pub config_file: Option<PathBuf>,
+    /// The tenants the two files above give, as loaded at start-up (SIGHUP reloads them).
+    pub tenants: TenantsConfig,
+    /// `--tenant-policy` (ours): the tenant arbiter, overriding the config file's `tenant_policy`; see
+    /// `crate::memory` for when tenants have memory of their own.
+    pub tenant_policy: Option<TenantPolicySpec>,
+}
+
+impl Default for Settings {
+    /// What an empty command line gives: every default is the flag's own (see `cli`).
+    fn default() -> Self {
+        match Settings::parse_from(["mrcached"]) {
+            Ok(Command::Run(settings)) => settings,
+            other => unreachable!("an empty command line runs the defaults: {other:?}"),
+        }
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    /// Serve with these settings.
+    Run(Settings),
+    /// `--print-config`: print these settings and exit.
+    PrintConfig(Settings),
+    /// `-h`, `-V`, `-i`: print this text to stdout and exit 0.
+    Print(String),
+}
+
+/// Default shard count: one lock domain per worker thread rounded up to a power of two, but never fewer
+/// than [`MIN_PAGES_PER_DEFAULT_SHARD`] pages per shard (each shard allocates its own pages per class, so at
+/// small `-m` many shards would fragment memory), and at least 1.
+pub(crate) fn default_shards(threads: usize, pages: usize) -> usize {
+    let by_threads = threads.max(1).next_power_of_two();
+    let by_pages = prev_power_of_two((pages / MIN_PAGES_PER_DEFAULT_SHARD).max(1));
+    by_threads.min(by_pages).min(MAX_SHARDS)
+}
+
+fn prev_power_of_two(n: usize) -> usize {
+    debug_assert!(n > 0);
+    1 << (usize::BITS - 1 - n.leading_zeros())
+}
+
+impl Settings {
+    /// Range checks memcached makes, naming the flag.
+    fn validate(&self) -> Result<(), SettingsError> {
+        let err = |flag, why: &str| Err(SettingsError::flag(flag, why));
+        if self.threads == 0 {
+            return err("-t/--threads", "number of threads must be greater than 0");
+        }
+        if self.threads > MAX_THREADS {
+            return err("-t/--threads", &format!("at most {MAX_THREADS} threads"));
+        }
+        if self.max_connections == 0 {
+            return err("-c/--conn-limit", "must be greater than 0");
+        }
+        if self.reqs_per_event == 0 {
+            return err(
+                "-R/--max-reqs-per-event",
+                "number of requests per event must be greater than 0",
+            );
+        }
+        if self.listen_backlog <= 0 {
+            return err("-b/--listen-backlog", "must be greater than 0");
+        }
+        if !(self.growth_factor > 1.0 && self.growth_factor.is_finite()) {
+            return err("-f/--slab-growth-factor", "factor must be greater than 1");
+        }
+        if self.min_chunk_data_bytes == 0 {
+            return err("-n/--slab-min-size", "chunk size must be greater than 0");
+        }
+        if self.item_size_max_bytes as u64 > self.memory_limit_bytes / 2 {
+            return err("-I/--max-item-size", "cannot be larger than half of -m");
+        }
+        for t in &self.tenants.tenants {
+            if t.port.is_some() && t.port == Some(self.port) {
+                return err(
+                    "--config",
+                    &format!(
+                        "tenant {}: port {} is the main port (-p)",
+                        t.name, self.port
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Tenant pools the engine keeps (1: one memory for everyone); see `crate::memory::pool_count`.
+    pub fn tenant_pools(&self) -> usize {
+        memory::pool_count(self.tenant_policy.as_ref(), &self.tenants)
+    }
+
+    /// The tenant arbiter's spec at start-up, or `None` when tenants share one memory.
+    pub fn tenant_policy_spec(&self) -> Option<TenantPolicySpec> {
+        (self.tenant_pools() > 1)
+            .then(|| memory::policy_spec(self.tenant_policy.as_ref(), &self.tenants))
+    }
+
+    /// The page size the engine will use: 1 MiB, or `-I` when larger.
+    pub fn page_size_bytes(&self) -> usize {
+        self.item_size_max_bytes.max(DEFAULT_PAGE_SIZE_BYTES)
+    }
+
+    /// Whole pages in `-m`.
+    pub fn page_budget(&self) -> usize {
+        ((self.memory_limit_bytes / self.page_size_bytes() as u64) as usize).max(1)
+    }
+
+    /// The engine's configuration.
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            memory_limit_bytes: self.memory_limit_bytes,
+            item_size_max_bytes: self.item_size_max_bytes,
+            growth_factor: self.growth_factor,
+            min_chunk_data_bytes: self.min_chunk_data_bytes,
+            use_cas: self.use_cas,
+            item_accounting: self.item_accounting,
+            evict_when_full: self.evict_when_full,
+            shards: self.shards,
+            profile_sample_rate: (self.mrc_sample_rate > 0.0).then_some(self.mrc_sample_rate),
+            tenant_pools: self.tenant_pools(),
+            shadow_queue_bytes: self
+                .tenant_policy_spec()
+                .and_then(|spec| spec.build().shadow_queue_bytes()),
+            ..EngineConfig::default()
+        }
+    }
+
+    /// The effective configuration as `name value` pairs (`--print-config`), one per field.
+    pub fn describe(&self) -> Vec<(&'static str, String)> {
+        let listen = if self.listen.is_empty() {
+            "0.0.0.0".to_string()
+        } else {
+            self.listen
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        vec![
+            ("port", self.port.to_string()),
+            ("listen", listen),
+            ("memory_limit_bytes", self.memory_limit_bytes.to_string()),
+            ("threads", self.threads.to_string()),
+            ("max_connections", self.max_connections.to_string()),
+            ("item_size_max_bytes", self.item_size_max_bytes.to_string()),
+            ("growth_factor", self.growth_factor.to_string()),
+            (
+                "min_chunk_data_bytes",
+                self.min_chunk_data_bytes.to_string(),
+            ),
+            ("use_cas", self.use_cas.to_string()),
+            ("evict_when_full", self.evict_when_full.to_string()),
+            ("reqs_per_event", self.reqs_per_event.to_string()),
+            ("listen_backlog", self.listen_backlog.to_string()),
+            ("protocol", self.protocol.stats_name().to_string()),
+            ("shutdown_enabled", self.shutdown_enabled.to_string()),
+            ("flush_enabled", self.flush_enabled.to_string()),
+            ("dump_enabled", self.dump_enabled.to_string()),
+            ("watch_enabled", self.watch_enabled.to_string()),
+            ("verbose", self.verbose.to_string()),
+            ("slab_reassign", self.slab_reassign.to_string()),
+            ("slab_automove", self.slab_automove.to_string()),
+            ("slab_automove_ratio", self.slab_automove_ratio.to_string()),
+            (
+                "slab_automove_window",
+                self.slab_automove_window.to_string(),
+            ),
+            ("slab_policy", self.slab_policy_spec().to_string()),
+            ("lru_crawler", self.lru_crawler.to_string()),
+            ("hashpower_init", self.hashpower_init.to_string()),
+            ("shards", self.shards.to_string()),
+            ("item_accounting", self.item_accounting.name().to_string()),
+            ("mrc_sample_rate", self.mrc_sample_rate.to_string()),
+            (
+                "admin",
+                self.admin_port
+                    .map_or("off".to_string(), |p| format!("{}:{p}", self.admin_listen)),
+            ),
+            ("page_size_bytes", self.page_size_bytes().to_string()),
+            ("page_budget", self.page_budget().to_string()),
+            (
+                "auth_file",
+                self.auth_file
+                    .as_ref()
+                    .map_or("none".to_string(), |p| p.display().to_string()),
+            ),
+            (
+                "config_file",
+                self.config_file
+                    .as_ref()
+                    .map_or("none".to_string(), |p| p.display().to_string()),
+            ),
+            (
+                "tenants",
+                self.tenants
+                    .tenants
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            (
+                "tenant_policy",
+                memory::describe_spec(self.tenant_policy_spec().as_ref()),
+            ),
+            ("tenant_pools", self.tenant_pools().to_string()),
+        ]
+    }
+}
+
+impl Settings {
+    /// The class policy to run: `--slab-policy`; else, if `-o slab_automove` was given, the one it names
+    /// (0: memcached, no moves; 1: memcached's automove with this window and ratio; 2: automove2); else
+    /// LAMA.
+    pub fn slab_policy_spec(&self) -> ClassPolicySpec {
+        if let Some(spec) = self.slab_policy {
+            return spec;
+        }
+        if !self.slab_automove_given {
+            return DEFAULT_SLAB_POLICY;
+        }
+        ClassPolicySpec::automove_mode(
+            self.slab_automove,
+            self.slab_automove_window as usize,
+            self.slab_automove_ratio,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;
