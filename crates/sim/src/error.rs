@@ -8,14 +8,15 @@
 use std::fmt;
 
 use mrcache_engine::ConfigError;
+use mrcache_units::SizeError;
 use mrcache_workload::WorkloadError;
 
 /// Why a simulation or a sweep was refused.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SimError {
-    /// A slab policy spec that `mrcache_policy::class::by_name` refused; its message.
+    /// A slab policy spec that `mrcache_policy::ClassPolicySpec` refused; its message.
     Policy(String),
-    /// A tenant arbiter spec that `mrcache_policy::tenant::by_name` refused; its message.
+    /// A tenant arbiter spec that `mrcache_policy::TenantPolicySpec` refused; its message.
     Arbiter(String),
     /// The upper bound was asked to replay without the fixed allocation it replays.
     UpperBoundNeedsCaps,
@@ -25,6 +26,12 @@ pub enum SimError {
     Workload(WorkloadError),
     /// The caller's request stream could not be made (its own message).
     Stream(String),
+    /// A memory size that is not one (`mrcache_units`' grammar).
+    Size(SizeError),
+    /// A memory size of zero bytes, as given.
+    ZeroSize(String),
+    /// A memory range that is not `FROM..TO:STEP` with FROM <= TO, as given.
+    BadRange(String),
 }
 
 impl fmt::Display for SimError {
@@ -38,6 +45,12 @@ impl fmt::Display for SimError {
             ),
             SimError::Engine(e) => write!(f, "{e}"),
             SimError::Workload(e) => write!(f, "{e}"),
+            SimError::Size(e) => write!(f, "{e}"),
+            SimError::ZeroSize(text) => write!(f, "`{text}`: size must be positive"),
+            SimError::BadRange(text) => write!(
+                f,
+                "`{text}`: expected FROM..TO:STEP, e.g. 128MiB..1GiB:64MiB"
+            ),
         }
     }
 }
@@ -46,6 +59,7 @@ impl std::error::Error for SimError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             SimError::Workload(e) => Some(e),
+            SimError::Size(e) => Some(e),
             _ => None,
         }
     }

@@ -110,17 +110,17 @@ pub const SIZE_SYNTAX: SizeSyntax = SizeSyntax::fractional(Unit::Bytes);
 
 /// `512MiB`, `1GiB`, `64MB` (MB and MiB both mean 2^20, as memcached's `-m` does), or plain bytes; more
 /// than zero.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let bytes = parse_size(text, SIZE_SYNTAX).map_err(|e| e.to_string())?;
+pub fn parse_bytes(text: &str) -> Result<u64, SimError> {
+    let bytes = parse_size(text, SIZE_SYNTAX).map_err(SimError::Size)?;
     if bytes == 0 {
-        return Err(format!("`{text}`: size must be positive"));
+        return Err(SimError::ZeroSize(text.to_string()));
     }
     Ok(bytes)
 }
 
 /// `128MiB..1GiB:64MiB`: every size from the first to the last, in steps.
-pub fn parse_range(text: &str) -> Result<Vec<u64>, String> {
-    let bad = || format!("`{text}`: expected FROM..TO:STEP, e.g. 128MiB..1GiB:64MiB");
+pub fn parse_range(text: &str) -> Result<Vec<u64>, SimError> {
+    let bad = || SimError::BadRange(text.to_string());
     let (range, step) = text.split_once(':').ok_or_else(bad)?;
     let (from, to) = range.split_once("..").ok_or_else(bad)?;
     let (from, to, step) = (parse_bytes(from)?, parse_bytes(to)?, parse_bytes(step)?);
