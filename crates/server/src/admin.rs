@@ -27,8 +27,11 @@ const SHUTDOWN_POLL: Duration = Duration::from_millis(200);
 pub enum AdminError {
     /// The address could not be bound (in use, not local, not an address).
     Bind {
+        /// The address asked for (`--admin-listen`).
         addr: String,
+        /// The port asked for (`--admin-port`).
         port: u16,
+        /// tiny_http's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The listener is not on an IP address (tiny_http can also listen on a Unix socket).
@@ -61,6 +64,7 @@ impl std::error::Error for AdminError {
 
 /// A running admin listener.
 pub struct Admin {
+    /// The address the admin port is bound to (the real port when `--admin-port 0` asked for any).
     pub local_addr: std::net::SocketAddr,
     thread: JoinHandle<()>,
 }

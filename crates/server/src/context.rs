@@ -29,15 +29,30 @@ pub const CLOCK_START_OFFSET_SECS: i64 = 62;
 /// Per-worker counters of work that is not about one key (the engine counts those).
 #[derive(Debug, Default)]
 pub struct ThreadStats {
+    /// Bytes read from client sockets, added by the connection after each read (`stats bytes_read`).
     pub bytes_read: AtomicU64,
+    /// Bytes written to client sockets, added by the connection after each write (`stats bytes_written`).
     pub bytes_written: AtomicU64,
+    /// `flush_all` commands, counted by the dispatcher (`stats cmd_flush`).
     pub cmd_flush: AtomicU64,
+    /// Meta commands (`mg`, `ms`, `md`, `ma`, `mn`, `me`), counted by the dispatcher (`stats cmd_meta`).
     pub cmd_meta: AtomicU64,
+    /// Not incremented anywhere: `stats cmd_touch` comes from the engine's `touch_cmds`. Only `stats
+    /// reset` writes it (zero).
     pub cmd_touch: AtomicU64,
+    /// Stores (`set` family and `ms`) refused as larger than `-I`, counted by the dispatcher (`stats
+    /// store_too_large`).
     pub store_too_large: AtomicU64,
+    /// Stores refused because the engine found no memory for them, counted by the dispatcher (`stats
+    /// store_no_memory`).
     pub store_no_memory: AtomicU64,
+    /// Times a connection gave up its turn after `-R` requests in one event, counted by the connection
+    /// (`stats conn_yields`).
     pub conn_yields: AtomicU64,
+    /// Authentication attempts: credential blocks checked, and blocks too large to check (answered as a
+    /// failure), counted by the session's auth exchange (`stats auth_cmds`).
     pub auth_cmds: AtomicU64,
+    /// Authentication attempts that failed, counted by the session's auth exchange (`stats auth_errors`).
     pub auth_errors: AtomicU64,
 }
 
@@ -52,9 +67,16 @@ impl ThreadStats {
 /// Connection counters (memcached's `curr_connections` and friends).
 #[derive(Debug, Default)]
 pub struct ConnCounters {
+    /// Client connections open now: the listener adds one on accept, the worker takes it off on close;
+    /// the listener refuses connections at `-c` (`stats curr_connections`).
     pub curr_connections: AtomicUsize,
+    /// Client connections accepted since start or `stats reset`, counted by the listener (`stats
+    /// total_connections`).
     pub total_connections: AtomicU64,
+    /// Connections the listener closed at once because `-c` connections were already open (`stats
+    /// rejected_connections`).
     pub rejected_connections: AtomicU64,
+    /// The most connections open at once, kept by the listener on accept (`stats connection_structures`).
     pub connection_structures: AtomicUsize,
     /// Times the listener stopped accepting because it ran out of file descriptors.
     pub listen_disabled_num: AtomicU64,
@@ -62,10 +84,14 @@ pub struct ConnCounters {
 
 /// The state shared by the whole server.
 pub struct ServerContext {
+    /// The cache: the sessions' commands, the maintenance thread and `stats` all go through it.
     pub engine: Engine,
+    /// The effective settings from the command line, fixed after start (what may change at run time has
+    /// its own field here).
     pub settings: Settings,
     /// The tenant directory (`--config`, `-Y`), reloaded on SIGHUP.
     pub tenants: Tenants,
+    /// Connection counts, written by the listener and the workers on accept and close.
     pub conns: ConnCounters,
     /// One per worker thread, indexed by worker id.
     pub thread_stats: Vec<Arc<ThreadStats>>,
@@ -78,6 +104,8 @@ pub struct ServerContext {
     /// The class policy the rebalancer runs (`--slab-policy`, or what `slab_automove` names); `slabs
     /// automove` replaces it, and bumps `slab_policy_generation` so the rebalancer picks it up.
     pub slab_policy: std::sync::Mutex<ClassPolicySpec>,
+    /// How many times `slab_policy` was replaced; the maintenance thread rebuilds its rebalancers when
+    /// it differs from the one they were built at.
     pub slab_policy_generation: AtomicU64,
     /// The tenant arbiter in force with its parameters (`none` without tenant pools), for `stats
     /// settings`; the maintenance thread, which owns the arbitration, rewrites it when a reload changes it.
@@ -97,6 +125,8 @@ pub struct ServerContext {
 }
 
 impl ServerContext {
+    /// The context of a server with `workers` worker threads (one `ThreadStats` and one registry slot
+    /// each); the clock starts now.
     pub fn new(engine: Engine, settings: Settings, workers: usize) -> ServerContext {
         let now_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -161,6 +191,8 @@ impl ServerContext {
         *self.slab_policy.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// memcached's `slab_automove_ratio` in force (`stats settings`; `slabs automove N` builds its
+    /// policy with it).
     pub fn automove_ratio(&self) -> f64 {
         f64::from_bits(self.automove_ratio_bits.load(Relaxed))
     }
@@ -209,10 +241,12 @@ pub struct MaintenanceStats {
     /// observed in that window, as f64 bits (NaN: none yet); with tenant pools, the mean over the pools
     /// that have both.
     pub policy_predicted_bits: AtomicU64,
+    /// The observed half of that pair (`stats slab_policy_observed_miss_ratio`), as f64 bits.
     pub policy_observed_bits: AtomicU64,
 }
 
 impl MaintenanceStats {
+    /// All counters zero, the predicted and observed miss ratios NaN (none yet).
     pub fn new() -> MaintenanceStats {
         MaintenanceStats {
             policy_predicted_bits: AtomicU64::new(f64::NAN.to_bits()),

@@ -11,6 +11,8 @@
 //! - `admin`    — the admin HTTP port (`/mrc`, `/metrics`)
 //! - `tenants`  — tenant identity (password, prefix, port), the `--config`/`-Y` files, reload
 
+#![warn(missing_docs)]
+
 pub mod admin;
 pub mod context;
 pub mod dispatch;

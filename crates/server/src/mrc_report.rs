@@ -26,13 +26,19 @@ const SPARSE_PAGE_POINTS: usize = 24;
 /// One class's curve.
 #[derive(Debug, Serialize)]
 pub struct ClassCurve {
+    /// The slab class id as memcached numbers them (1 is the smallest chunk).
     pub class: u8,
+    /// Bytes of one chunk of the class (`stats slabs` `chunk_size`).
     pub chunk_size_bytes: usize,
+    /// Chunks one page of the class holds.
     pub chunks_per_page: usize,
+    /// Pages the class holds now, summed over shards and pools.
     pub pages: usize,
+    /// Items linked in the class now, summed over shards and pools.
     pub items: usize,
     /// Uses of the class the profilers saw (hits and stores).
     pub requests: u64,
+    /// The lowest current sampling rate, in (0, 1], among the shards' profilers of the class.
     pub sampling_rate: f64,
     /// `[items, miss_ratio]` at log-spaced sizes.
     pub curve_items: Vec<(u64, f64)>,
@@ -43,16 +49,21 @@ pub struct ClassCurve {
 /// One tenant's whole-pool curve.
 #[derive(Debug, Serialize)]
 pub struct TenantCurve {
+    /// The tenant's name (from `--config`/`-Y`).
     pub tenant: String,
+    /// The tenant's numeric id (`TenantId`).
     pub id: u16,
+    /// The engine pool the tenant stores into (its id's index).
     pub pool: usize,
-    /// Pages its pool holds, and the arbiter's target for it (0: none).
+    /// Pages its pool holds, over all shards.
     pub pages: usize,
+    /// The tenant arbiter's target for its pool, in pages (0: none set).
     pub target_pages: usize,
     /// Bytes of its items (the engine's accounting).
     pub bytes: u64,
     /// Uses of its pool the profiler saw (hits and stores).
     pub requests: u64,
+    /// The lowest current sampling rate, in (0, 1], among the shards' profilers of its pool.
     pub sampling_rate: f64,
     /// Item bytes one of its pages holds, as the curve in pages is converted.
     pub item_bytes_per_page: f64,
@@ -65,12 +76,20 @@ pub struct TenantCurve {
 /// All classes, and the tenants.
 #[derive(Debug, Serialize)]
 pub struct MrcReport {
+    /// Whether the per-class profilers run (`-o mrc_sample_rate` above 0).
     pub profiling: bool,
+    /// Engine shards (each profiles a hash partition of the keys; the curves are merged over them).
     pub shards: usize,
+    /// Bytes of one page: 1 MiB, or `-I` when that is larger.
     pub page_size_bytes: usize,
+    /// Pages the memory budget allows (`-m`, or what `cache_memlimit` set).
     pub page_limit: usize,
+    /// Heap bytes all MRC profilers hold together.
     pub profiler_memory_bytes: usize,
+    /// One curve per profiled class (only the asked class with `stats mrc <class>`).
     pub classes: Vec<ClassCurve>,
+    /// One curve per tenant with a pool and a profile (only the connection's own tenant when it is one;
+    /// empty when one class was asked for).
     pub tenants: Vec<TenantCurve>,
 }
 

@@ -26,6 +26,7 @@ use crate::tenants::Tenancy;
 /// What the session does after a request.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Flow {
+    /// Go on with the next request.
     Continue,
     /// Discard this many following bytes (memcached's `conn_swallow`).
     Swallow(usize),

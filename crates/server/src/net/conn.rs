@@ -60,11 +60,13 @@ pub enum Next {
 pub struct Turn<'a> {
     /// `-R`.
     pub max_requests: usize,
+    /// The worker's counters; the connection adds `bytes_read`, `bytes_written` and `conn_yields`.
     pub stats: &'a ThreadStats,
     /// Engine clock seconds now (for `stats conns` idle time).
     pub now_secs: u32,
 }
 
+/// One client connection running protocol session `S`; owned by one worker for its whole life.
 pub struct Conn<S> {
     stream: TcpStream,
     session: S,
@@ -86,7 +88,7 @@ pub struct Conn<S> {
 }
 
 impl<S: ProtocolSession> Conn<S> {
-    pub fn new(
+    pub(crate) fn new(
         stream: TcpStream,
         session: S,
         info: Arc<ConnInfo>,
@@ -112,10 +114,11 @@ impl<S: ProtocolSession> Conn<S> {
         }
     }
 
-    pub fn stream_mut(&mut self) -> &mut TcpStream {
+    pub(crate) fn stream_mut(&mut self) -> &mut TcpStream {
         &mut self.stream
     }
 
+    /// What `stats conns` sees of this connection (shared with the connection registry).
     pub fn info(&self) -> &Arc<ConnInfo> {
         &self.info
     }

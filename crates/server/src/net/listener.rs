@@ -42,8 +42,8 @@ const RELOAD_TOKEN: Token = Token(usize::MAX - 2);
 
 /// A worker as the listener sees it.
 pub struct WorkerPort {
-    pub sender: Sender<NewConn>,
-    pub waker: Arc<Waker>,
+    pub(crate) sender: Sender<NewConn>,
+    pub(crate) waker: Arc<Waker>,
 }
 
 /// Binds every `-l` address (all IPv4 interfaces without `-l`) with `SO_REUSEADDR` and the `-b` backlog.

@@ -45,6 +45,8 @@ use worker::{Worker, WAKER_TOKEN};
 /// needs (`want_bytes`, counted from the start of the unconsumed input); it is called again once more bytes
 /// have arrived.
 pub trait ProtocolSession: Send + 'static {
+    /// Runs the complete requests at the start of `input`, appending their replies to `out` (see the
+    /// contract above).
     fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress;
 }
 
@@ -191,6 +193,7 @@ impl Server {
         &self.local_addrs
     }
 
+    /// The context the server runs with.
     pub fn context(&self) -> &Arc<ServerContext> {
         &self.ctx
     }

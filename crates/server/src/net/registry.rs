@@ -58,7 +58,9 @@ impl ConnState {
 pub struct ConnInfo {
     /// The socket's file descriptor (memcached keys `stats conns` lines by it).
     pub fd: i32,
+    /// The client's address (`stats conns` `<fd>:addr`).
     pub peer: SocketAddr,
+    /// The listening address the connection arrived on (`stats conns` `<fd>:listen_addr`).
     pub local: SocketAddr,
     state: AtomicU8,
     /// Engine clock seconds (`ServerContext::clock().now`) of the last command.
@@ -68,7 +70,7 @@ pub struct ConnInfo {
 }
 
 impl ConnInfo {
-    pub fn new(fd: i32, peer: SocketAddr, local: SocketAddr, now_secs: u32) -> ConnInfo {
+    pub(crate) fn new(fd: i32, peer: SocketAddr, local: SocketAddr, now_secs: u32) -> ConnInfo {
         ConnInfo {
             fd,
             peer,
@@ -81,20 +83,20 @@ impl ConnInfo {
     }
 
     #[inline]
-    pub fn set_state(&self, state: ConnState) {
+    pub(crate) fn set_state(&self, state: ConnState) {
         self.state.store(state as u8, Relaxed);
     }
 
-    pub fn state(&self) -> ConnState {
+    pub(crate) fn state(&self) -> ConnState {
         ConnState::from_u8(self.state.load(Relaxed))
     }
 
     #[inline]
-    pub fn touch(&self, now_secs: u32) {
+    pub(crate) fn touch(&self, now_secs: u32) {
         self.last_cmd_secs.store(now_secs, Relaxed);
     }
 
-    pub fn last_cmd_secs(&self) -> u32 {
+    pub(crate) fn last_cmd_secs(&self) -> u32 {
         self.last_cmd_secs.load(Relaxed)
     }
 
@@ -104,11 +106,11 @@ impl ConnInfo {
         self.write_buf_bytes.store(write_bytes, Relaxed);
     }
 
-    pub fn read_buf_bytes(&self) -> usize {
+    pub(crate) fn read_buf_bytes(&self) -> usize {
         self.read_buf_bytes.load(Relaxed)
     }
 
-    pub fn write_buf_bytes(&self) -> usize {
+    pub(crate) fn write_buf_bytes(&self) -> usize {
         self.write_buf_bytes.load(Relaxed)
     }
 }
@@ -116,7 +118,9 @@ impl ConnInfo {
 /// A listening socket (`stats conns` lists them first).
 #[derive(Clone, Debug)]
 pub struct ListenerInfo {
+    /// The listening socket's file descriptor (`stats conns` keys its lines by it).
     pub fd: i32,
+    /// The bound address, with the real port when `-p 0` (`stats conns` `<fd>:addr`).
     pub addr: SocketAddr,
 }
 
@@ -127,7 +131,7 @@ pub struct ConnRegistry {
 }
 
 impl ConnRegistry {
-    pub fn new(workers: usize) -> ConnRegistry {
+    pub(crate) fn new(workers: usize) -> ConnRegistry {
         ConnRegistry {
             workers: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
         }

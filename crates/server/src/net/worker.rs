@@ -33,8 +33,11 @@ const EVENTS_CAPACITY: usize = 1024;
 
 /// A connection handed over by the listener.
 pub struct NewConn {
+    /// The accepted socket, already `TCP_NODELAY`.
     pub stream: TcpStream,
+    /// The client's address.
     pub peer: SocketAddr,
+    /// The listening address it arrived on.
     pub local: SocketAddr,
 }
 
@@ -65,7 +68,7 @@ where
     S: ProtocolSession,
     F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
 {
-    pub fn new(
+    pub(crate) fn new(
         id: usize,
         ctx: Arc<ServerContext>,
         poll: Poll,

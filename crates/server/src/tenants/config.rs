@@ -231,15 +231,23 @@ impl std::error::Error for ConfigError {}
 /// One tenant's validated settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConfiguredTenant {
+    /// The tenant's name (`name`, or the `-Y` user); `default` is tenant 0.
     pub name: String,
+    /// The password it authenticates with (`password`, or its `-Y` line).
     pub password: Option<String>,
+    /// Keys of routed connections that start with it are this tenant's (stored whole, prefix included).
     pub prefix: Option<String>,
+    /// Connections accepted on this listening port are this tenant.
     pub port: Option<u16>,
     /// Memory the tenant is guaranteed: never taken from it while it uses it.
     pub reserved_bytes: u64,
     /// Most memory the tenant may hold, if limited.
     pub max_bytes: Option<u64>,
+    /// The hit ratio the tenant asks for, in (0, 1]: the `lama-qos` arbiter gives it the least memory
+    /// that meets it.
     pub target_hit_ratio: Option<f64>,
+    /// Its share of the unreserved memory at the start, and Memshare's credit multiplier (> 0; default
+    /// [`DEFAULT_WEIGHT`]).
     pub weight: f64,
 }
 
@@ -262,6 +270,7 @@ impl ConfiguredTenant {
 /// the file's tenant arbiter.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TenantsConfig {
+    /// The tenants, in file order, then the `-Y` users the file does not name.
     pub tenants: Vec<ConfiguredTenant>,
     /// `tenant_policy`: the tenant arbiter the file names, if any.
     pub tenant_policy: Option<TenantPolicySpec>,
@@ -270,7 +279,9 @@ pub struct TenantsConfig {
 /// What `--config` gives, before the `-Y` users are merged in.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConfigFile {
+    /// The file's `[[tenant]]` tables, in file order.
     pub tenants: Vec<ConfiguredTenant>,
+    /// `tenant_policy`: the tenant arbiter the file names, if any.
     pub tenant_policy: Option<TenantPolicySpec>,
 }
 

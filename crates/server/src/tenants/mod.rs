@@ -42,6 +42,7 @@ pub use config::{ConfigError, ConfiguredTenant, TenantsConfig, DEFAULT_TENANT_NA
 /// The configuration in force: each configured tenant with its id, and the lookups built from them.
 #[derive(Debug)]
 pub struct TenantTable {
+    /// The validated configuration this table was built from.
     pub config: TenantsConfig,
     /// `ids[i]` is the id of `config.tenants[i]`.
     ids: Vec<TenantId>,
@@ -56,6 +57,7 @@ impl TenantTable {
         self.ids.iter().copied().zip(&self.config.tenants)
     }
 
+    /// The configured settings of tenant `id`, if it is configured now.
     pub fn spec(&self, id: TenantId) -> Option<&ConfiguredTenant> {
         self.tenants().find(|(i, _)| *i == id).map(|(_, s)| s)
     }
@@ -146,6 +148,8 @@ impl Tenants {
         self.current.read().clone()
     }
 
+    /// How many reloads have succeeded: routed connections and the maintenance thread compare it with
+    /// the one they last saw to pick up a new table.
     pub fn generation(&self) -> u64 {
         self.generation.load(Relaxed)
     }
@@ -235,7 +239,9 @@ pub enum Tenancy {
     /// Keys go to the tenant whose prefix they start with, else to the default tenant; the table is
     /// refreshed when the directory's generation moves.
     Routed {
+        /// The table the connection routes by.
         table: Arc<TenantTable>,
+        /// The directory's generation `table` was taken at.
         generation: u64,
     },
 }
