@@ -157,11 +157,7 @@ pub fn route(
             Err(e) => (500, "text/plain", format!("{e}\n")),
         },
         "/" | "/index.html" => (200, "text/html; charset=utf-8", DASHBOARD_HTML.into()),
-        "/dashboard.js" => (
-            200,
-            "text/javascript; charset=utf-8",
-            DASHBOARD_JS.into(),
-        ),
+        "/dashboard.js" => (200, "text/javascript; charset=utf-8", DASHBOARD_JS.into()),
         "/dashboard.css" => (200, "text/css; charset=utf-8", DASHBOARD_CSS.into()),
         _ => (
             404,

@@ -84,7 +84,13 @@ fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
 }
 
 /// Lookaside traffic (get; set on a miss) over `keys` keys per prefix, values of `size` bytes.
-fn lookaside(conn: &mut BufReader<TcpStream>, rng: &mut u64, prefixes: &[&str], keys: u64, size: usize) {
+fn lookaside(
+    conn: &mut BufReader<TcpStream>,
+    rng: &mut u64,
+    prefixes: &[&str],
+    keys: u64,
+    size: usize,
+) {
     for prefix in prefixes {
         *rng = rng
             .wrapping_mul(6364136223846793005)
@@ -317,7 +323,10 @@ fn the_dashboard_draws_every_curve_in_a_real_browser() {
         assert!(points(&curve["d"]) >= 2, "class {class}'s curve: {curve:?}");
         assert!(marked("data-class", &class), "class {class}'s allocation");
         let series = find("data-series", &format!("class:{class}"));
-        assert!(points(&series["d"]) >= 2, "class {class} over time: {series:?}");
+        assert!(
+            points(&series["d"]) >= 2,
+            "class {class} over time: {series:?}"
+        );
     }
     for tenant in ["x", "y"] {
         let series = find("data-series", &format!("tenant:{tenant}"));
