@@ -166,3 +166,6 @@ pub fn route(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests;
