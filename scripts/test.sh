@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole mrcache test suite, in the order a reviewer would check it:
 #   1. reference tools (apt-get, only what is missing): memcached,
-#      libmemcached-tools, python3-pymemcache, python3-pytest
+#      libmemcached-tools, python3-pymemcache, python3-pytest, chromium (the
+#      dashboard's browser test), prometheus (promtool checks /metrics)
 #   2. cargo fmt --check
 #   3. cargo clippy --workspace --all-targets -- -D warnings
 #   4. cargo build --release --workspace
@@ -63,6 +64,9 @@ ensure_reference_tools() {
     "$PYTHON" -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
     # Figures (mrcache mrc/sim --plot) measure and draw text with this font.
     [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+    # The admin dashboard's test loads the page in a real browser; /metrics is checked by promtool.
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
     [ ${#missing[@]} -eq 0 ] && { echo "all present"; return 0; }
     echo "installing: ${missing[*]}"
     local sudo=()
@@ -75,7 +79,7 @@ ensure_reference_tools() {
 # shellcheck source=scripts/lib/toolchain.sh
 . scripts/lib/toolchain.sh
 gate "Rust toolchain (rustup where cargo is missing)" ensure_rust
-gate "reference tools (memcached, memccapable, pymemcache, pytest)" ensure_reference_tools
+gate "reference tools (memcached, memccapable, pymemcache, pytest, chromium, promtool)" ensure_reference_tools
 # From here on a missing memcached is a failure, not a skip.
 export MRCACHE_REQUIRE_MEMCACHED="${MRCACHE_REQUIRE_MEMCACHED:-1}"
 

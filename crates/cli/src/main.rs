@@ -9,6 +9,7 @@ mod latency_plot;
 mod mrc;
 mod plan;
 mod plot;
+mod progress;
 mod sim;
 
 use std::process::ExitCode;
@@ -44,7 +45,7 @@ enum Command {
     /// windows, as `mrcache sim` reports it); --allocation prints pages per class (class:pages).
     Plan(plan::PlanArgs),
     /// Load-test memcached-protocol servers: closed or open loop, latency percentiles, QoS search.
-    Bench(mrcache_loadgen::BenchArgs),
+    Bench(bench::BenchCmd),
     /// Draw latency against achieved throughput from saved `mrcache bench --scan --json` reports, one
     /// pair of lines per report (e.g. memcached and mrcached under the same load).
     LatencyPlot(latency_plot::LatencyPlotArgs),

@@ -15,6 +15,8 @@ use mrcache_workload::{open_trace, TraceFormat};
 
 mod accuracy;
 
+use crate::progress::{self, Progress};
+
 /// Fixed seed so that two runs sample the same keys.
 const DEFAULT_SEED: u64 = 0x006d_7263_6163_6865;
 
@@ -126,6 +128,19 @@ pub struct MrcArgs {
     /// Seed of the key sampler.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     seed: u64,
+    /// No progress bar (it is drawn on stderr only when stderr is a terminal).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// The bar of one pass over the trace (its length known for uncompressed binary traces).
+fn trace_progress(args: &MrcArgs, format: TraceFormat) -> Progress {
+    Progress::requests(
+        progress::wanted(args.quiet),
+        "mrc",
+        1,
+        progress::trace_requests(&args.trace, format.record_bytes()),
+    )
 }
 
 fn parse_format(name: &str) -> Result<TraceFormat, String> {
@@ -207,12 +222,14 @@ pub fn run(args: &MrcArgs) -> Result<(), String> {
 
     let reader = open_trace(&args.trace, args.format).map_err(|e| e.to_string())?;
     let format = reader.format();
-    for request in reader {
+    let mut progress = trace_progress(args, format);
+    for request in progress.track(reader) {
         let request = request.map_err(|e| e.to_string())?;
         for profiler in &mut profilers {
             profiler.record(request.key, request.size);
         }
     }
+    progress.finish();
 
     let unit = match args.unit {
         Unit::Objects => SizeUnit::Objects,

@@ -16,7 +16,8 @@ use mrcache_units::format_size;
 use mrcache_workload::synth::WORKLOAD_HELP;
 
 use crate::figures::{draw, Chart, Series};
-use crate::input::{take_trace_error, SlabArgs, SourceArgs, TraceErrorSlot};
+use crate::input::{take_trace_error, SlabArgs, SourceArgs, Stream, TraceErrorSlot};
+use crate::progress::{self, Counted, Progress};
 
 #[derive(Args, Debug)]
 #[command(after_help = WORKLOAD_HELP)]
@@ -83,6 +84,9 @@ pub struct SimArgs {
     /// Parallel runs for a sweep (default: the machine's cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// No progress bar (it is drawn on stderr only when stderr is a terminal).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 impl SimArgs {
@@ -162,15 +166,46 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         let threads = args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        // One pass per (policy, memory), and one exact profiling pass if a policy is the upper bound.
+        let mut passes = (policies.len() * memories.len()) as u64;
+        if policies
+            .iter()
+            .any(|p| SlabPolicy::by_name(p).is_ok_and(|p| p.is_upper_bound()))
+        {
+            passes += 1;
+        }
+        let progress = Progress::requests(
+            progress::wanted(args.quiet),
+            &format!("sim sweep ({passes} runs)"),
+            passes,
+            progress::source_requests(&args.source),
+        );
+        let counter = progress.counter();
         let points = sweep(&base, &memories, &policies, threads, || {
-            args.source.stream(&trace_error).map_err(SimError::Stream)
+            args.source
+                .stream(&trace_error)
+                .map(|s| Box::new(Counted::on(counter.clone(), s)) as Stream)
+                .map_err(SimError::Stream)
         })
         .map_err(|e| e.to_string())?;
+        progress.finish();
         check_trace()?;
         report_sweep(args, &policies, &points, out)?;
         return Ok(());
     }
     let setups = args.tenant_setups()?;
+    // One pass per run, and an exact profiling pass before each upper-bound run.
+    let upper_bound_runs = policies
+        .iter()
+        .filter(|p| SlabPolicy::by_name(p).is_ok_and(|p| p.is_upper_bound()))
+        .count();
+    let passes = ((policies.len() + upper_bound_runs) * setups.len()) as u64;
+    let mut progress = Progress::requests(
+        progress::wanted(args.quiet),
+        &format!("sim ({} runs)", policies.len() * setups.len()),
+        passes,
+        progress::source_requests(&args.source),
+    );
     let mut reports = Vec::new();
     for (policy, setup) in policies
         .iter()
@@ -181,27 +216,31 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         config.tenants = setup.clone();
         if policy.is_upper_bound() {
             // LAMA §5.6: exact curves from a first pass, Algorithm 1, the allocation replayed fixed.
-            let ub =
-                UpperBoundProfiler::profile(&config.engine, 0, args.source.stream(&trace_error)?);
+            let stream = progress.track(args.source.stream(&trace_error)?);
+            let ub = UpperBoundProfiler::profile(&config.engine, 0, stream);
             check_trace()?;
             let pages = ub.pages_in(config.engine.memory_limit_bytes);
             config.page_caps = Some(ub.upper_bound_allocation(pages));
         }
-        let report = Simulator::run(config, policy, args.source.stream(&trace_error)?)
-            .map_err(|e| e.to_string())?;
+        let stream = progress.track(args.source.stream(&trace_error)?);
+        let report = Simulator::run(config, policy, stream).map_err(|e| e.to_string())?;
         check_trace()?;
-        if args.json {
-            writeln!(
-                out,
-                "{}",
-                serde_json::to_string(&report).map_err(|e| e.to_string())?
-            )
-            .map_err(|e| e.to_string())?;
-        } else {
-            write_text(out, &report).map_err(|e| e.to_string())?;
-        }
+        // The bar steps aside while the run's report goes to stdout (often the same terminal).
+        progress.suspend(|| {
+            if args.json {
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string(&report).map_err(|e| e.to_string())?
+                )
+                .map_err(|e| e.to_string())
+            } else {
+                write_text(out, &report).map_err(|e| e.to_string())
+            }
+        })?;
         reports.push(report);
     }
+    progress.finish();
     if let Some(path) = &args.plot {
         let series = reports
             .iter()

@@ -71,5 +71,35 @@ impl OpKind {
 /// it are ignored: progress is advisory). Returns the report; print it with `Display`, or as JSON
 /// with serde when `args.json`.
 pub fn run(args: &BenchArgs, progress: &mut dyn std::io::Write) -> Result<Report, BenchError> {
+    runner::run(args, &mut ProgressLines(progress))
+}
+
+/// [`run`], telling `progress` when each phase starts and what each second measured (the CLI draws
+/// a bar from it).
+pub fn run_with_progress(
+    args: &BenchArgs,
+    progress: &mut dyn Progress,
+) -> Result<Report, BenchError> {
     runner::run(args, progress)
+}
+
+/// What a run reports while it runs. Progress is advisory: nothing a callee does here changes the run.
+pub trait Progress {
+    /// A phase (preload, run, one scan or QoS step) starts; it lasts about `planned` (warm-up plus
+    /// measured duration; a preload's timeout, which it usually ends well before), plus a drain.
+    fn phase(&mut self, label: &str, planned: std::time::Duration);
+    /// One second of the current phase: the time since it started and the progress line
+    /// (`[LABEL  ELAPSED STAGE] OPS ops/s  p50 ..us  p99 ..us  errors N`).
+    fn tick(&mut self, elapsed: std::time::Duration, line: &str);
+}
+
+/// Progress as lines on a writer, one a second (what [`run`] writes); write errors are ignored.
+pub struct ProgressLines<W>(pub W);
+
+impl<W: std::io::Write> Progress for ProgressLines<W> {
+    fn phase(&mut self, _label: &str, _planned: std::time::Duration) {}
+
+    fn tick(&mut self, _elapsed: std::time::Duration, line: &str) {
+        let _ = writeln!(self.0, "{line}");
+    }
 }

@@ -24,7 +24,7 @@ use crate::report::{PreloadReport, QosReport, Report, ScanStep};
 use crate::request::{push_auth, KeySpace};
 use crate::stats::{RunStats, Tick};
 use crate::worker::{ConnSpec, LoadMode, Plan, TenantPlan, Window, Worker, TICK};
-use crate::BenchError;
+use crate::{BenchError, Progress};
 
 /// Largest multi-get: keeps a request line well inside memcached's 2 KiB-per-key-ish limits.
 const MAX_MULTIGET: usize = 100;
@@ -45,7 +45,7 @@ struct Setup {
     keys: KeySampler,
 }
 
-pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Write) -> Result<Report, BenchError> {
+pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Progress) -> Result<Report, BenchError> {
     let setup = validate(args)?;
     let preload = if args.preload {
         let plan = plan(args, &setup, LoadMode::Preload)?;
@@ -362,7 +362,7 @@ fn run_phase(
     timing: (Duration, Duration),
     phase: u64,
     label: &str,
-    progress: &mut dyn Write,
+    progress: &mut dyn Progress,
 ) -> Result<PhaseResult, BenchError> {
     let threads = args.threads.min(specs.len()).max(1);
     let mut per_thread: Vec<Vec<ConnSpec>> = vec![Vec::new(); threads];
@@ -436,6 +436,7 @@ fn run_phase(
         for gate in &gates {
             let _ = gate.send(Some(start));
         }
+        progress.phase(label, warmup + duration);
         report_progress(&tick_rx, start, warmup, duration, label, progress);
         let mut stats = RunStats::new(plan.tenants.len());
         for h in handles {
@@ -452,14 +453,14 @@ fn run_phase(
     })
 }
 
-/// Prints one line per second until every worker has hung up.
+/// Reports one line per second until every worker has hung up.
 fn report_progress(
     ticks: &mpsc::Receiver<Tick>,
     start: Instant,
     warmup: Duration,
     duration: Duration,
     label: &str,
-    out: &mut dyn Write,
+    out: &mut dyn Progress,
 ) {
     let mut ops = 0u64;
     let mut errors = 0u64;
@@ -483,8 +484,7 @@ fn report_progress(
                 } else {
                     "drain"
                 };
-                let _ = writeln!(
-                    out,
+                let line = format!(
                     "[{label} {:>6.1}s {stage:<7}] {:>10.0} ops/s  p50 {:>6}us  p99 {:>7}us  errors {}",
                     elapsed.as_secs_f64(),
                     ops as f64 / TICK.as_secs_f64(),
@@ -492,6 +492,7 @@ fn report_progress(
                     latency.percentile_us(99.0),
                     errors,
                 );
+                out.tick(elapsed, &line);
                 ops = 0;
                 latency.clear();
                 next_print += TICK;

@@ -4,20 +4,35 @@
 //! - `GET /mrc?class=N`    one class
 //! - `GET /metrics`        Prometheus text: every counter and gauge of `stats`, `stats items`, `stats slabs`
 //!   and `stats tenants` (labelled by class and tenant), from the same registry (`crate::stats`)
-//! - `GET /`               a short index
+//! - `GET /history`        the last ten minutes, sampled once a second (`history`): pages per class and
+//!   per tenant, hit ratio, the slab policy's predicted and observed miss ratio, policy moves, as JSON
+//! - `GET /`               the dashboard: one HTML page (`admin/dashboard.html`, `.js`, `.css`, built
+//!   into the binary, no external resources) that fetches `/mrc` and `/history` every few seconds and
+//!   draws the curves with the current allocations marked, pages over time, hit ratio, predicted
+//!   against observed miss ratio and policy moves as inline SVG
+//! - `GET /dashboard.js`, `GET /dashboard.css` the page's script and style
 //!
-//! One thread serves requests one at a time (they are rare and cheap); it never touches the request path
-//! except through the engine's own snapshot calls, which take each shard lock briefly. It stops when the
-//! server shuts down.
+//! One thread serves requests one at a time (they are rare and cheap) and takes the history's samples
+//! between them; it never touches the request path except through the engine's own snapshot calls,
+//! which take each shard lock briefly. It stops when the server shuts down.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mrcache_engine::ClassId;
 
 use crate::context::ServerContext;
 use crate::mrc_report;
+
+pub mod history;
+
+use history::History;
+
+/// The dashboard page, its script and its style (served as they are; no build step).
+const DASHBOARD_HTML: &str = include_str!("admin/dashboard.html");
+const DASHBOARD_JS: &str = include_str!("admin/dashboard.js");
+const DASHBOARD_CSS: &str = include_str!("admin/dashboard.css");
 
 /// How often the admin thread checks for shutdown while idle.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(200);
@@ -92,11 +107,13 @@ impl Admin {
 }
 
 fn serve(ctx: &ServerContext, server: &tiny_http::Server) {
+    let mut history = History::new();
     while !ctx.is_shutting_down() {
+        history.poll(ctx, Instant::now());
         let Ok(Some(request)) = server.recv_timeout(SHUTDOWN_POLL) else {
             continue;
         };
-        let (status, content_type, body) = route(ctx, request.method(), request.url());
+        let (status, content_type, body) = route(ctx, &history, request.method(), request.url());
         let response = tiny_http::Response::from_string(body)
             .with_status_code(status)
             .with_header(
@@ -110,6 +127,7 @@ fn serve(ctx: &ServerContext, server: &tiny_http::Server) {
 /// Status, content type and body for one request.
 pub fn route(
     ctx: &ServerContext,
+    history: &History,
     method: &tiny_http::Method,
     url: &str,
 ) -> (u16, &'static str, String) {
@@ -138,16 +156,20 @@ pub fn route(
             "text/plain; version=0.0.4",
             crate::stats::prometheus(ctx),
         ),
-        "/" => (
-            200,
-            "text/plain",
-            "mrcached admin: /mrc (miss-ratio curves, JSON), /mrc?class=N, /metrics (Prometheus)\n"
-                .into(),
-        ),
+        "/history" => match history.to_json(ctx) {
+            Ok(json) => (200, "application/json", json),
+            Err(e) => (500, "text/plain", format!("{e}\n")),
+        },
+        "/" | "/index.html" => (200, "text/html; charset=utf-8", DASHBOARD_HTML.into()),
+        "/dashboard.js" => (200, "text/javascript; charset=utf-8", DASHBOARD_JS.into()),
+        "/dashboard.css" => (200, "text/css; charset=utf-8", DASHBOARD_CSS.into()),
         _ => (
             404,
             "text/plain",
-            "not found: try /mrc or /metrics\n".into(),
+            "not found: try / (dashboard), /mrc, /history or /metrics\n".into(),
         ),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,7 +8,7 @@
 //! - `stats`    — the metrics registry: the `stats` families under memcached's names and `/metrics`
 //! - `mrc_report` — the online miss-ratio curves of classes and tenants (`stats mrc`, `/mrc`)
 //! - `memory`   — the memory model: tenant pools under a tenant arbiter, slab classes under a class policy
-//! - `admin`    — the admin HTTP port (`/mrc`, `/metrics`)
+//! - `admin`    — the admin HTTP port (the dashboard `/`, `/mrc`, `/history`, `/metrics`)
 //! - `tenants`  — tenant identity (password, prefix, port), the `--config`/`-Y` files, reload
 
 #![warn(missing_docs)]

@@ -90,11 +90,13 @@ pub(super) fn run(args: &MrcArgs, seeds: u32) -> Result<(), String> {
         return Err("--seeds measures fixed-rate sampling; drop --max-samples".to_owned());
     }
     let reader = open_trace(&args.trace, args.format).map_err(|e| e.to_string())?;
+    let mut progress = super::trace_progress(args, reader.format());
     let mut trace = Vec::new();
-    for request in reader {
+    for request in progress.track(reader) {
         let request = request.map_err(|e| e.to_string())?;
         trace.push((request.key, request.size));
     }
+    progress.finish();
 
     // Exact pass: depth of every access, keyed by a dense key index.
     let mut exact = ExactLru::new();
