@@ -63,6 +63,8 @@ ensure_reference_tools() {
     "$PYTHON" -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
     # Figures (mrcache mrc/sim --plot) measure and draw text with this font.
     [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+    # tests/python/test_cluster.py runs three servers behind twemproxy.
+    command -v nutcracker >/dev/null || [ -x /usr/sbin/nutcracker ] || missing+=(nutcracker)
     [ ${#missing[@]} -eq 0 ] && { echo "all present"; return 0; }
     echo "installing: ${missing[*]}"
     local sudo=()
