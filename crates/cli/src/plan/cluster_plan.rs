@@ -178,12 +178,21 @@ pub fn run(
                     (p.pages_per_node as u64 * cluster.page_size_bytes()) >> 20,
                     hit_ratio_text(p)
                 ),
-                None => writeln!(
-                    out,
-                    "{n:>5} nodes: not reached with up to {} MiB (hit ratio there: {})",
-                    bound >> 20,
-                    hit_ratio_text(&cluster.predict(*n, bound))
-                ),
+                None => {
+                    let there = cluster.predict(*n, bound);
+                    let hint = if there.extrapolated {
+                        "; `stats mrc` curves end at each node's memory: give the admin ports \
+                         (--server http://HOST:PORT) to see past it"
+                    } else {
+                        ""
+                    };
+                    writeln!(
+                        out,
+                        "{n:>5} nodes: not reached with up to {} MiB (hit ratio there: {}){hint}",
+                        bound >> 20,
+                        hit_ratio_text(&there)
+                    )
+                }
             }
             .map_err(io)?;
         }
@@ -199,8 +208,8 @@ fn hit_ratio_text(p: &Prediction) -> String {
     }
 }
 
-/// Hit ratio against total memory (MiB), one line per node count, from nothing to the largest size
-/// asked for or found for the target; the target as a dashed line.
+/// Hit ratio against total memory (MiB), one line per node count (dashed past the measured curves),
+/// from nothing to the largest size asked for or found for the target; the target as a thin dashed line.
 fn plot(
     path: &std::path::Path,
     cluster: &Cluster,
@@ -220,32 +229,47 @@ fn plot(
         .max()
         .unwrap_or(cluster.total_memory_bytes())
         .max(1);
-    let mut series: Vec<Series> = node_counts
-        .iter()
-        .map(|&n| Series {
-            label: format!("{n} node{}", if n == 1 { "" } else { "s" }),
-            points: (1..=PLOT_POINTS)
-                .map(|k| {
-                    let p = cluster.predict(n, largest * k as u64 / PLOT_POINTS as u64);
-                    (p.total_memory_bytes as f64 / MIB, p.hit_ratio())
-                })
-                .collect(),
-        })
-        .collect();
-    let mut styles: Vec<SeriesStyle> = (0..series.len())
-        .map(|i| SeriesStyle {
-            color: i,
+    // Per node count a solid line where the curves were measured, dashed (same colour) past it.
+    let mut series: Vec<Series> = Vec::new();
+    let mut styles: Vec<SeriesStyle> = Vec::new();
+    for (color, &n) in node_counts.iter().enumerate() {
+        let label = format!("{n} node{}", if n == 1 { "" } else { "s" });
+        let predictions: Vec<Prediction> = (1..=PLOT_POINTS)
+            .map(|k| cluster.predict(n, largest * k as u64 / PLOT_POINTS as u64))
+            .collect();
+        let point = |p: &Prediction| (p.total_memory_bytes as f64 / MIB, p.hit_ratio());
+        let measured = predictions.iter().take_while(|p| !p.extrapolated).count();
+        let mut style = SeriesStyle {
+            color,
             dashed: false,
             width: 2,
-        })
-        .collect();
+        };
+        if measured > 0 {
+            series.push(Series {
+                label: label.clone(),
+                points: predictions[..measured].iter().map(point).collect(),
+            });
+            styles.push(style);
+        }
+        if measured < predictions.len() {
+            series.push(Series {
+                label: format!("{label}, past the measured curves (at least)"),
+                points: predictions[measured.saturating_sub(1)..]
+                    .iter()
+                    .map(point)
+                    .collect(),
+            });
+            style.dashed = true;
+            styles.push(style);
+        }
+    }
     if let Some(t) = args.target_hit_ratio {
         series.push(Series {
             label: format!("target {t}"),
             points: vec![(0.0, t), (largest as f64 / MIB, t)],
         });
         styles.push(SeriesStyle {
-            color: series.len(),
+            color: node_counts.len(),
             dashed: true,
             width: 1,
         });
