@@ -67,6 +67,8 @@ ensure_reference_tools() {
     # The admin dashboard's test loads the page in a real browser; /metrics is checked by promtool.
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+    # tests/python/test_cluster.py runs three servers behind twemproxy.
+    command -v nutcracker >/dev/null || [ -x /usr/sbin/nutcracker ] || missing+=(nutcracker)
     [ ${#missing[@]} -eq 0 ] && { echo "all present"; return 0; }
     echo "installing: ${missing[*]}"
     local sudo=()

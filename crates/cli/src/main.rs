@@ -43,6 +43,10 @@ enum Command {
     /// Algorithm 1 over the exact curves), the bound no slab policy can beat. Miss ratios are GET misses
     /// over GETs, over the whole run and over its steady state (the last half of the --window-requests
     /// windows, as `mrcache sim` reports it); --allocation prints pages per class (class:pages).
+    ///
+    /// With --server HOST:PORT ... it plans a consistent-hashing cluster from the curves its live nodes
+    /// report instead: the hit ratio at other total memory sizes (--memory) and node counts (--nodes), the
+    /// memory a --target-hit-ratio needs, and a --plot (the model is under --server).
     Plan(plan::PlanArgs),
     /// Load-test memcached-protocol servers: closed or open loop, latency percentiles, QoS search.
     Bench(bench::BenchCmd),

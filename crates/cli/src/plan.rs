@@ -2,6 +2,14 @@
 //! ratio of memcached's default (demand-filled) allocation (LAMA §3.5 eq. 6) and of the optimal allocation
 //! over the exact per-class curves (LAMA Algorithm 1, the theoretical upper bound of §5.6), without
 //! replaying the cache once per size.
+//!
+//! With `--server HOST:PORT ...` it plans a cluster instead, from the curves the live nodes report
+//! ([`servers`]), under the model in [`cluster`]: the hit ratio at other total memory sizes and node
+//! counts, and the memory a target hit ratio needs ([`cluster_plan`] prints and draws it).
+
+mod cluster;
+mod cluster_plan;
+mod servers;
 
 use std::io::Write;
 
@@ -18,13 +26,19 @@ use crate::input::{take_trace_error, SlabArgs, SourceArgs, TraceErrorSlot};
 const STEADY_STATE_FRACTION: f64 = 0.5;
 
 #[derive(Args, Debug)]
-#[command(after_help = WORKLOAD_HELP)]
+#[command(
+    after_help = WORKLOAD_HELP,
+    mut_arg("workload", |a| a.required_unless_present_any(["trace", "servers"]))
+)]
 pub struct PlanArgs {
     #[command(flatten)]
     source: SourceArgs,
-    /// Memory sizes: one size (64MiB) or FROM..TO:STEP (32MiB..256MiB:32MiB).
-    #[arg(long, default_value_t = format_size(DEFAULT_MEMORY_LIMIT_BYTES))]
-    memory: String,
+    #[command(flatten)]
+    cluster: cluster_plan::ClusterArgs,
+    /// Memory sizes: one size (64MiB) or FROM..TO:STEP (32MiB..256MiB:32MiB). With --server, the
+    /// cluster's total memory (default: a quarter of today's total to twice it, in quarters).
+    #[arg(long)]
+    memory: Option<String>,
     /// Requests per window; the steady state is the last half of the windows, as in `mrcache sim`.
     #[arg(long, default_value_t = 1_000_000)]
     window_requests: u64,
@@ -33,12 +47,13 @@ pub struct PlanArgs {
     /// Also print the pages per slab class of both allocations.
     #[arg(long)]
     allocation: bool,
-    /// Print one JSON array of per-size plans (allocations included) instead of text.
+    /// Print one JSON array of per-size plans (allocations included) instead of text; with --server, one
+    /// JSON object of the cluster's predictions.
     #[arg(long)]
     json: bool,
 }
 
-fn parse_memories(text: &str) -> Result<Vec<u64>, String> {
+pub(crate) fn parse_memories(text: &str) -> Result<Vec<u64>, String> {
     if text.contains("..") {
         parse_range(text)
     } else {
@@ -48,7 +63,20 @@ fn parse_memories(text: &str) -> Result<Vec<u64>, String> {
 }
 
 pub fn run(args: &PlanArgs) -> Result<(), String> {
-    let memories = parse_memories(&args.memory)?;
+    if !args.cluster.servers.is_empty() {
+        let memories = args.memory.as_deref().map(parse_memories).transpose()?;
+        return cluster_plan::run(&args.cluster, memories, args.json);
+    }
+    if let Some(option) = args.cluster.stray_option() {
+        return Err(format!(
+            "{option} plans a cluster: give the nodes with --server"
+        ));
+    }
+    let memories = parse_memories(
+        args.memory
+            .as_deref()
+            .unwrap_or(&format_size(DEFAULT_MEMORY_LIMIT_BYTES)),
+    )?;
     if args.window_requests == 0 {
         return Err("--window-requests must be positive".into());
     }
