@@ -11,7 +11,10 @@ fn header() -> Header {
     }
 }
 
-fn records() -> Vec<(u16, Vec<u8>, Vec<u8>, u32, i64, i64, u64, u8)> {
+/// A record's fields, owned: tenant, key, value, flags, expiry, last access, CAS, marks.
+type Fields = (u16, Vec<u8>, Vec<u8>, u32, i64, i64, u64, u8);
+
+fn records() -> Vec<Fields> {
     (0..20u32)
         .map(|i| {
             (

@@ -1,6 +1,6 @@
 //! `stats` (the general family) and the global `/metrics` series: the [`GENERAL`] table over a
 //! [`General`] snapshot, in memcached 1.6.18's order, then ours (`mrcached_version`, the slab policy's
-//! and tenant arbiter's figures) and the `/metrics`-only series.
+//! and tenant arbiter's figures, the warm restart's `restart_items_*`) and the `/metrics`-only series.
 //!
 //! The snapshot is taken once per request from the engine, the workers' counters, the connection
 //! counters and registry, the maintenance thread's counters and the process; each figure reads one
