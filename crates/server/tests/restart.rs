@@ -77,7 +77,13 @@ impl Client {
     }
 
     fn stat(&mut self, name: &str) -> String {
-        self.send("stats\r\n");
+        self.stat_of("", name)
+    }
+
+    /// One figure of `stats <family>`.
+    fn stat_of(&mut self, family: &str, name: &str) -> String {
+        self.send(format!("stats {family}").trim_end());
+        self.send("\r\n");
         let mut found = None;
         loop {
             let l = self.line();
@@ -211,6 +217,7 @@ fn restart_keeps_everything(test: &str, extra: &[&str], stop_by_signal: bool) {
     assert_eq!(c.stat("curr_items"), ITEMS.to_string());
     check_all(&mut c, &stored, started);
     assert!(!file.exists(), "a loaded file is consumed");
+    assert_eq!(c.stat_of("settings", "memory_file"), file.to_str().unwrap());
     let max_cas = stored.values().map(|v| v.1).max().unwrap();
     c.set("new", 0, 0, b"v");
     assert!(c.gets("new").unwrap().1 > max_cas);

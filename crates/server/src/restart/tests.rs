@@ -174,3 +174,28 @@ fn suffixes_keep_the_path() {
         Path::new("/a/b.cache.tmp")
     );
 }
+
+proptest::proptest! {
+    /// Whatever follows a valid header, reading never panics and never allocates past the limits.
+    #[test]
+    fn any_bytes_after_a_header_read_without_panic(tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+        let mut bytes = Writer::new(Vec::new(), &header()).unwrap().finish().unwrap();
+        bytes.truncate(bytes.len() - 13);
+        bytes.extend_from_slice(&tail);
+        let _ = read(&bytes);
+    }
+
+    /// Several bytes changed at once are still caught.
+    #[test]
+    fn changed_bytes_are_refused(changes in proptest::collection::vec((proptest::prelude::any::<usize>(), 1u8..=255), 1..8)) {
+        let mut bytes = file();
+        let len = bytes.len();
+        for (at, xor) in changes {
+            bytes[at % len] ^= xor;
+        }
+        // Changes may cancel out (the same byte twice); only a changed file must be refused.
+        if bytes != file() {
+            proptest::prop_assert!(read(&bytes).is_err());
+        }
+    }
+}
