@@ -44,6 +44,17 @@ impl Clock {
         (exptime + self.now as i64).min(u32::MAX as i64) as u32
     }
 
+    /// The Unix time of relative time `relative` on this clock.
+    pub fn unix_time(&self, relative: u32) -> i64 {
+        self.process_started_unix + i64::from(relative)
+    }
+
+    /// Unix time `unix` as relative time on this clock, clamped to `0..=u32::MAX` (a time before this
+    /// clock started is 0; callers treat a relative expiry at or before `now` as expired).
+    pub fn relative(&self, unix: i64) -> u32 {
+        (unix - self.process_started_unix).clamp(0, i64::from(u32::MAX)) as u32
+    }
+
     /// Whether a relative expiry has passed.
     pub fn is_expired(&self, expiry: u32) -> bool {
         expiry != 0 && expiry <= self.now
@@ -71,5 +82,22 @@ mod tests {
         assert_eq!(clock.expiry(1_000_000_000), 1, "absolute time in the past");
         assert_eq!(clock.expiry(1_700_000_500), 500);
         assert!(!clock.is_expired(0));
+    }
+
+    #[test]
+    fn relative_and_unix_times_convert_through_the_wall_clock() {
+        let before = Clock {
+            now: 500,
+            process_started_unix: 1_700_000_000,
+        };
+        let after = Clock {
+            now: 62,
+            process_started_unix: 1_700_000_900,
+        };
+        // 600 s to live at `before`'s now; 462 s of wall time later, 138 s are left.
+        let unix = before.unix_time(1100);
+        assert_eq!(after.relative(unix), 200);
+        assert_eq!(after.relative(0), 0);
+        assert_eq!(before.unix_time(0), 1_700_000_000);
     }
 }

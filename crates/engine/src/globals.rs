@@ -129,6 +129,13 @@ impl Globals {
         }
     }
 
+    /// Makes every later CAS value larger than `cas` (a warm restart restores items with their CAS).
+    pub fn raise_cas_above(&self, cas: u64) {
+        if self.use_cas {
+            self.cas.fetch_max(cas, Relaxed);
+        }
+    }
+
     fn horizon(&self, tenant: TenantId) -> Option<&FlushHorizon> {
         let block = self.horizons[tenant.index() / HORIZONS_PER_BLOCK].get()?;
         Some(&block[tenant.index() % HORIZONS_PER_BLOCK])

@@ -36,8 +36,9 @@ mod tenant;
 pub use clock::Clock;
 pub use config::{ConfigError, EngineConfig, ItemAccounting};
 pub use engine::{
-    parse_decimal, ArithOutcome, ClassHistogram, ClassMrc, Delta, Engine, Entry, ItemFlag,
-    ItemView, ReassignOutcome, StoreArgs, StoreMode, StoreOutcome,
+    parse_decimal, ArithOutcome, ClassHistogram, ClassMrc, Delta, Engine, Entry, ItemCursor,
+    ItemFlag, ItemMarks, ItemView, ReassignOutcome, RestoreOutcome, SavedItem, StoreArgs,
+    StoreMode, StoreOutcome,
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
 pub use pool::{PoolSnapshot, UNLIMITED};

@@ -8,8 +8,9 @@
 //!
 //! Extensions for the network layer (see `docs/threads-and-locks.md`): the connection registry that
 //! `stats conns` reads (a leaf lock per worker, taken on open/close and by `stats conns`, never per
-//! request), the listening sockets, the maintenance thread's counters, and `request_shutdown`, which any
-//! thread (a signal, the `shutdown` command) calls to stop the server.
+//! request), the listening sockets, the maintenance thread's counters, and `request_shutdown` (or
+//! `request_graceful_shutdown`, which also asks for the warm-restart save), which any thread (a signal,
+//! the `shutdown` command) calls to stop the server.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
@@ -110,8 +111,13 @@ pub struct ServerContext {
     /// The tenant arbiter in force with its parameters (`none` without tenant pools), for `stats
     /// settings`; the maintenance thread, which owns the arbitration, rewrites it when a reload changes it.
     pub tenant_policy: std::sync::Mutex<String>,
-    /// Set when the server should stop (SIGTERM, SIGINT, `shutdown` with `-A`).
+    /// Set when the server should stop (SIGTERM, SIGINT, SIGUSR1, `shutdown` with `-A`).
     pub shutting_down: AtomicBool,
+    /// Set with `shutting_down` by a graceful stop (SIGUSR1, `shutdown graceful`): with `-e`, the cache
+    /// is saved once every thread has stopped (`crate::restart`).
+    graceful: AtomicBool,
+    /// What the warm restart at start-up loaded (`stats`); set once, before the listener accepts.
+    pub restart: OnceLock<crate::restart::RestoreReport>,
     /// Every open client connection, per worker (`stats conns`).
     pub connections: ConnRegistry,
     /// The bound listening sockets, set once by the listener before it accepts.
@@ -153,6 +159,8 @@ impl ServerContext {
                 .map(|_| Arc::new(ThreadStats::default()))
                 .collect(),
             shutting_down: AtomicBool::new(false),
+            graceful: AtomicBool::new(false),
+            restart: OnceLock::new(),
             connections: ConnRegistry::new(workers),
             listeners: OnceLock::new(),
             maintenance: MaintenanceStats::new(),
@@ -206,6 +214,19 @@ impl ServerContext {
             // A failed wake leaves the listener to notice on its next event; nothing else to do here.
             let _ = waker.wake();
         }
+    }
+
+    /// A graceful stop (memcached's SIGUSR1, `shutdown graceful`): as `request_shutdown`, and with `-e`
+    /// the cache is saved once every thread has stopped.
+    pub fn request_graceful_shutdown(&self) {
+        self.graceful
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.request_shutdown();
+    }
+
+    /// Whether the stop was graceful (`request_graceful_shutdown`).
+    pub fn is_graceful_shutdown(&self) -> bool {
+        self.graceful.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether `request_shutdown` has been called.

@@ -9,6 +9,7 @@
 //! - `mrc_report` — the online miss-ratio curves of classes and tenants (`stats mrc`, `/mrc`)
 //! - `memory`   — the memory model: tenant pools under a tenant arbiter, slab classes under a class policy
 //! - `admin`    — the admin HTTP port (the dashboard `/`, `/mrc`, `/history`, `/metrics`)
+//! - `restart`  — warm restart (`-e`): the cache saved at a graceful stop and loaded at start-up
 //! - `tenants`  — tenant identity (password, prefix, port), the `--config`/`-Y` files, reload
 
 #![warn(missing_docs)]
@@ -19,6 +20,7 @@ pub mod dispatch;
 pub mod memory;
 pub mod mrc_report;
 pub mod net;
+pub mod restart;
 pub mod session;
 pub mod settings;
 pub(crate) mod stats;

@@ -1,5 +1,6 @@
-//! The `mrcached` binary: parse memcached's flags, build the engine and the shared context, start the
-//! listener, workers and maintenance thread, and run until SIGTERM/SIGINT or `shutdown`.
+//! The `mrcached` binary: parse memcached's flags, build the engine and the shared context, load a warm
+//! restart (`-e`), start the listener, workers and maintenance thread, and run until SIGTERM/SIGINT,
+//! SIGUSR1 or `shutdown`; after a graceful stop (SIGUSR1, `shutdown graceful`) with `-e`, save the cache.
 //!
 //! Stdout carries nothing at start-up except, with `-p 0`, the one line `listening on ADDR:PORT` once the
 //! sockets accept connections (tests read it as the readiness signal), and with `--admin-port 0` a second
@@ -14,6 +15,7 @@ use mrcache_engine::Engine;
 use mrcache_server::admin::Admin;
 use mrcache_server::context::ServerContext;
 use mrcache_server::net::{Server, ServerOptions};
+use mrcache_server::restart;
 use mrcache_server::session::Session;
 use mrcache_server::settings::{Command, Settings, EXIT_USAGE};
 
@@ -47,12 +49,22 @@ fn main() -> ExitCode {
 }
 
 fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(path) = &settings.memory_file {
+        restart::check_path(path)?;
+    }
     let engine = Engine::new(settings.engine_config())?;
     let announce = settings.port == 0;
     let threads = settings.threads;
     let verbose = settings.verbose;
     let ctx = Arc::new(ServerContext::new(engine, settings, threads));
-    let server = Server::start(ctx.clone(), Session::new, ServerOptions::default())?;
+    // A warm restart loads once the memory model is in force and before the first connection.
+    let server =
+        Server::start_prepared(ctx.clone(), Session::new, ServerOptions::default(), |ctx| {
+            if let Some(path) = &ctx.settings.memory_file {
+                let _ = ctx.restart.set(restart::restore(ctx, path));
+            }
+            Ok(())
+        })?;
     if verbose > 0 {
         for a in server.local_addrs() {
             eprintln!("mrcached: listening on {a}");
@@ -76,6 +88,19 @@ fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         None => None,
     };
     server.wait()?;
+    // Every worker and the maintenance thread have stopped: the file is one moment of the cache.
+    if let (Some(path), true) = (&ctx.settings.memory_file, ctx.is_graceful_shutdown()) {
+        let items = restart::save(&ctx, path).map_err(|e| {
+            format!(
+                "warm restart: saving the cache to {} failed: {e}",
+                path.display()
+            )
+        })?;
+        eprintln!(
+            "mrcached: warm restart: saved {items} items to {}",
+            path.display()
+        );
+    }
     if let Some(admin) = admin {
         admin.join();
     }

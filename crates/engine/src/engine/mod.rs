@@ -14,7 +14,8 @@
 //!
 //! Files, one concern each: `store` (storage commands), `arith` (incr/decr), `entry` (an item under its
 //! shard lock, for get-type and meta commands), `pages` (page moves and memory limits), `pools` (tenant
-//! pools), `profiles` (the online curves) and `report` (stats and the invariant check).
+//! pools), `profiles` (the online curves), `report` (stats and the invariant check) and `restart`
+//! (walking live items and restoring saved ones, for a warm restart).
 
 use std::sync::Arc;
 
@@ -34,6 +35,7 @@ mod pages;
 mod pools;
 mod profiles;
 mod report;
+mod restart;
 mod store;
 
 pub use arith::{parse_decimal, ArithOutcome, Delta};
@@ -41,6 +43,7 @@ use entry::count_get;
 pub use entry::{Entry, ItemFlag, ItemView};
 pub use pages::ReassignOutcome;
 pub use profiles::{ClassHistogram, ClassMrc};
+pub use restart::{ItemCursor, ItemMarks, RestoreOutcome, SavedItem};
 pub use store::{StoreArgs, StoreMode, StoreOutcome};
 
 /// The storage engine: shards, geometry and shared state.

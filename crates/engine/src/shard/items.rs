@@ -17,6 +17,13 @@ impl Shard {
     /// Links a freshly written chunk: index, LRU head, accounting, a new CAS.
     pub(super) fn link(&mut self, part: Part, hash: u64, h: u32) -> u64 {
         let cas = self.globals.next_cas();
+        self.link_with_cas(part, hash, h, cas, true);
+        cas
+    }
+
+    /// Links a written chunk with a given CAS: index, LRU head, accounting, and (`profile`) one use in
+    /// the profilers.
+    pub(super) fn link_with_cas(&mut self, part: Part, hash: u64, h: u32, cas: u64, profile: bool) {
         let geometry = self.geometry.clone();
         let (requested, tenant) = {
             let mut it = self.item_mut(h);
@@ -33,12 +40,13 @@ impl Shard {
         t.bytes += requested as u64;
         self.index_insert(hash, h);
         self.lru_push_head(part, h);
-        self.record_use(part, hash, requested);
+        if profile {
+            self.record_use(part, hash, requested);
+        }
         let c = self.part_state(part);
         c.items += 1;
         c.requested_bytes += requested as u64;
         self.counters.total_items += 1;
-        cas
     }
 
     /// Removes a linked item from the index and LRU and frees its chunk.

@@ -18,8 +18,9 @@
 //!
 //! Files, one concern each: `index` (the hash index), `lists` (LRU and free lists), `items` (link,
 //! unlink, lookup), `alloc` (chunks and pages), `donor` (who gives a page), `page_move` (moving one),
-//! `shadow` (Memshare's shadow queue), `maintenance` (reaping, shrinking), `snapshot` (counters and
-//! class snapshots) and `invariants` (the checker of all of the above).
+//! `shadow` (Memshare's shadow queue), `maintenance` (reaping, shrinking), `restart` (walking live
+//! items and restoring saved ones, for a warm restart), `snapshot` (counters and class snapshots)
+//! and `invariants` (the checker of all of the above).
 
 use std::sync::Arc;
 
@@ -40,11 +41,13 @@ mod items;
 mod lists;
 mod maintenance;
 mod page_move;
+mod restart;
 mod shadow;
 mod snapshot;
 
 pub(crate) use index::hash_key;
 pub use invariants::{InvariantError, Partition, Violation};
+pub(crate) use restart::{restart_bits, WalkPosition};
 
 /// Partition numbers leave room for every slab class memcached allows (63) in each pool.
 const PART_STRIDE: usize = 64;

@@ -33,13 +33,15 @@ pub const INTERVAL: Duration = Duration::from_secs(1);
 /// One tenant at one sample.
 #[derive(Clone, Debug, Serialize)]
 pub struct TenantSample {
+    /// The tenant's name.
     pub tenant: String,
     /// Pages its own pool holds (0: it shares pool 0).
     pub pages: usize,
     /// Bytes of its items.
     pub bytes: u64,
-    /// GET-type lookups since the previous sample that hit, and that missed.
+    /// GET-type lookups since the previous sample that hit.
     pub hits: u64,
+    /// GET-type lookups since the previous sample that missed.
     pub misses: u64,
 }
 
@@ -50,15 +52,18 @@ pub struct Sample {
     pub t: u64,
     /// `[class, pages]` for every class holding pages.
     pub class_pages: Vec<(u8, usize)>,
+    /// Every tenant ever known.
     pub tenants: Vec<TenantSample>,
-    /// GET-type lookups since the previous sample that hit, and that missed.
+    /// GET-type lookups since the previous sample that hit.
     pub hits: u64,
+    /// GET-type lookups since the previous sample that missed.
     pub misses: u64,
     /// `hits / (hits + misses)`, `None` without lookups in the interval.
     pub hit_ratio: Option<f64>,
     /// The slab policy's predicted miss ratio for the window after its last curve-driven round, and the
     /// one observed in it (`stats`' `policy_predicted_miss_ratio` / `policy_observed_miss_ratio`).
     pub predicted_miss_ratio: Option<f64>,
+    /// See `predicted_miss_ratio`.
     pub observed_miss_ratio: Option<f64>,
     /// Pages the class policy moved between classes since the previous sample.
     pub moves: u64,
@@ -105,6 +110,7 @@ fn finite(v: f64) -> Option<f64> {
 }
 
 impl History {
+    /// An empty history; the first sample comes at the first [`INTERVAL`].
     pub fn new() -> History {
         History {
             samples: VecDeque::with_capacity(CAPACITY),

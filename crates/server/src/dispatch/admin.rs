@@ -74,9 +74,14 @@ pub(crate) fn shutdown(ctx: &Ctx<'_>, mode: ShutdownMode, out: &mut Vec<u8>) -> 
         return Flow::Continue;
     }
     match mode {
-        // Both stop the server; we have no warm-restart state for `graceful` to save.
-        ShutdownMode::Now | ShutdownMode::Graceful => {
+        // memcached raises SIGINT for `shutdown` and SIGUSR1 for `shutdown graceful`: only the latter
+        // saves the cache for a warm restart (`-e`).
+        ShutdownMode::Now => {
             ctx.server.request_shutdown();
+            Flow::Close
+        }
+        ShutdownMode::Graceful => {
+            ctx.server.request_graceful_shutdown();
             Flow::Close
         }
         ShutdownMode::Invalid => {

@@ -2,8 +2,9 @@
 //! `-c`, and hands each connection to a worker round-robin over that worker's channel plus its `Waker`.
 //!
 //! It also owns shutdown: its poll watches a waker (`ServerContext::request_shutdown`) and, when signals are
-//! handled, a self-pipe that signal-hook writes on SIGTERM/SIGINT/SIGUSR1. On either it stops accepting,
-//! sets `shutting_down`, wakes every worker, and returns, closing the listening sockets.
+//! handled, a self-pipe that signal-hook writes on SIGTERM/SIGINT and another for SIGUSR1 (a graceful
+//! stop, which saves the cache with `-e`). On any it stops accepting, sets `shutting_down`, wakes every
+//! worker, and returns, closing the listening sockets.
 //!
 //! Tenant ports (`port` in `--config`) are more listening sockets on the same interfaces; a session
 //! learns its tenant from the port it was accepted on. SIGHUP (its own self-pipe) reloads the tenant
@@ -39,6 +40,17 @@ pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 const WAKER_TOKEN: Token = Token(usize::MAX);
 const SIGNAL_TOKEN: Token = Token(usize::MAX - 1);
 const RELOAD_TOKEN: Token = Token(usize::MAX - 2);
+const GRACEFUL_TOKEN: Token = Token(usize::MAX - 3);
+
+/// The read ends of the signal self-pipes (all `None` when the server handles no signals).
+pub struct SignalPipes {
+    /// SIGTERM, SIGINT: stop.
+    pub stop: Option<UnixStream>,
+    /// SIGUSR1: stop gracefully (save the cache with `-e`).
+    pub graceful: Option<UnixStream>,
+    /// SIGHUP: reload the tenant configuration.
+    pub reload: Option<UnixStream>,
+}
 
 /// A worker as the listener sees it.
 pub struct WorkerPort {
@@ -136,6 +148,8 @@ pub struct Listener {
     poll: Poll,
     listeners: Vec<TcpListener>,
     signals: Option<UnixStream>,
+    /// SIGUSR1's self-pipe: stop gracefully.
+    graceful: Option<UnixStream>,
     /// SIGHUP's self-pipe: reload the tenant configuration.
     reload: Option<UnixStream>,
     workers: Vec<WorkerPort>,
@@ -147,8 +161,7 @@ impl Listener {
     pub fn new(
         ctx: Arc<ServerContext>,
         bound: Vec<std::net::TcpListener>,
-        signals: Option<UnixStream>,
-        reload: Option<UnixStream>,
+        pipes: SignalPipes,
         workers: Vec<WorkerPort>,
     ) -> io::Result<Listener> {
         let poll = Poll::new()?;
@@ -167,10 +180,18 @@ impl Listener {
             listeners.push(l);
         }
         let _ = ctx.listeners.set(infos);
-        let mut signals = signals;
+        let SignalPipes {
+            stop: mut signals,
+            mut graceful,
+            reload,
+        } = pipes;
         if let Some(s) = signals.as_mut() {
             poll.registry()
                 .register(s, SIGNAL_TOKEN, Interest::READABLE)?;
+        }
+        if let Some(s) = graceful.as_mut() {
+            poll.registry()
+                .register(s, GRACEFUL_TOKEN, Interest::READABLE)?;
         }
         let mut reload = reload;
         if let Some(s) = reload.as_mut() {
@@ -182,6 +203,7 @@ impl Listener {
             poll,
             listeners,
             signals,
+            graceful,
             reload,
             workers,
             next_worker: 0,
@@ -245,15 +267,25 @@ impl Listener {
 
     fn shutdown_requested(&mut self, events: &Events) -> bool {
         for event in events.iter() {
-            if event.token() == SIGNAL_TOKEN {
-                if let Some(s) = self.signals.as_mut() {
+            let graceful = event.token() == GRACEFUL_TOKEN;
+            if event.token() == SIGNAL_TOKEN || graceful {
+                let pipe = if graceful {
+                    self.graceful.as_mut()
+                } else {
+                    self.signals.as_mut()
+                };
+                if let Some(s) = pipe {
                     let mut buf = [0u8; 64];
                     while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
                 }
                 if self.ctx.settings.verbose > 0 {
                     eprintln!("mrcached: signal received, shutting down");
                 }
-                self.ctx.request_shutdown();
+                if graceful {
+                    self.ctx.request_graceful_shutdown();
+                } else {
+                    self.ctx.request_shutdown();
+                }
             }
         }
         self.ctx.is_shutting_down()

@@ -60,8 +60,9 @@ impl ProtocolSession for Session {
 /// How [`Server::start`] behaves beyond the settings.
 #[derive(Clone, Copy, Debug)]
 pub struct ServerOptions {
-    /// Install SIGTERM/SIGINT/SIGUSR1 handlers that shut the server down (the binary does; in-process
-    /// tests do not, since handlers are process-wide).
+    /// Install SIGTERM/SIGINT/SIGUSR1 handlers that shut the server down (SIGUSR1 gracefully: see
+    /// `ServerContext::request_graceful_shutdown`) and SIGHUP's (reload); the binary does, in-process
+    /// tests do not, since handlers are process-wide.
     pub handle_signals: bool,
     /// Run the maintenance thread.
     pub maintenance: bool,
@@ -95,6 +96,21 @@ impl Server {
         ctx: Arc<ServerContext>,
         new_session: F,
         options: ServerOptions,
+    ) -> io::Result<Server>
+    where
+        S: ProtocolSession,
+        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S + Clone + Send + 'static,
+    {
+        Server::start_prepared(ctx, new_session, options, |_| Ok(()))
+    }
+
+    /// [`Server::start`], running `prepare` once the sockets are bound and the memory model is set up
+    /// but before the listener accepts a connection (the binary loads a warm restart there).
+    pub fn start_prepared<S, F>(
+        ctx: Arc<ServerContext>,
+        new_session: F,
+        options: ServerOptions,
+        prepare: impl FnOnce(&Arc<ServerContext>) -> io::Result<()>,
     ) -> io::Result<Server>
     where
         S: ProtocolSession,
@@ -145,11 +161,7 @@ impl Server {
             let (read_end, write_end) = std::os::unix::net::UnixStream::pair()?;
             read_end.set_nonblocking(true)?;
             write_end.set_nonblocking(true)?;
-            for sig in [
-                signal_hook::consts::SIGTERM,
-                signal_hook::consts::SIGINT,
-                signal_hook::consts::SIGUSR1,
-            ] {
+            for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
                 signal_ids.push(signal_hook::low_level::pipe::register(
                     sig,
                     write_end.try_clone()?,
@@ -159,11 +171,34 @@ impl Server {
         } else {
             None
         };
+        // SIGUSR1 on a pipe of its own: memcached's graceful stop, which saves the cache with `-e`.
+        let graceful = if options.handle_signals {
+            let (read_end, write_end) = std::os::unix::net::UnixStream::pair()?;
+            read_end.set_nonblocking(true)?;
+            write_end.set_nonblocking(true)?;
+            signal_ids.push(signal_hook::low_level::pipe::register(
+                signal_hook::consts::SIGUSR1,
+                write_end,
+            )?);
+            Some(mio::net::UnixStream::from_std(read_end))
+        } else {
+            None
+        };
 
         // Built before the listener runs, so that the tenants' reserves and targets are in force before
-        // the first request.
+        // the first request (and before `prepare` loads a warm restart into the pools).
         let maintenance = options.maintenance.then(|| Maintenance::new(ctx.clone()));
-        let listener = Listener::new(ctx.clone(), bound, signals, reload, ports)?;
+        prepare(&ctx)?;
+        let listener = Listener::new(
+            ctx.clone(),
+            bound,
+            listener::SignalPipes {
+                stop: signals,
+                graceful,
+                reload,
+            },
+            ports,
+        )?;
         let listener = std::thread::Builder::new()
             .name("mrcached-listener".into())
             .spawn(move || listener.run())?;

@@ -46,7 +46,7 @@ Extended options (-o key[=value],...):
 
 Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P, -D.
 Not supported: -d (use your service manager), -s/-a (UNIX sockets), -S (SASL authentication),
--e (restartable cache), -Z (TLS), -U other than 0 (UDP), -B binary.",
+-Z (TLS), -U other than 0 (UDP), -B binary.",
         mrcache_engine::profiling::DEFAULT_SAMPLE_RATE
     )
 }
@@ -191,9 +191,12 @@ pub(super) struct Cli {
     /// max, target_hit_ratio, weight); SIGHUP reloads it and the -Y file
     #[arg(long = "config", value_name = "FILE")]
     config: Option<PathBuf>,
-    /// not supported
-    #[arg(short = 'e', long = "memory-file", hide = true)]
-    memory_file: Option<String>,
+    /// warm restart (memcached's restartable cache): SIGUSR1 or `shutdown graceful` (with -A) saves
+    /// every live item to FILE and exits; the next start with the same FILE and the same -m, -I, -n, -f,
+    /// -C and item_accounting loads them back (flags, TTL, CAS) before it accepts connections. Other
+    /// stops (SIGTERM, SIGINT, `shutdown`, a crash) save nothing: the next start is cold
+    #[arg(short = 'e', long = "memory-file", value_name = "FILE")]
+    memory_file: Option<PathBuf>,
     /// not supported
     #[arg(short = 'Z', long = "enable-ssl", hide = true)]
     enable_ssl: bool,
@@ -259,9 +262,6 @@ impl Settings {
         if cli.enable_sasl {
             return refuse("-S/--enable-sasl", "SASL authentication is not supported");
         }
-        if cli.memory_file.is_some() {
-            return refuse("-e/--memory-file", "the restartable cache is not supported");
-        }
         if cli.enable_ssl {
             return refuse("-Z/--enable-ssl", "TLS is not supported");
         }
@@ -316,6 +316,7 @@ impl Settings {
             admin_listen: cli.admin_listen,
             auth_file: cli.auth_file,
             config_file: cli.config,
+            memory_file: cli.memory_file,
             tenants,
             tenant_policy: cli.tenant_policy,
         };

@@ -163,6 +163,9 @@ pub struct Settings {
     pub auth_file: Option<PathBuf>,
     /// `--config` (ours): the tenant configuration file (TOML).
     pub config_file: Option<PathBuf>,
+    /// `-e` (memcached's `--memory-file`): the warm-restart file, saved at a graceful stop (SIGUSR1,
+    /// `shutdown graceful`) and loaded at start-up; see `crate::restart`.
+    pub memory_file: Option<PathBuf>,
     /// The tenants the two files above give, as loaded at start-up (SIGHUP reloads them).
     pub tenants: TenantsConfig,
     /// `--tenant-policy` (ours): the tenant arbiter, overriding the config file's `tenant_policy`; see
@@ -353,6 +356,12 @@ impl Settings {
             (
                 "config_file",
                 self.config_file
+                    .as_ref()
+                    .map_or("none".to_string(), |p| p.display().to_string()),
+            ),
+            (
+                "memory_file",
+                self.memory_file
                     .as_ref()
                     .map_or("none".to_string(), |p| p.display().to_string()),
             ),

@@ -536,3 +536,27 @@ fn sizes_take_every_unit_spelling() {
         "-I/--max-item-size: cannot be larger than 1024 megabytes"
     );
 }
+
+#[test]
+fn memory_file_is_the_warm_restart_file() {
+    assert_eq!(run(&[]).unwrap().memory_file, None);
+    let s = run(&["-e", "/tmp/cache"]).unwrap();
+    assert_eq!(
+        s.memory_file.as_deref(),
+        Some(std::path::Path::new("/tmp/cache"))
+    );
+    assert!(s
+        .describe()
+        .iter()
+        .any(|(k, v)| *k == "memory_file" && v == "/tmp/cache"));
+    let s = run(&["--memory-file=/tmp/other"]).unwrap();
+    assert_eq!(
+        s.memory_file.as_deref(),
+        Some(std::path::Path::new("/tmp/other"))
+    );
+    let Command::Print(help) = Settings::parse_from(["mrcached", "-h"]).unwrap() else {
+        panic!("-h prints")
+    };
+    assert!(help.contains("--memory-file <FILE>") && help.contains("shutdown graceful"));
+    assert!(!help.contains("-e (restartable cache)"));
+}

@@ -1,6 +1,6 @@
 //! `stats` (the general family) and the global `/metrics` series: the [`GENERAL`] table over a
 //! [`General`] snapshot, in memcached 1.6.18's order, then ours (`mrcached_version`, the slab policy's
-//! and tenant arbiter's figures) and the `/metrics`-only series.
+//! and tenant arbiter's figures, the warm restart's `restart_items_*`) and the `/metrics`-only series.
 //!
 //! The snapshot is taken once per request from the engine, the workers' counters, the connection
 //! counters and registry, the maintenance thread's counters and the process; each figure reads one
@@ -116,6 +116,8 @@ pub(crate) struct General {
     pub predicted_miss_ratio: Option<f64>,
     pub observed_miss_ratio: Option<f64>,
     pub arbiter_rounds: u64,
+    /// What the warm restart at start-up loaded (all 0 without `-e` or without a saved cache).
+    pub restart: crate::restart::RestoreReport,
 }
 
 impl General {
@@ -156,6 +158,7 @@ impl General {
             predicted_miss_ratio: ratio(&m.policy_predicted_bits),
             observed_miss_ratio: ratio(&m.policy_observed_bits),
             arbiter_rounds: load(&m.arbiter_rounds),
+            restart: ctx.restart.get().cloned().unwrap_or_default(),
         }
     }
 
@@ -273,6 +276,14 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
     gauge("slab_policy_observed_miss_ratio", "slab_policy_observed_miss_ratio", "Miss ratio observed after that round (NaN: none yet).",
         |s| Value::Ratio(s.observed_miss_ratio)),
     counter("tenant_arbiter_rounds", "tenant_arbiter_rounds_total", "Rounds the tenant arbiter ran.", |s| s.arbiter_rounds.into()),
+    counter("restart_items_restored", "restart_items_restored_total", "Items the warm restart (-e) loaded at start-up.",
+        |s| s.restart.restored.into()),
+    counter("restart_items_expired", "restart_items_expired_total", "Saved items whose TTL ran out while the server was down.",
+        |s| s.restart.expired.into()),
+    counter("restart_items_tenant_dropped", "restart_items_tenant_dropped_total", "Saved items of tenants no longer configured, dropped.",
+        |s| s.restart.tenant_dropped.into()),
+    counter("restart_items_unstored", "restart_items_unstored_total", "Saved items that did not fit (over -I, or no memory).",
+        |s| s.restart.unstored.into()),
     // /metrics only.
     metrics_gauge("pages_in_use", "Pages of -m held by slab classes.", |s| s.engine.pages_in_use.into()),
     metrics_gauge("page_limit", "Pages in -m.", |s| s.engine.page_limit.into()),

@@ -111,7 +111,11 @@ pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
     stat(out, "track_sizes", "no");
     stat(out, "inline_ascii_response", "no");
     stat(out, "num_napi_ids", "(null)");
-    stat(out, "memory_file", "(null)");
+    // memcached prints `(null)` without `-e`.
+    match &s.memory_file {
+        Some(path) => stat(out, "memory_file", path.display()),
+        None => stat(out, "memory_file", "(null)"),
+    }
     stat(out, "shards", ctx.engine.shard_count());
     stat(out, "slab_policy", ctx.slab_policy());
     stat(

@@ -1,0 +1,134 @@
+//! What a warm restart needs of a shard: a walk over its live items in page order, resumable from a
+//! position, and the insertion of an item with the CAS, times and meta bits it was saved with.
+//!
+//! Invariants:
+//! - A walk inspects chunks in `(page slot, chunk index)` order, only carved chunks (a page being carved
+//!   is read up to its carve cursor: the bytes past it may be a previous class's stale items), and
+//!   reports only items that are linked, unexpired and unflushed. A position stays meaningful across
+//!   lock releases: an item that stays where it is while a walk is under way is reported exactly once.
+//! - A restored item is linked like a stored one (index, LRU head, accounting) but keeps its saved CAS
+//!   and is not fed to the profilers: it is not a request.
+
+use super::Shard;
+use crate::item::bits;
+use crate::shard::AllocError;
+use crate::tenant::Key;
+use crate::Clock;
+
+/// Where a walk of one shard stands: the next chunk to inspect.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WalkPosition {
+    pub slot: u32,
+    pub chunk: u32,
+}
+
+/// An item as the walk reports it, in its chunk.
+pub(crate) struct WalkedItem<'a> {
+    pub key: Key<'a>,
+    pub value: &'a [u8],
+    pub client_flags: u32,
+    pub expiry: u32,
+    pub atime: u32,
+    pub cas: u64,
+    pub bits: u8,
+}
+
+/// The item bits a restart keeps: everything a client can observe; not the list states.
+const RESTORED_BITS: u8 = bits::FETCHED | bits::STALE | bits::TOKEN_SENT | bits::KEY_BINARY;
+
+/// [`RESTORED_BITS`], for the facade's `ItemMarks`.
+pub(crate) const fn restart_bits() -> u8 {
+    RESTORED_BITS
+}
+
+impl Shard {
+    /// Calls `f` on each live item from `from` on, inspecting at most `max_chunks` chunks. Returns where
+    /// to resume, or `None` when the shard's last page is done.
+    pub(crate) fn walk_live(
+        &self,
+        from: WalkPosition,
+        max_chunks: usize,
+        clock: Clock,
+        mut f: impl FnMut(WalkedItem<'_>),
+    ) -> Option<WalkPosition> {
+        let mut at = from;
+        let mut budget = max_chunks.max(1);
+        while (at.slot as usize) < self.pages.len() {
+            let Some(page) = &self.pages[at.slot as usize] else {
+                at = WalkPosition {
+                    slot: at.slot + 1,
+                    chunk: 0,
+                };
+                continue;
+            };
+            let carved = match self.parts[page.part.index()].carve {
+                Some((slot, next)) if slot == at.slot => next,
+                _ => page.links.len() as u32,
+            };
+            while at.chunk < carved {
+                if budget == 0 {
+                    return Some(at);
+                }
+                budget -= 1;
+                let h = at.slot << self.chunk_bits | at.chunk;
+                at.chunk += 1;
+                let it = self.item(h);
+                if !it.has(bits::LINKED) || self.is_dead(h, clock) {
+                    continue;
+                }
+                f(WalkedItem {
+                    key: it.tenant_key(),
+                    value: it.value(),
+                    client_flags: it.client_flags(),
+                    expiry: it.expiry(),
+                    atime: it.atime(),
+                    cas: it.cas(),
+                    bits: it.bits() & RESTORED_BITS,
+                });
+            }
+            at = WalkPosition {
+                slot: at.slot + 1,
+                chunk: 0,
+            };
+        }
+        None
+    }
+
+    /// Stores a saved item, replacing any item of its key: its saved CAS, expiry, access time and meta
+    /// bits (`RESTORED_BITS` of `bits`). Allocation may evict, as a store's does. The caller raises the
+    /// CAS counter above `cas`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn restore(
+        &mut self,
+        key: Key<'_>,
+        hash: u64,
+        client_flags: u32,
+        expiry: u32,
+        atime: u32,
+        cas: u64,
+        item_bits: u8,
+        value: &[u8],
+        clock: Clock,
+    ) -> Result<(), AllocError> {
+        if !self
+            .geometry
+            .within_item_limit(key.bytes.len(), client_flags, value.len())
+        {
+            return Err(AllocError::TooLarge);
+        }
+        let total = self
+            .geometry
+            .item_total_bytes(key.bytes.len(), client_flags, value.len());
+        let (part, h) = self.alloc(total, key.tenant, clock)?;
+        {
+            let mut it = self.item_mut(h);
+            it.init(key, client_flags, expiry, atime, &[value]);
+            it.insert_bits(item_bits & RESTORED_BITS);
+        }
+        if let Some(old) = self.index_find(key, hash) {
+            self.unlink(old);
+        }
+        self.link_with_cas(part, hash, h, cas, false);
+        Ok(())
+    }
+}
