@@ -6,18 +6,9 @@ use super::*;
 /// A server with a tenant, items in several classes, hits, misses and a reset ratio: every figure
 /// has something to show.
 fn busy_server() -> ServerContext {
-    let config = crate::tenants::TenantsConfig::merge(
-        crate::tenants::config::parse_config(
-            "[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\ntarget_hit_ratio = 0.9\nweight = 2.5\n",
-        )
-        .unwrap(),
-        Vec::new(),
-    )
-    .unwrap();
-    let server = ctx_with(Settings {
-        tenants: config,
-        ..Settings::default()
-    });
+    let server = ctx_with_tenants(
+        "[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\ntarget_hit_ratio = 0.9\nweight = 2.5\n",
+    );
     let clock = server.clock();
     for i in 0..100 {
         let key = format!("key{i}");

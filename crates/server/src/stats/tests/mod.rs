@@ -13,6 +13,19 @@ fn ctx_with(settings: Settings) -> ServerContext {
     ServerContext::new(engine, settings, 2)
 }
 
+/// A server whose `--config` is `toml`.
+fn ctx_with_tenants(toml: &str) -> ServerContext {
+    let config = crate::tenants::TenantsConfig::merge(
+        crate::tenants::config::parse_config(toml).unwrap(),
+        Vec::new(),
+    )
+    .unwrap();
+    ctx_with(Settings {
+        tenants: config,
+        ..Settings::default()
+    })
+}
+
 fn names(out: &[u8]) -> Vec<String> {
     let text = std::str::from_utf8(out).unwrap();
     assert!(text.ends_with("END\r\n"), "{text}");
@@ -152,18 +165,8 @@ fn slabs_and_items_after_one_set_under(
 
 #[test]
 fn tenants_report_their_pools() {
-    let config = crate::tenants::TenantsConfig::merge(
-        crate::tenants::config::parse_config(
-            "[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\nmax = \"9MiB\"\n",
-        )
-        .unwrap(),
-        Vec::new(),
-    )
-    .unwrap();
-    let server = ctx_with(Settings {
-        tenants: config,
-        ..Settings::default()
-    });
+    let server =
+        ctx_with_tenants("[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\nmax = \"9MiB\"\n");
     let memory = crate::memory::MemoryModel::new(&server);
     let mut out = Vec::new();
     tenants(&server, None, &mut out);
