@@ -51,6 +51,9 @@ pub struct ClassView {
     /// The window's miss ratio at every page count `0..=page_limit`, for policies that ask for curves,
     /// when the class is profiled.
     pub miss_ratio_by_pages: Option<Vec<f64>>,
+    /// The share of the class's accesses its profiler samples (1 when unsampled or without a curve):
+    /// the curve's sampling error is that of `requests * curve_sampling_rate` sampled accesses.
+    pub curve_sampling_rate: f64,
 }
 
 impl ClassView {
@@ -84,6 +87,45 @@ pub struct Progress {
     pub seconds: u32,
 }
 
+/// Which rule of a policy made a move (the rebalancer counts pages by rule; `stats` shows them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MoveRule {
+    /// A counter-driven heuristic: the baselines' ages, evictions and misses.
+    Heuristic,
+    /// LAMA's optimisation over trusted miss-ratio curves.
+    Curve,
+    /// Pages of a class unused for a whole window, given to where the curves say they save most.
+    Idle,
+    /// PSA's risk move, where the curves are too noisy to decide: a page from the class with the
+    /// fewest requests per page to the class with the most misses.
+    Risk,
+}
+
+impl MoveRule {
+    /// Every rule, in the order `stats` lists them.
+    pub const ALL: [MoveRule; 4] = [
+        MoveRule::Heuristic,
+        MoveRule::Curve,
+        MoveRule::Idle,
+        MoveRule::Risk,
+    ];
+
+    /// Its name in `stats` (`slab_policy_moves_<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MoveRule::Heuristic => "heuristic",
+            MoveRule::Curve => "curve",
+            MoveRule::Idle => "idle",
+            MoveRule::Risk => "risk",
+        }
+    }
+
+    /// Its index in [`MoveRule::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// One page move a policy asks for: `pages` pages from `src` to `dst` (`None`: back to the free pool).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClassMove {
@@ -93,6 +135,8 @@ pub struct ClassMove {
     pub dst: Option<ClassId>,
     /// How many.
     pub pages: usize,
+    /// The rule that asked for them.
+    pub rule: MoveRule,
 }
 
 /// What a round decided.
@@ -114,7 +158,12 @@ impl Round {
     /// One page from `src` to `dst`.
     pub fn one(src: ClassId, dst: Option<ClassId>) -> Round {
         Round {
-            moves: vec![ClassMove { src, dst, pages: 1 }],
+            moves: vec![ClassMove {
+                src,
+                dst,
+                pages: 1,
+                rule: MoveRule::Heuristic,
+            }],
             predicted_miss_ratio: None,
         }
     }
@@ -322,6 +371,7 @@ mod tests {
             misses,
             evictions,
             miss_ratio_by_pages: curve,
+            curve_sampling_rate: 1.0,
         }
     }
 
@@ -361,7 +411,8 @@ mod tests {
             vec![ClassMove {
                 src: ClassId(1),
                 dst: Some(ClassId(2)),
-                pages: 1
+                pages: 1,
+                rule: MoveRule::Curve,
             }]
         );
         assert_eq!(round.predicted_miss_ratio, Some(0.5));
