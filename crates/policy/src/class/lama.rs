@@ -27,8 +27,8 @@
 //! does) unless it is idle. For the others, each page count's cost carries a confidence penalty: the misses it saves or
 //! adds against the current allocation are counted `CONFIDENCE_Z` standard errors (`sqrt(Δ / rate)`)
 //! less favourably, so sampling noise in steady state moves nothing. Where the class missing most
-//! A plan must also save more misses than the curves' own error in the window (their misses at the
-//! allocation that served it against the misses observed), so a model that cannot reproduce the
+//! A plan must also save more misses than the curves of the classes it changes err by in the window
+//! (their misses at the allocation that served it against the misses observed), so a model that cannot reproduce the
 //! present is not trusted to predict the future. Where the class missing most
 //! has no trusted curve, a PSA risk move (one page from the class with the fewest requests per page)
 //! serves it instead. Each move names its rule ([`MoveRule`]).
@@ -606,25 +606,31 @@ impl Lama {
         let current: Vec<usize> = held.iter().map(|c| c.pages()).collect();
         // The curves' own error: how far they miss the window's observed misses at the allocation
         // that served it. A plan must save more misses than that to be believed.
-        let misses_at = |pages: &[usize]| -> f64 {
+        let cost_at = |pages: &[usize]| -> f64 {
             held.iter()
                 .zip(pages)
                 .filter_map(|(c, &j)| {
-                    Self::trusted_curve(c).map(|k| k[j.min(k.len() - 1)] * c.requests as f64)
+                    Self::trusted_curve(c).map(|k| self.cost(c, k[j.min(k.len() - 1)]))
                 })
                 .sum()
         };
-        let model_error: f64 = held
-            .iter()
-            .filter_map(|c| {
-                let k = Self::trusted_curve(c)?;
-                Some((k[c.pages().min(k.len() - 1)] * c.requests as f64 - c.misses as f64).abs())
-            })
-            .sum();
+        // Only the classes the plan changes: their curves are the ones it believes.
+        let model_error = |pages: &[usize]| -> f64 {
+            held.iter()
+                .zip(pages)
+                .filter(|(c, &j)| j != c.pages())
+                .filter_map(|(c, _)| {
+                    let k = Self::trusted_curve(c)?;
+                    let observed = c.misses as f64 / c.requests.max(1) as f64;
+                    let predicted = k[c.pages().min(k.len() - 1)];
+                    Some((self.cost(c, predicted) - self.cost(c, observed)).abs())
+                })
+                .sum()
+        };
         let gains = best.as_ref().is_ok_and(|best| {
             current_cost > 0.0
                 && (current_cost - best.cost) / current_cost >= self.threshold
-                && misses_at(&current) - misses_at(&best.pages) > model_error
+                && cost_at(&current) - cost_at(&best.pages) > model_error(&best.pages)
         });
         let (Ok(best), true) = (best, gains) else {
             return Round {
