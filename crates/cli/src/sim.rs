@@ -197,7 +197,8 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     let mut profile = None;
     let mut profiled = |base: &SimConfig| -> Result<UpperBound, String> {
         if profile.is_none() {
-            let ub = UpperBoundProfiler::profile(&base.engine, 0, args.source.stream(&trace_error)?);
+            let ub =
+                UpperBoundProfiler::profile(&base.engine, 0, args.source.stream(&trace_error)?);
             check_trace()?;
             profile = Some(ub);
         }

@@ -201,10 +201,7 @@ impl Rebalancer {
                 misses,
                 evictions,
                 miss_ratio_by_pages: curves.get(i).and_then(|c| c.as_ref()).map(|c| c.0.clone()),
-                curve_sampling_rate: curves
-                    .get(i)
-                    .and_then(|c| c.as_ref())
-                    .map_or(1.0, |c| c.1),
+                curve_sampling_rate: curves.get(i).and_then(|c| c.as_ref()).map_or(1.0, |c| c.1),
             })
             .collect();
         let round = self.policy.round(&RoundInput {

@@ -491,8 +491,24 @@ mod tests {
         // Class 2 saves 100 of 100,000 requests' misses with a third page, class 1 loses none: exact
         // curves move it, the same curves from 1% samples (one sampled miss in a hundred) do not.
         let mut classes = [
-            view(1, 2, 100_000, 50_000, 0, 5, Some(vec![1.0, 0.5, 0.5, 0.5, 0.5])),
-            view(2, 2, 100_000, 50_000, 0, 5, Some(vec![1.0, 0.5, 0.5, 0.499, 0.499])),
+            view(
+                1,
+                2,
+                100_000,
+                50_000,
+                0,
+                5,
+                Some(vec![1.0, 0.5, 0.5, 0.5, 0.5]),
+            ),
+            view(
+                2,
+                2,
+                100_000,
+                50_000,
+                0,
+                5,
+                Some(vec![1.0, 0.5, 0.5, 0.499, 0.499]),
+            ),
         ];
         let exact = lama().round(&input(&classes));
         assert_eq!(exact.moves.len(), 1, "{exact:?}");

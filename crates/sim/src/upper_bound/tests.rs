@@ -176,5 +176,8 @@ fn more_classes_than_pages_keeps_every_first_page() {
     assert_eq!(held, in_use, "every class in use got its page");
     // The exact curves predict the replay, and the bound is no worse than demand filling.
     assert!((ub.miss_ratio(&caps, Span::WholeRun) - bound.miss_ratio).abs() < 0.002);
-    assert!(bound.miss_ratio <= default.miss_ratio + 1e-9, "{bound:?} {default:?}");
+    assert!(
+        bound.miss_ratio <= default.miss_ratio + 1e-9,
+        "{bound:?} {default:?}"
+    );
 }
