@@ -369,7 +369,7 @@ impl Lama {
     }
 
     /// A class's curve, if its window sampled enough accesses to trust it.
-    fn trusted_curve<'a>(c: &'a ClassView) -> Option<&'a [f64]> {
+    fn trusted_curve(c: &ClassView) -> Option<&[f64]> {
         let curve = c.miss_ratio_by_pages.as_deref().filter(|c| !c.is_empty())?;
         (c.requests as f64 * c.curve_sampling_rate >= MIN_CURVE_SAMPLES).then_some(curve)
     }
