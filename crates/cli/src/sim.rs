@@ -24,7 +24,8 @@ use crate::progress::{self, Counted, Progress};
 pub struct SimArgs {
     #[command(flatten)]
     source: SourceArgs,
-    /// Cache memory (memcached's -m), e.g. 64MiB, 1GiB.
+    /// Cache memory (memcached's -m), e.g. 64MiB, 1GiB; or P% of the workload's distinct-object bytes
+    /// under memcached's accounting (every distinct item in its slab chunk), found by a first pass.
     #[arg(long, default_value_t = format_size(DEFAULT_MEMORY_LIMIT_BYTES))]
     memory: String,
     /// Memory sweep FROM..TO:STEP, e.g. 128MiB..1GiB:64MiB (replaces --memory).
@@ -94,7 +95,11 @@ impl SimArgs {
         if self.window_requests == 0 || self.requests_per_second == 0 {
             return Err("--window-requests and --requests-per-second must be positive".into());
         }
-        let memory = parse_bytes(&self.memory).map_err(|e| format!("--memory {e}"))?;
+        let memory = match self.memory_share()? {
+            // Resolved by `run` after a first pass; a placeholder until then.
+            Some(_) => DEFAULT_MEMORY_LIMIT_BYTES,
+            None => parse_bytes(&self.memory).map_err(|e| format!("--memory {e}"))?,
+        };
         Ok(SimConfig {
             engine: EngineConfig {
                 profile_sample_rate: self.mrc_sample_rate,
@@ -104,6 +109,20 @@ impl SimArgs {
             requests_per_second: self.requests_per_second,
             ..SimConfig::with_memory(0)
         })
+    }
+
+    /// `--memory P%` as a fraction, or `None` for a size.
+    fn memory_share(&self) -> Result<Option<f64>, String> {
+        let Some(percent) = self.memory.trim().strip_suffix('%') else {
+            return Ok(None);
+        };
+        match percent.trim().parse::<f64>() {
+            Ok(p) if p > 0.0 && p.is_finite() => Ok(Some(p / 100.0)),
+            _ => Err(format!(
+                "--memory {}: expected a size or a positive percentage",
+                self.memory
+            )),
+        }
     }
 
     /// The tenant setups to run: one per `--tenant-policy`, or none (one memory) without.
@@ -162,6 +181,9 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     let check_trace = || take_trace_error(&trace_error);
     let out = &mut std::io::stdout().lock();
     if let Some(range) = &args.sweep {
+        if args.memory_share()?.is_some() {
+            return Err("--memory P% is for one size, not with --sweep".into());
+        }
         let memories = parse_range(range).map_err(|e| format!("--sweep {e}"))?;
         let threads = args
             .threads
@@ -194,18 +216,48 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         return Ok(());
     }
     let setups = args.tenant_setups()?;
-    // One pass per run, and an exact profiling pass before each upper-bound run.
-    let upper_bound_runs = policies
-        .iter()
-        .filter(|p| SlabPolicy::by_name(p).is_ok_and(|p| p.is_upper_bound()))
-        .count();
-    let passes = ((policies.len() + upper_bound_runs) * setups.len()) as u64;
+    // One pass per run, and one exact profiling pass, shared by `--memory P%` and the upper bound.
+    let memory_share = args.memory_share()?;
+    let needs_profile = memory_share.is_some()
+        || policies
+            .iter()
+            .any(|p| SlabPolicy::by_name(p).is_ok_and(|p| p.is_upper_bound()));
+    let passes = (policies.len() * setups.len() + usize::from(needs_profile)) as u64;
     let mut progress = Progress::requests(
         progress::wanted(args.quiet),
         &format!("sim ({} runs)", policies.len() * setups.len()),
         passes,
         progress::source_requests(&args.source),
     );
+    let profile = if needs_profile {
+        let stream = progress.track(args.source.stream(&trace_error)?);
+        let ub = UpperBoundProfiler::profile(&base.engine, 0, stream);
+        check_trace()?;
+        Some(ub)
+    } else {
+        None
+    };
+    let mut base = base;
+    if let (Some(share), Some(ub)) = (memory_share, &profile) {
+        let distinct = ub.distinct_bytes();
+        let page = base.engine.page_size_bytes() as u64;
+        // The engine takes at least two of the largest items (memcached's `-I` at most half of `-m`).
+        let floor = (2 * base.engine.item_size_max_bytes as u64).max(page);
+        let asked = (distinct as f64 * share).round() as u64;
+        base.engine.memory_limit_bytes = asked.max(floor);
+        progress.suspend(|| {
+            eprintln!(
+                "memory {} bytes: {} of {distinct} distinct-object bytes{}",
+                base.engine.memory_limit_bytes,
+                args.memory,
+                if asked < floor {
+                    format!(" ({asked}), raised to the engine's least memory (2 x -I)")
+                } else {
+                    String::new()
+                }
+            )
+        });
+    }
     let mut reports = Vec::new();
     for (policy, setup) in policies
         .iter()
@@ -216,9 +268,9 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         config.tenants = setup.clone();
         if policy.is_upper_bound() {
             // LAMA §5.6: exact curves from a first pass, Algorithm 1, the allocation replayed fixed.
-            let stream = progress.track(args.source.stream(&trace_error)?);
-            let ub = UpperBoundProfiler::profile(&config.engine, 0, stream);
-            check_trace()?;
+            let ub = profile
+                .as_ref()
+                .expect("profiled above: a policy is the upper bound");
             let pages = ub.pages_in(config.engine.memory_limit_bytes);
             config.page_caps = Some(ub.upper_bound_allocation(pages));
         }

@@ -13,7 +13,7 @@
 use mrcache_engine::{Clock, Engine, EngineStats};
 use mrcache_profile::{MrcQuery, ReuseTimeHistogram, ReuseTimeMethod, SizeUnit};
 
-use crate::class::{ClassPolicy, ClassView, Progress, RoundInput};
+use crate::class::{ClassPolicy, ClassView, MoveRule, Progress, RoundInput};
 
 /// What the rebalancer has done (the server's `stats` shows it).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -24,6 +24,8 @@ pub struct RebalanceStats {
     pub pages_moved: u64,
     /// Moves a round asked for that the engine could not make (the source had no page left).
     pub moves_failed: u64,
+    /// Pages moved, by the rule that asked for them (indexed by `MoveRule::index`).
+    pub pages_moved_by_rule: [u64; MoveRule::ALL.len()],
     /// The miss ratio the last curve-driven round predicted for the window that followed it...
     pub predicted_miss_ratio: Option<f64>,
     /// ...and the miss ratio observed in that window (stores of absent keys over uses).
@@ -35,6 +37,11 @@ pub struct RebalanceStats {
 }
 
 impl RebalanceStats {
+    /// Pages moved by `rule`.
+    pub fn pages_moved_by(&self, rule: MoveRule) -> u64 {
+        self.pages_moved_by_rule[rule.index()]
+    }
+
     /// Mean absolute difference between predicted and observed window miss ratios.
     pub fn mean_prediction_error(&self) -> Option<f64> {
         (self.predictions > 0).then(|| self.prediction_error_sum / self.predictions as f64)
@@ -193,7 +200,8 @@ impl Rebalancer {
                 requests,
                 misses,
                 evictions,
-                miss_ratio_by_pages: curves.get(i).cloned().flatten(),
+                miss_ratio_by_pages: curves.get(i).and_then(|c| c.as_ref()).map(|c| c.0.clone()),
+                curve_sampling_rate: curves.get(i).and_then(|c| c.as_ref()).map_or(1.0, |c| c.1),
             })
             .collect();
         let round = self.policy.round(&RoundInput {
@@ -217,7 +225,10 @@ impl Rebalancer {
         for m in &round.moves {
             for _ in 0..m.pages {
                 match engine.move_page_in(self.pool, m.src, m.dst) {
-                    Some(_) => moved += 1,
+                    Some(_) => {
+                        moved += 1;
+                        self.stats.pages_moved_by_rule[m.rule.index()] += 1;
+                    }
                     None => self.stats.moves_failed += 1,
                 }
             }
@@ -244,7 +255,12 @@ impl Rebalancer {
 
     /// Each class's curve over the window since the last round, at every page count up to the limit;
     /// the snapshots are kept for the next window.
-    fn window_curves(&mut self, engine: &Engine, stats: &EngineStats) -> Vec<Option<Vec<f64>>> {
+    /// Each curve comes with its class's sampling rate.
+    fn window_curves(
+        &mut self,
+        engine: &Engine,
+        stats: &EngineStats,
+    ) -> Vec<Option<(Vec<f64>, f64)>> {
         let mut curves = vec![None; stats.classes.len()];
         self.histograms.resize(stats.classes.len(), None);
         let pages = stats.page_limit.max(stats.pages_in_use);
@@ -271,7 +287,7 @@ impl Rebalancer {
             let by_pages: Vec<f64> = std::iter::once(1.0)
                 .chain(sizes[1..].iter().map(|&s| curve.miss_ratio_at(s as f64)))
                 .collect();
-            curves[i] = Some(by_pages);
+            curves[i] = Some((by_pages, h.sampling_rate.clamp(f64::MIN_POSITIVE, 1.0)));
         }
         curves
     }

@@ -256,6 +256,8 @@ pub struct MaintenanceStats {
     pub automove_moves: AtomicU64,
     /// Rounds the slab policy ran (summed over the tenant pools' rebalancers).
     pub policy_rounds: AtomicU64,
+    /// Pages the slab policy moved, by the rule that moved them (`MoveRule::index`), summed likewise.
+    pub policy_moves_by_rule: [AtomicU64; mrcache_policy::class::MoveRule::ALL.len()],
     /// Rounds the tenant arbiter ran.
     pub arbiter_rounds: AtomicU64,
     /// The last curve-driven round's predicted miss ratio for the window after it, and the miss ratio

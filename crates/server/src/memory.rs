@@ -196,6 +196,13 @@ impl MemoryModel {
         m.automove_moves.fetch_add(moved, Relaxed);
         let rounds = self.rebalancers.iter().map(|r| r.stats().rounds).sum();
         m.policy_rounds.store(rounds, Relaxed);
+        for (i, counter) in m.policy_moves_by_rule.iter().enumerate() {
+            let pages = self
+                .rebalancers
+                .iter()
+                .map(|r| r.stats().pages_moved_by_rule[i]);
+            counter.store(pages.sum(), Relaxed);
+        }
         // One pool: its rebalancer's figures. Several: the mean over the pools that have both.
         let pairs: Vec<(f64, f64)> = self
             .rebalancers

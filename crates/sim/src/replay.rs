@@ -139,7 +139,16 @@ impl Simulator {
             config.engine.profile_sample_rate = Some(DEFAULT_SIM_SAMPLE_RATE);
             config.engine.profile_memory_share = SIM_PROFILE_MEMORY_SHARE;
         }
-        let engine = Engine::new(config.engine.clone()).map_err(SimError::Engine)?;
+        let mut engine_config = config.engine.clone();
+        if let Some(caps) = &config.page_caps {
+            // A fixed allocation with more classes in use than `-m` has pages holds each one's first
+            // page beyond the limit, as demand filling does; the budget grows to hold them all (the
+            // report still shows the memory asked for).
+            let held = caps.iter().sum::<usize>() as u64;
+            let page = engine_config.page_size_bytes() as u64;
+            engine_config.memory_limit_bytes = engine_config.memory_limit_bytes.max(held * page);
+        }
+        let engine = Engine::new(engine_config).map_err(SimError::Engine)?;
         if let Some(caps) = &config.page_caps {
             engine.set_class_page_caps(Some(caps));
         }

@@ -184,6 +184,7 @@ impl UpperBoundProfiler {
             .into_iter()
             .zip(self.geometry.classes())
             .map(|(c, (_, g))| ClassCurves {
+                chunk_size_bytes: g.chunk_size_bytes,
                 chunks_per_page: g.chunks_per_page,
                 accesses: c.accesses,
                 distinct_items: c.stack.distinct_keys(),
@@ -241,6 +242,7 @@ pub enum Span {
 /// One class's share of the profile.
 #[derive(Debug, Clone)]
 struct ClassCurves {
+    chunk_size_bytes: usize,
     chunks_per_page: usize,
     accesses: u64,
     distinct_items: usize,
@@ -325,6 +327,16 @@ impl UpperBound {
     /// Whole pages in `memory_bytes`, as the engine counts its budget.
     pub fn pages_in(&self, memory_bytes: u64) -> usize {
         ((memory_bytes / self.page_size_bytes as u64) as usize).max(1)
+    }
+
+    /// The trace's distinct-object bytes under memcached's accounting: every distinct item in the chunk
+    /// of its slab class (header, key, value and CAS, rounded up to the chunk). The memory that holds
+    /// everything, but for partly filled pages.
+    pub fn distinct_bytes(&self) -> u64 {
+        self.classes
+            .iter()
+            .map(|c| (c.distinct_items * c.chunk_size_bytes) as u64)
+            .sum()
     }
 
     /// Distinct items of class `class_index` (keys it was asked to store).
@@ -412,11 +424,22 @@ impl UpperBound {
             .collect()
     }
 
+    /// Classes the first-page rule gives a page to: every class asked to store something.
+    pub fn classes_in_use(&self) -> usize {
+        self.classes.iter().filter(|c| c.accesses > 0).count()
+    }
+
     /// (b) The allocation of `total_pages` with the fewest whole-run GET misses (LAMA Algorithm 1 over
     /// the exact curves, no move limit; every class in use keeps one page, as memcached's first-page
     /// rule forces on any policy), indexed by class index. Pages that no class can
     /// use (memory beyond every class's data) are left out, so the sum may be less than `total_pages`.
+    ///
+    /// Never fails: where more classes are in use than `total_pages` (a small `-m` and many item
+    /// sizes), each class in use still holds its first page, as the engine gives it one beyond the
+    /// limit, so the allocation holds [`classes_in_use`](Self::classes_in_use) pages, more than
+    /// `total_pages`; replaying it needs that many (`Simulator` raises its engine's budget to the caps).
     pub fn upper_bound_allocation(&self, total_pages: usize) -> Vec<usize> {
+        let total_pages = total_pages.max(self.classes_in_use());
         let tables = self.tables(total_pages, Span::WholeRun);
         let caps: Vec<usize> = tables.iter().map(|t| t.len() - 1).collect();
         if caps.iter().sum::<usize>() <= total_pages {
@@ -443,9 +466,12 @@ impl UpperBound {
             max_moves: None,
             granularity: 1,
         };
-        optimal_allocation(&problem)
-            .expect("feasible: the classes can take more than the total")
-            .pages
+        // Feasible by construction: the minimums (one page per class in use, at most) sum to at most
+        // `total_pages`, and the caps to more, so the optimiser cannot refuse it.
+        match optimal_allocation(&problem) {
+            Ok(best) => best.pages,
+            Err(e) => unreachable!("the minimums fit and the caps exceed the total: {e:?}"),
+        }
     }
 
     /// (c) memcached's default allocation at `total_pages` as eq. 6 predicts it, with its cold-start

@@ -14,12 +14,29 @@
 //!   nothing.
 //!
 //! The interval M is fixed, or follows eq. 8: long enough for every class with real misses to see the
-//! reuses that decide its curve up to min(2 S_i, S_i + N r) pages.
+//! reuses that decide its curve up to min(2 S_i, S_i + N r) pages, and then follows the workload:
+//! - its floor scales with the cache (half the items held, between `ADAPTIVE_FLOOR` and
+//!   `min_interval`), and its cap at `TURNOVERS_PER_WINDOW` times the items held (within
+//!   `max_interval`), so a cache of a few MiB gets rounds every few hundred thousand accesses;
+//! - a round that moves nothing doubles the next interval (a stable workload gets few rounds), and a
+//!   window whose classes' shares of requests moved by more than `SHIFT_DISTANCE` brings the next round
+//!   forward to the floor (a phase change gets fast ones).
+//!
+//! Noise: a curve comes from `requests * sampling rate` sampled accesses. A class with fewer than
+//! `MIN_CURVE_SAMPLES` in its window has no trusted curve and keeps its pages (as an unprofiled class
+//! does) unless it is idle. For the others, each page count's cost carries a confidence penalty: the misses it saves or
+//! adds against the current allocation are counted `CONFIDENCE_Z` standard errors (`sqrt(Δ / rate)`)
+//! less favourably, so sampling noise in steady state moves nothing. Where the class missing most
+//! A plan must also save more misses than the curves err by in the window (their misses at the
+//! allocation that served it against the misses observed, summed over the classes), so a model that cannot reproduce the
+//! present is not trusted to predict the future. Where the class missing most
+//! has no trusted curve, a PSA risk move (one page from the class with the fewest requests per page)
+//! serves it instead. Each move names its rule ([`MoveRule`]).
 
 use std::fmt;
 
 use super::heuristics::risk;
-use super::{ClassMove, ClassPolicy, ClassView, Progress, Round, RoundInput};
+use super::{ClassMove, ClassPolicy, ClassView, MoveRule, Progress, Round, RoundInput};
 use crate::optimizer::{optimal_allocation, plan_moves_ranked, Partition, Problem};
 use crate::spec::{shown, write_spec, Auto, Params, SpecError};
 
@@ -93,6 +110,26 @@ const DEFAULT_MAX_INTERVAL: u64 = 1_000_000;
 /// (LAMA: "few or no misses").
 const EQ8_MIN_MISS_RATIO: f64 = 0.01;
 const EQ8_MIN_MISS_SHARE: f64 = 0.05;
+/// The least interval of the adaptive floor (when `min_interval` is not given): rounds of a small cache
+/// still see a few thousand sampled accesses at the default 1% sampling.
+const ADAPTIVE_FLOOR: u64 = 20_000;
+/// With the adaptive interval, the longest window is this many times the items held: eq. 8 asks for
+/// tens of millions of accesses where miss ratios are a few percent, which a cache of a few MiB turns
+/// over many times; the noise and model-error guards keep the shorter windows from churning.
+const TURNOVERS_PER_WINDOW: u64 = 4;
+/// A window whose per-class request shares differ from the previous window's by more than this (total
+/// variation distance) is a shift: the next round comes at the floor.
+const SHIFT_DISTANCE: f64 = 0.1;
+/// Sampled accesses a class's window needs before its curve is used at all. A sanity floor only: a
+/// stricter one froze ETC's many small classes (their pages cost few misses, and the confidence
+/// penalty already weighs their noise), losing 2-12 points of miss ratio at 64-128 MiB.
+const MIN_CURVE_SAMPLES: f64 = 20.0;
+/// Standard errors by which a planned gain must clear sampling noise.
+const CONFIDENCE_Z: f64 = 2.0;
+/// A risk move serves a class without a trusted curve only when it has at least this share of the
+/// window's misses (a class that misses rarely is not worth a page).
+const RISK_MIN_MISS_SHARE: f64 = 0.05;
+
 /// A round also runs after this many seconds if at least `min` accesses happened (a quiet server).
 const DEFAULT_PERIOD_SECS: u32 = 300;
 
@@ -205,6 +242,7 @@ impl LamaParams {
             Some(Auto::Value(m)) => Interval::Fixed(m),
         };
         let mut lama = Lama::new(target, interval);
+        lama.adaptive_floor = self.min_interval.is_none();
         lama.period_secs = self.period.unwrap_or(DEFAULT_PERIOD_SECS);
         lama.max_moves = self.moves.unwrap_or(DEFAULT_MAX_MOVES);
         lama.granularity = self.granularity.and_then(Auto::value);
@@ -244,6 +282,10 @@ pub struct Lama {
     /// r; `None`: one page per GiB of memory (LAMA §5.4), at least 1.
     granularity: Option<usize>,
     threshold: f64,
+    /// Whether the interval's floor scales with the cache (`min_interval` not given).
+    adaptive_floor: bool,
+    /// Each class's share of the last window's requests (indexed by class index), to see shifts.
+    last_shares: Vec<f64>,
 }
 
 impl Lama {
@@ -261,7 +303,115 @@ impl Lama {
             max_moves: DEFAULT_MAX_MOVES,
             granularity: None,
             threshold: DEFAULT_THRESHOLD,
+            adaptive_floor: false,
+            last_shares: Vec::new(),
         }
+    }
+
+    /// The least interval now: `min`, or with an adaptive floor half the items held, within
+    /// `[ADAPTIVE_FLOOR, min]`.
+    fn floor(&self, input: &RoundInput<'_>, min: u64) -> u64 {
+        if !self.adaptive_floor {
+            return min;
+        }
+        let items: usize = input.classes.iter().map(|c| c.snapshot.items).sum();
+        (items as u64 / 2).clamp(ADAPTIVE_FLOOR.min(min), min)
+    }
+
+    /// Whether the classes' shares of requests moved by more than `SHIFT_DISTANCE` since the last
+    /// window; remembers this window's shares.
+    fn shifted(&mut self, input: &RoundInput<'_>) -> bool {
+        let total: u64 = input.classes.iter().map(|c| c.requests).sum();
+        if total == 0 {
+            return false;
+        }
+        let shares: Vec<f64> = input
+            .classes
+            .iter()
+            .map(|c| c.requests as f64 / total as f64)
+            .collect();
+        let before = std::mem::replace(&mut self.last_shares, shares);
+        if before.len() != self.last_shares.len() {
+            return false;
+        }
+        let distance: f64 = before
+            .iter()
+            .zip(&self.last_shares)
+            .map(|(a, b)| (a - b).abs())
+            .sum::<f64>()
+            / 2.0;
+        distance > SHIFT_DISTANCE
+    }
+
+    /// Sets the next interval after a round; `busy`: it moved pages, or memory is still filling.
+    fn adapt_interval(&mut self, input: &RoundInput<'_>, r: usize, shifted: bool, busy: bool) {
+        let Interval::Auto { min, max } = self.interval else {
+            return;
+        };
+        let floor = self.floor(input, min);
+        // Adaptive: no window longer than a few turnovers of what the cache holds.
+        let max = if self.adaptive_floor {
+            let items: usize = input.classes.iter().map(|c| c.snapshot.items).sum();
+            (items as u64)
+                .saturating_mul(TURNOVERS_PER_WINDOW)
+                .clamp(floor, max)
+        } else {
+            max
+        };
+        let eq8 = self.eq8_interval(input, r).clamp(floor, max);
+        self.next_interval = if shifted {
+            floor
+        } else if busy || !self.adaptive_floor {
+            eq8
+        } else {
+            eq8.max(self.next_interval.saturating_mul(2)).min(max)
+        };
+    }
+
+    /// A class's curve, if its window sampled enough accesses to trust it.
+    fn trusted_curve(c: &ClassView) -> Option<&[f64]> {
+        let curve = c.miss_ratio_by_pages.as_deref().filter(|c| !c.is_empty())?;
+        (c.requests as f64 * c.curve_sampling_rate >= MIN_CURVE_SAMPLES).then_some(curve)
+    }
+
+    /// PSA's move where the curves cannot decide: when the class missing most (with a real share of
+    /// the misses) has no trusted curve, a page from the class of lowest risk that can spare one
+    /// (untrusted, or whose curve says the page costs it fewer misses than the needy class had).
+    fn risk_move(&self, held: &[&ClassView]) -> Option<ClassMove> {
+        let total_misses: u64 = held.iter().map(|c| c.misses).sum();
+        let needy = held
+            .iter()
+            .filter(|c| c.misses > 0)
+            .max_by_key(|c| c.misses)?;
+        if Self::trusted_curve(needy).is_some()
+            || (needy.misses as f64) < RISK_MIN_MISS_SHARE * total_misses as f64
+        {
+            return None;
+        }
+        let spare = |c: &&&ClassView| {
+            if c.pages() < 2 || c.snapshot.class == needy.snapshot.class {
+                return false;
+            }
+            match Self::trusted_curve(c) {
+                None => true,
+                Some(curve) => {
+                    let at = |k: usize| curve[k.min(curve.len() - 1)] * c.requests as f64;
+                    let loss = at(c.pages() - 1) - at(c.pages());
+                    let noise = (loss.max(0.0) / c.curve_sampling_rate).sqrt();
+                    loss + CONFIDENCE_Z * noise < needy.misses as f64
+                }
+            }
+        };
+        let src = held
+            .iter()
+            .filter(spare)
+            .min_by(|a, b| risk(a).total_cmp(&risk(b)))?;
+        Some(ClassMove {
+            src: src.snapshot.class,
+            dst: Some(needy.snapshot.class),
+            pages: 1,
+            rule: MoveRule::Risk,
+        })
     }
 
     /// The interval the next round waits for.
@@ -368,9 +518,18 @@ impl ClassPolicy for Lama {
 
     fn round(&mut self, input: &RoundInput<'_>) -> Round {
         let r = self.granularity(input);
-        if let Interval::Auto { min, max } = self.interval {
-            self.next_interval = self.eq8_interval(input, r).clamp(min, max);
-        }
+        let shifted = self.shifted(input);
+        let round = self.plan(input, r);
+        // Until memory is full nothing moves, and nothing says the workload is calm.
+        let settled = input.pages_in_use >= input.page_limit && round.moves.is_empty();
+        self.adapt_interval(input, r, shifted, !settled);
+        round
+    }
+}
+
+impl Lama {
+    /// The moves of one round (the interval is the caller's).
+    fn plan(&self, input: &RoundInput<'_>, r: usize) -> Round {
         if input.pages_in_use < input.page_limit {
             return Round::none();
         }
@@ -387,7 +546,7 @@ impl ClassPolicy for Lama {
             let current = c.pages();
             // Algorithm 1 looks no further than N moves of r pages from where the class is.
             let upper = total_pages.min(current + self.max_moves * r);
-            let partition = match (&c.miss_ratio_by_pages, c.requests) {
+            let partition = match (Self::trusted_curve(c), c.requests) {
                 // Unused in the window: its pages are free to go, the last one included (should
                 // the class come back, memcached's first-page rule gives it a page again).
                 (_, 0) => Partition {
@@ -397,16 +556,32 @@ impl ClassPolicy for Lama {
                     current_pages: current,
                     min_pages: 0,
                 },
-                (Some(curve), _) if !curve.is_empty() => Partition {
-                    cost: (0..=upper)
-                        .map(|j| {
-                            self.cost(c, curve[j.min(curve.len() - 1)])
-                                + nudge * j.abs_diff(current) as f64
-                        })
-                        .collect(),
-                    current_pages: current,
-                    min_pages: 1,
-                },
+                (Some(curve), _) => {
+                    let at = |j: usize| self.cost(c, curve[j.min(curve.len() - 1)]);
+                    let now = at(current);
+                    // The misses saved or added against the current allocation are an estimate
+                    // from `requests * rate` samples: count them CONFIDENCE_Z errors worse.
+                    let misses_now = curve[current.min(curve.len() - 1)] * c.requests as f64;
+                    Partition {
+                        cost: (0..=upper)
+                            .map(|j| {
+                                let misses = curve[j.min(curve.len() - 1)] * c.requests as f64;
+                                let noise =
+                                    ((misses - misses_now).abs() / c.curve_sampling_rate).sqrt();
+                                let per_miss = if misses_now > 0.0 || misses > 0.0 {
+                                    (at(j) - now).abs() / (misses - misses_now).abs().max(1e-9)
+                                } else {
+                                    1.0
+                                };
+                                at(j)
+                                    + CONFIDENCE_Z * noise * per_miss.min(1e12)
+                                    + nudge * j.abs_diff(current) as f64
+                            })
+                            .collect(),
+                        current_pages: current,
+                        min_pages: 1,
+                    }
+                }
                 _ => Partition {
                     cost: vec![0.0; current + 1],
                     current_pages: current,
@@ -416,14 +591,12 @@ impl ClassPolicy for Lama {
             partitions.push(partition);
         }
         let current_cost: f64 = partitions.iter().map(|p| p.cost[p.current_pages]).sum();
-        let Ok(best) = optimal_allocation(&Problem {
+        let best = optimal_allocation(&Problem {
             partitions,
             total_pages,
             max_moves: Some(self.max_moves),
             granularity: r,
-        }) else {
-            return Round::none();
-        };
+        });
         let predicted = |pages: &[usize]| -> Option<f64> {
             let (mut misses, mut requests) = (0.0, 0.0);
             for (c, &j) in held.iter().zip(pages) {
@@ -435,12 +608,39 @@ impl ClassPolicy for Lama {
             (requests > 0.0).then(|| misses / requests)
         };
         let current: Vec<usize> = held.iter().map(|c| c.pages()).collect();
-        if current_cost <= 0.0 || (current_cost - best.cost) / current_cost < self.threshold {
+        // The curves' own error: how far they miss the window's observed misses at the allocation
+        // that served it. A plan must save more misses than that to be believed.
+        let cost_at = |pages: &[usize]| -> f64 {
+            held.iter()
+                .zip(pages)
+                .filter_map(|(c, &j)| {
+                    Self::trusted_curve(c).map(|k| self.cost(c, k[j.min(k.len() - 1)]))
+                })
+                .sum()
+        };
+        // Every trusted curve's error, not only those of the classes a plan changes: the plan's gain
+        // is a difference of totals, and a guard over the changed classes alone let bad moves through
+        // on cache2k-orm-busy (10%: 0.0320 against 0.0267).
+        let model_error: f64 = held
+            .iter()
+            .filter_map(|c| {
+                let k = Self::trusted_curve(c)?;
+                let observed = c.misses as f64 / c.requests.max(1) as f64;
+                let predicted = k[c.pages().min(k.len() - 1)];
+                Some((self.cost(c, predicted) - self.cost(c, observed)).abs())
+            })
+            .sum();
+        let gains = best.as_ref().is_ok_and(|best| {
+            current_cost > 0.0
+                && (current_cost - best.cost) / current_cost >= self.threshold
+                && cost_at(&current) - cost_at(&best.pages) > model_error
+        });
+        let (Ok(best), true) = (best, gains) else {
             return Round {
-                moves: Vec::new(),
+                moves: self.risk_move(&held).into_iter().collect(),
                 predicted_miss_ratio: predicted(&current),
             };
-        }
+        };
         let risks: Vec<f64> = held.iter().map(|c| risk(c)).collect();
         let moves = plan_moves_ranked(&current, &best.pages, self.max_moves * r, &risks)
             .into_iter()
@@ -448,6 +648,11 @@ impl ClassPolicy for Lama {
                 src: held[m.src].snapshot.class,
                 dst: Some(held[m.dst].snapshot.class),
                 pages: m.pages,
+                rule: if held[m.src].requests == 0 {
+                    MoveRule::Idle
+                } else {
+                    MoveRule::Curve
+                },
             })
             .collect();
         Round {

@@ -51,6 +51,9 @@ pub struct ClassView {
     /// The window's miss ratio at every page count `0..=page_limit`, for policies that ask for curves,
     /// when the class is profiled.
     pub miss_ratio_by_pages: Option<Vec<f64>>,
+    /// The share of the class's accesses its profiler samples (1 when unsampled or without a curve):
+    /// the curve's sampling error is that of `requests * curve_sampling_rate` sampled accesses.
+    pub curve_sampling_rate: f64,
 }
 
 impl ClassView {
@@ -84,6 +87,45 @@ pub struct Progress {
     pub seconds: u32,
 }
 
+/// Which rule of a policy made a move (the rebalancer counts pages by rule; `stats` shows them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MoveRule {
+    /// A counter-driven heuristic: the baselines' ages, evictions and misses.
+    Heuristic,
+    /// LAMA's optimisation over trusted miss-ratio curves.
+    Curve,
+    /// Pages of a class unused for a whole window, given to where the curves say they save most.
+    Idle,
+    /// PSA's risk move, where the curves are too noisy to decide: a page from the class with the
+    /// fewest requests per page to the class with the most misses.
+    Risk,
+}
+
+impl MoveRule {
+    /// Every rule, in the order `stats` lists them.
+    pub const ALL: [MoveRule; 4] = [
+        MoveRule::Heuristic,
+        MoveRule::Curve,
+        MoveRule::Idle,
+        MoveRule::Risk,
+    ];
+
+    /// Its name in `stats` (`slab_policy_moves_<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MoveRule::Heuristic => "heuristic",
+            MoveRule::Curve => "curve",
+            MoveRule::Idle => "idle",
+            MoveRule::Risk => "risk",
+        }
+    }
+
+    /// Its index in [`MoveRule::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// One page move a policy asks for: `pages` pages from `src` to `dst` (`None`: back to the free pool).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClassMove {
@@ -93,6 +135,8 @@ pub struct ClassMove {
     pub dst: Option<ClassId>,
     /// How many.
     pub pages: usize,
+    /// The rule that asked for them.
+    pub rule: MoveRule,
 }
 
 /// What a round decided.
@@ -114,7 +158,12 @@ impl Round {
     /// One page from `src` to `dst`.
     pub fn one(src: ClassId, dst: Option<ClassId>) -> Round {
         Round {
-            moves: vec![ClassMove { src, dst, pages: 1 }],
+            moves: vec![ClassMove {
+                src,
+                dst,
+                pages: 1,
+                rule: MoveRule::Heuristic,
+            }],
             predicted_miss_ratio: None,
         }
     }
@@ -322,6 +371,7 @@ mod tests {
             misses,
             evictions,
             miss_ratio_by_pages: curve,
+            curve_sampling_rate: 1.0,
         }
     }
 
@@ -361,7 +411,8 @@ mod tests {
             vec![ClassMove {
                 src: ClassId(1),
                 dst: Some(ClassId(2)),
-                pages: 1
+                pages: 1,
+                rule: MoveRule::Curve,
             }]
         );
         assert_eq!(round.predicted_miss_ratio, Some(0.5));
@@ -401,11 +452,70 @@ mod tests {
         ];
         let mut strict = by_name("lama-mr:threshold=0.05").unwrap();
         assert!(strict.round(&input(&classes)).moves.is_empty());
+        // Without curves no curve rule moves; the class missing most gets PSA's risk move instead,
+        // from the class with the fewest requests per page.
         let blind = [
             view(1, 2, 1000, 1000, 0, 5, None),
             view(2, 2, 10, 0, 0, 5, None),
         ];
-        assert!(lama().round(&input(&blind)).moves.is_empty());
+        assert_eq!(
+            lama().round(&input(&blind)).moves,
+            vec![ClassMove {
+                src: ClassId(2),
+                dst: Some(ClassId(1)),
+                pages: 1,
+                rule: MoveRule::Risk,
+            }]
+        );
+        // Where the class missing most has a curve, the curves decide (here: nothing to gain).
+        let quiet = [
+            view(1, 2, 1000, 1, 0, 5, None),
+            view(2, 2, 1000, 500, 0, 5, Some(vec![1.0, 0.5, 0.5, 0.5, 0.5])),
+        ];
+        assert!(lama().round(&input(&quiet)).moves.is_empty());
+    }
+
+    #[test]
+    fn lama_trusts_no_curve_that_misses_the_window_it_describes() {
+        // The curves of LAMA Fig. 1, but the window observed no misses where they predict 1,000 each:
+        // their error exceeds the plan's gain, so nothing moves.
+        let classes = [
+            view(1, 2, 1000, 0, 0, 5, Some(vec![1.0; 5])),
+            view(2, 2, 1000, 0, 0, 5, Some(vec![1.0, 1.0, 1.0, 0.0, 0.0])),
+        ];
+        assert!(lama().round(&input(&classes)).moves.is_empty());
+    }
+
+    #[test]
+    fn lama_noise_penalty_needs_more_samples_for_small_gains() {
+        // Class 2 saves 100 of 100,000 requests' misses with a third page, class 1 loses none: exact
+        // curves move it, the same curves from 1% samples (one sampled miss in a hundred) do not.
+        let mut classes = [
+            view(
+                1,
+                2,
+                100_000,
+                50_000,
+                0,
+                5,
+                Some(vec![1.0, 0.5, 0.5, 0.5, 0.5]),
+            ),
+            view(
+                2,
+                2,
+                100_000,
+                50_000,
+                0,
+                5,
+                Some(vec![1.0, 0.5, 0.5, 0.499, 0.499]),
+            ),
+        ];
+        let exact = lama().round(&input(&classes));
+        assert_eq!(exact.moves.len(), 1, "{exact:?}");
+        for c in &mut classes {
+            c.curve_sampling_rate = 0.01;
+        }
+        assert!(lama().round(&input(&classes)).moves.is_empty());
     }
 
     #[test]
@@ -413,7 +523,7 @@ mod tests {
         // Classes 1 and 3 gain nothing from pages; class 1 is hotter (higher risk), so class 3 gives.
         let flat = Some(vec![0.5; 8]);
         let classes = [
-            view(1, 3, 9000, 10, 0, 5, flat.clone()),
+            view(1, 3, 9000, 4500, 0, 5, flat.clone()),
             view(
                 2,
                 1,
@@ -423,7 +533,7 @@ mod tests {
                 5,
                 Some(vec![1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
             ),
-            view(3, 3, 30, 10, 0, 5, flat),
+            view(3, 3, 30, 15, 0, 5, flat),
         ];
         let mut policy = by_name("lama-mr:threshold=0,moves=1").unwrap();
         let round = policy.round(&input(&classes));
@@ -436,6 +546,7 @@ mod tests {
     fn lama_art_weighs_misses_of_large_items_more() {
         let mut small = view(1, 2, 1000, 500, 0, 5, Some(vec![1.0, 0.6, 0.5, 0.4, 0.3]));
         let mut large = view(2, 2, 1000, 500, 0, 5, Some(vec![1.0, 0.6, 0.5, 0.4, 0.3]));
+        // (500 misses at 2 pages: what the curves say, so the window confirms them.)
         small.snapshot.chunk_size_bytes = 100;
         large.snapshot.chunk_size_bytes = 100_000;
         let classes = [small, large];

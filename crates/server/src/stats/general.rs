@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 
 use mrcache_engine::{ClassCounters, EngineStats};
+use mrcache_policy::class::MoveRule;
 
 use super::registry::{counter, fixed, gauge, info, metrics_gauge, Figure, Value};
 use crate::context::{ServerContext, ThreadStats};
@@ -113,6 +114,8 @@ pub(crate) struct General {
     pub reaper_starts: u64,
     pub policy_rounds: u64,
     pub policy_pages_moved: u64,
+    /// Pages moved by each `MoveRule`, in `MoveRule::ALL` order.
+    pub policy_moves_by_rule: [u64; MoveRule::ALL.len()],
     pub predicted_miss_ratio: Option<f64>,
     pub observed_miss_ratio: Option<f64>,
     pub arbiter_rounds: u64,
@@ -155,6 +158,7 @@ impl General {
             reaper_starts: load(&m.reaper_starts),
             policy_rounds: load(&m.policy_rounds),
             policy_pages_moved: load(&m.automove_moves),
+            policy_moves_by_rule: m.policy_moves_by_rule.each_ref().map(load),
             predicted_miss_ratio: ratio(&m.policy_predicted_bits),
             observed_miss_ratio: ratio(&m.policy_observed_bits),
             arbiter_rounds: load(&m.arbiter_rounds),
@@ -271,6 +275,14 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
     counter("slab_policy_rounds", "slab_policy_rounds_total", "Rounds the slab class policy ran.", |s| s.policy_rounds.into()),
     counter("slab_policy_pages_moved", "slab_policy_pages_moved_total", "Pages the slab class policy moved.",
         |s| s.policy_pages_moved.into()),
+    counter("slab_policy_moves_heuristic", "slab_policy_moves_heuristic_total", "Pages moved by a counter-driven heuristic (the baselines).",
+        |s| s.policy_moves_by_rule[MoveRule::Heuristic.index()].into()),
+    counter("slab_policy_moves_curve", "slab_policy_moves_curve_total", "Pages moved by LAMA's optimisation over trusted curves.",
+        |s| s.policy_moves_by_rule[MoveRule::Curve.index()].into()),
+    counter("slab_policy_moves_idle", "slab_policy_moves_idle_total", "Pages LAMA took from classes idle for a whole window.",
+        |s| s.policy_moves_by_rule[MoveRule::Idle.index()].into()),
+    counter("slab_policy_moves_risk", "slab_policy_moves_risk_total", "Pages moved by PSA's risk rule where curves were too noisy.",
+        |s| s.policy_moves_by_rule[MoveRule::Risk.index()].into()),
     gauge("slab_policy_predicted_miss_ratio", "slab_policy_predicted_miss_ratio", "Miss ratio the last curve-driven round predicted (NaN: none yet).",
         |s| Value::Ratio(s.predicted_miss_ratio)),
     gauge("slab_policy_observed_miss_ratio", "slab_policy_observed_miss_ratio", "Miss ratio observed after that round (NaN: none yet).",

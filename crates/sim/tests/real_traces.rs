@@ -1,0 +1,80 @@
+//! The default slab policy on real traffic: a shortened version of docs/results.md's "Slab policies on
+//! real traces" (scripts/real-trace-policies.sh). The first requests of a shared cache2k trace, ETC
+//! value sizes, lookaside, at sizes where the baselines differ; `lama-mr` must miss no more than
+//! memcached's default, and no more than the best baseline plus 0.5% relative.
+//!
+//! The traces live in the shared folder beside the repository (`../shared/traces`, or
+//! `MRCACHE_TRACES`); the test fails, naming the folder, when they are missing.
+
+use std::path::PathBuf;
+
+use mrcache_sim::{SimConfig, Simulator, SlabPolicy, TraceSizing};
+use mrcache_workload::synth::{Access, ValueSizeModel};
+use mrcache_workload::{open_trace, TraceFormat};
+
+/// The shared traces folder; panics, naming it, when it is missing.
+fn traces_dir() -> PathBuf {
+    let dir = std::env::var_os("MRCACHE_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
+        });
+    assert!(
+        dir.is_dir(),
+        "no traces at {}: these tests read the shared traces, kept in ../shared/traces beside the \
+         repository; put them there or set MRCACHE_TRACES to their folder",
+        dir.display()
+    );
+    dir
+}
+
+/// The first `requests` of a key-only trace with ETC value sizes (the CLI's `--value-size etc`).
+fn trace(name: &str, requests: usize) -> Vec<Access> {
+    let sizing = TraceSizing {
+        key_size: 16,
+        value_size: ValueSizeModel::Etc { max: 500_000 },
+        override_sizes: false,
+        seed: 1,
+    };
+    open_trace(&traces_dir().join(name), TraceFormat::Auto)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .take(requests)
+        .map(|r| sizing.access(&r.unwrap_or_else(|e| panic!("{name}: {e}"))))
+        .collect()
+}
+
+fn miss_ratio(stream: &[Access], memory_bytes: u64, policy: &str) -> f64 {
+    let report = Simulator::run(
+        SimConfig::with_memory(memory_bytes),
+        SlabPolicy::by_name(policy).unwrap(),
+        stream.iter().copied(),
+    )
+    .unwrap();
+    report.miss_ratio
+}
+
+const BASELINES: [&str; 5] = ["memcached", "automove", "psa", "facebook", "twemcache"];
+
+#[test]
+fn lama_mr_is_never_worse_than_memcached_or_the_best_baseline() {
+    let stream = trace("kv/cache2k-orm-night.trace.xz", REQUESTS);
+    for memory_mib in MEMORY_MIB {
+        let memory = memory_mib << 20;
+        let baselines: Vec<(&str, f64)> = BASELINES
+            .iter()
+            .map(|&p| (p, miss_ratio(&stream, memory, p)))
+            .collect();
+        let lama = miss_ratio(&stream, memory, "lama-mr");
+        let memcached = baselines[0].1;
+        let best = baselines.iter().map(|b| b.1).fold(f64::INFINITY, f64::min);
+        assert!(
+            lama <= memcached && lama <= best * 1.005,
+            "{memory_mib} MiB: lama-mr {lama:.4} against {baselines:?}"
+        );
+    }
+}
+
+/// Requests replayed: long enough for several rounds, short enough for a debug build.
+const REQUESTS: usize = 1_000_000;
+/// One size where every class holds about its first page, one where pages can move.
+const MEMORY_MIB: [u64; 2] = [16, 32];
