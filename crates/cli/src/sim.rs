@@ -19,6 +19,9 @@ use crate::figures::{draw, Chart, Series};
 use crate::input::{take_trace_error, SlabArgs, SourceArgs, Stream, TraceErrorSlot};
 use crate::progress::{self, Counted, Progress};
 
+mod plots;
+use plots::{draw_pages, plot_tenants};
+
 #[derive(Args, Debug)]
 #[command(after_help = WORKLOAD_HELP)]
 pub struct SimArgs {
@@ -348,22 +351,6 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// A figure of pages over time (requests in millions), one series per partition.
-fn draw_pages(path: &std::path::Path, title: &str, series: Vec<Series>) -> Result<(), String> {
-    draw(
-        path,
-        &Chart {
-            title,
-            x_label: "requests (millions)",
-            y_label: "pages",
-            y_range: None,
-            y_log: false,
-            styles: Vec::new(),
-            series,
-        },
-    )
-}
-
 fn write_text(out: &mut impl Write, r: &SimReport) -> std::io::Result<()> {
     writeln!(out, "policy {}  memory {} MiB  requests {}  gets {}  misses {}  miss ratio {:.4}  evictions {}  page moves {}  rounds {}  mean response {:.1} us", r.policy, r.memory_bytes >> 20, r.requests, r.gets, r.misses, r.miss_ratio, r.evictions, r.page_moves, r.rounds, r.mean_response_us)?;
     writeln!(
@@ -568,63 +555,6 @@ fn run_label(r: &SimReport) -> String {
         ),
         None => r.policy.clone(),
     }
-}
-
-/// `--plot-tenants`: each tenant's pages over time, one figure per run with tenants.
-fn plot_tenants(
-    args: &SimArgs,
-    path: &std::path::Path,
-    reports: &[SimReport],
-) -> Result<(), String> {
-    let stem = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("tenants");
-    let ext = path.extension().and_then(|s| s.to_str()).unwrap_or("svg");
-    let mut used: Vec<String> = Vec::new();
-    for r in reports {
-        let Some(arbiter) = &r.tenant_policy else {
-            continue;
-        };
-        // The arbiter's name; a second run of the same arbiter (other parameters) gets its number.
-        let base = arbiter.split(':').next().unwrap_or(arbiter).to_string();
-        let same = used.iter().filter(|u| **u == base).count();
-        let name = if same > 0 {
-            format!("{base}-{}", same + 1)
-        } else {
-            base.clone()
-        };
-        used.push(base);
-        let tenants = r.windows.iter().map(|w| w.tenants.len()).max().unwrap_or(0);
-        let series = (0..tenants)
-            .map(|t| Series {
-                label: format!("tenant {t}"),
-                points: r
-                    .windows
-                    .iter()
-                    .filter_map(|w| {
-                        let pages = w.tenants.get(t)?.pages?;
-                        Some((w.end_request as f64 / 1e6, pages as f64))
-                    })
-                    .collect(),
-            })
-            .filter(|s| !s.points.is_empty())
-            .collect::<Vec<_>>();
-        if series.is_empty() {
-            // Shared pools (`pooled`): no tenant has pages of its own.
-            continue;
-        }
-        draw_pages(
-            &path.with_file_name(format!("{stem}-{name}.{ext}")),
-            &format!(
-                "Pages per tenant, {} ({})",
-                args.source.name(),
-                run_label(r)
-            ),
-            series,
-        )?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
