@@ -13,18 +13,7 @@ use mrcache_workload::{open_trace, TraceFormat};
 
 /// The shared traces folder; panics, naming it, when it is missing.
 fn traces_dir() -> PathBuf {
-    let dir = std::env::var_os("MRCACHE_TRACES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-        });
-    assert!(
-        dir.is_dir(),
-        "no traces at {}: these tests read the shared traces, kept in ../shared/traces beside the \
-         repository; put them there or set MRCACHE_TRACES to their folder",
-        dir.display()
-    );
-    dir
+    mrcache_workload::trace::shared_traces_dir().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// (trace file, reference name) for every reference curve.

@@ -23,6 +23,31 @@ use crate::Request;
 /// traces): 1 byte, so a byte curve equals the object curve and no value model is implied.
 pub const KEY_ONLY_SIZE_BYTES: u32 = 1;
 
+/// The environment variable naming the shared traces folder, where it is not `../shared/traces`.
+pub const SHARED_TRACES_ENV: &str = "MRCACHE_TRACES";
+
+/// The folder of the project's shared real traces: `$MRCACHE_TRACES`, else `../shared/traces` beside the
+/// repository. An error (`NotFound`, saying where it looked and how to fix it) when it is not a folder,
+/// so a test that needs the traces fails instead of passing without them.
+pub fn shared_traces_dir() -> std::io::Result<std::path::PathBuf> {
+    let dir = std::env::var_os(SHARED_TRACES_ENV)
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
+        });
+    if dir.is_dir() {
+        return Ok(dir);
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        format!(
+            "no traces at {}: these tests read the shared traces, kept in ../shared/traces beside \
+             the repository; put them there or set {SHARED_TRACES_ENV} to their folder",
+            dir.display()
+        ),
+    ))
+}
+
 /// Opens `path` as a trace of `format` ([`TraceFormat::Auto`] detects it from the name and, for
 /// CSV files, the first line).
 pub fn open_trace(path: &Path, format: TraceFormat) -> Result<TraceReader, TraceError> {
