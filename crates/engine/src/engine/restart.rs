@@ -99,15 +99,7 @@ impl Engine {
         let mut visited = 0;
         let next = shard.lock().walk_live(cursor.at, max_chunks, clock, |it| {
             visited += 1;
-            f(&SavedItem {
-                key: it.key,
-                value: it.value,
-                client_flags: it.client_flags,
-                expiry: it.expiry,
-                atime: it.atime,
-                cas: it.cas,
-                marks: ItemMarks(it.bits),
-            });
+            f(it);
         });
         match next {
             Some(at) => cursor.at = at,

@@ -13,24 +13,13 @@ use super::Shard;
 use crate::item::bits;
 use crate::shard::AllocError;
 use crate::tenant::Key;
-use crate::Clock;
+use crate::{Clock, ItemMarks, SavedItem};
 
 /// Where a walk of one shard stands: the next chunk to inspect.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WalkPosition {
     pub slot: u32,
     pub chunk: u32,
-}
-
-/// An item as the walk reports it, in its chunk.
-pub(crate) struct WalkedItem<'a> {
-    pub key: Key<'a>,
-    pub value: &'a [u8],
-    pub client_flags: u32,
-    pub expiry: u32,
-    pub atime: u32,
-    pub cas: u64,
-    pub bits: u8,
 }
 
 /// The item bits a restart keeps: everything a client can observe; not the list states.
@@ -49,7 +38,7 @@ impl Shard {
         from: WalkPosition,
         max_chunks: usize,
         clock: Clock,
-        mut f: impl FnMut(WalkedItem<'_>),
+        mut f: impl FnMut(&SavedItem<'_>),
     ) -> Option<WalkPosition> {
         let mut at = from;
         let mut budget = max_chunks.max(1);
@@ -76,14 +65,14 @@ impl Shard {
                 if !it.has(bits::LINKED) || self.is_dead(h, clock) {
                     continue;
                 }
-                f(WalkedItem {
+                f(&SavedItem {
                     key: it.tenant_key(),
                     value: it.value(),
                     client_flags: it.client_flags(),
                     expiry: it.expiry(),
                     atime: it.atime(),
                     cas: it.cas(),
-                    bits: it.bits() & RESTORED_BITS,
+                    marks: ItemMarks::from_bits(it.bits()),
                 });
             }
             at = WalkPosition {
