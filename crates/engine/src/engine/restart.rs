@@ -121,17 +121,12 @@ impl Engine {
         }
         let cas = if self.config.use_cas { item.cas } else { 0 };
         let hash = hash_key(item.key);
-        let result = self.shard_for(hash).lock().restore(
-            item.key,
-            hash,
-            item.client_flags,
-            item.expiry,
-            item.atime.clamp(1, clock.now),
+        let adjusted = SavedItem {
+            atime: item.atime.clamp(1, clock.now),
             cas,
-            item.marks.bits(),
-            item.value,
-            clock,
-        );
+            ..*item
+        };
+        let result = self.shard_for(hash).lock().restore(&adjusted, hash, clock);
         match result {
             Ok(()) => {
                 self.globals.raise_cas_above(cas);

@@ -12,7 +12,6 @@
 use super::Shard;
 use crate::item::bits;
 use crate::shard::AllocError;
-use crate::tenant::Key;
 use crate::{Clock, ItemMarks, SavedItem};
 
 /// Where a walk of one shard stands: the next chunk to inspect.
@@ -83,22 +82,25 @@ impl Shard {
         None
     }
 
-    /// Stores a saved item, replacing any item of its key: its saved CAS, expiry, access time and meta
-    /// bits (`RESTORED_BITS` of `bits`). Allocation may evict, as a store's does. The caller raises the
-    /// CAS counter above `cas`.
-    #[allow(clippy::too_many_arguments)]
+    /// Stores a saved item under `hash`, replacing any item of its key: its CAS, expiry, access time and
+    /// marks as `item` gives them (the caller has already adjusted them to this engine: CAS 0 under `-C`,
+    /// the access time within the clock). Allocation may evict, as a store's does. The caller raises the
+    /// CAS counter above `item.cas`.
     pub(crate) fn restore(
         &mut self,
-        key: Key<'_>,
+        item: &SavedItem<'_>,
         hash: u64,
-        client_flags: u32,
-        expiry: u32,
-        atime: u32,
-        cas: u64,
-        item_bits: u8,
-        value: &[u8],
         clock: Clock,
     ) -> Result<(), AllocError> {
+        let SavedItem {
+            key,
+            value,
+            client_flags,
+            expiry,
+            atime,
+            cas,
+            marks,
+        } = *item;
         if !self
             .geometry
             .within_item_limit(key.bytes.len(), client_flags, value.len())
@@ -112,7 +114,7 @@ impl Shard {
         {
             let mut it = self.item_mut(h);
             it.init(key, client_flags, expiry, atime, &[value]);
-            it.insert_bits(item_bits & RESTORED_BITS);
+            it.insert_bits(marks.bits() & RESTORED_BITS);
         }
         if let Some(old) = self.index_find(key, hash) {
             self.unlink(old);
