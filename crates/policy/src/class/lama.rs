@@ -173,16 +173,6 @@ impl Lama {
         }
     }
 
-    /// The least interval now: `min`, or with an adaptive floor half the items held, within
-    /// `[ADAPTIVE_FLOOR, min]`.
-    fn floor(&self, input: &RoundInput<'_>, min: u64) -> u64 {
-        if !self.adaptive_floor {
-            return min;
-        }
-        let items: usize = input.classes.iter().map(|c| c.snapshot.items).sum();
-        (items as u64 / 2).clamp(ADAPTIVE_FLOOR.min(min), min)
-    }
-
     /// Whether the classes' shares of requests moved by more than `SHIFT_DISTANCE` since the last
     /// window; remembers this window's shares.
     fn shifted(&mut self, input: &RoundInput<'_>) -> bool {
@@ -213,15 +203,21 @@ impl Lama {
         let Interval::Auto { min, max } = self.interval else {
             return;
         };
-        let floor = self.floor(input, min);
-        // Adaptive: no window longer than a few turnovers of what the cache holds.
-        let max = if self.adaptive_floor {
-            let items: usize = input.classes.iter().map(|c| c.snapshot.items).sum();
-            (items as u64)
-                .saturating_mul(TURNOVERS_PER_WINDOW)
-                .clamp(floor, max)
+        // Adaptive: the least window is half the items held (within `[ADAPTIVE_FLOOR, min]`), the
+        // longest a few turnovers of them; fixed: `min` and `max` as given.
+        let (floor, max) = if self.adaptive_floor {
+            let items = input
+                .classes
+                .iter()
+                .map(|c| c.snapshot.items)
+                .sum::<usize>() as u64;
+            let floor = (items / 2).clamp(ADAPTIVE_FLOOR.min(min), min);
+            (
+                floor,
+                items.saturating_mul(TURNOVERS_PER_WINDOW).clamp(floor, max),
+            )
         } else {
-            max
+            (min, max)
         };
         let eq8 = self.eq8_interval(input, r).clamp(floor, max);
         self.next_interval = if shifted {
