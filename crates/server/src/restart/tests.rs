@@ -35,20 +35,25 @@ fn records() -> Vec<Fields> {
         .collect()
 }
 
+/// The record `fields` describe, borrowing its key and value.
+fn record(fields: &Fields) -> Record<'_> {
+    let (tenant, key, value, client_flags, expiry_unix, atime_unix, cas, marks) = fields;
+    Record {
+        tenant: *tenant,
+        key,
+        value,
+        client_flags: *client_flags,
+        expiry_unix: *expiry_unix,
+        atime_unix: *atime_unix,
+        cas: *cas,
+        marks: *marks,
+    }
+}
+
 fn file() -> Vec<u8> {
     let mut w = Writer::new(Vec::new(), &header()).unwrap();
-    for (tenant, key, value, client_flags, expiry_unix, atime_unix, cas, marks) in records() {
-        w.item(&Record {
-            tenant,
-            key: &key,
-            value: &value,
-            client_flags,
-            expiry_unix,
-            atime_unix,
-            cas,
-            marks,
-        })
-        .unwrap();
+    for fields in records() {
+        w.item(&record(&fields)).unwrap();
     }
     w.finish().unwrap()
 }
@@ -70,21 +75,9 @@ fn a_file_reads_back_as_written() {
     let (mut r, h) = Reader::new(&bytes[..], 1 << 20).unwrap();
     assert_eq!(h, header());
     let mut n = 0;
-    for (tenant, key, value, client_flags, expiry_unix, atime_unix, cas, marks) in records() {
+    for fields in records() {
         let rec = r.next().unwrap().unwrap();
-        assert_eq!(
-            rec,
-            Record {
-                tenant,
-                key: &key,
-                value: &value,
-                client_flags,
-                expiry_unix,
-                atime_unix,
-                cas,
-                marks,
-            }
-        );
+        assert_eq!(rec, record(&fields));
         n += 1;
     }
     assert!(r.next().unwrap().is_none());
