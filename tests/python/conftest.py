@@ -5,7 +5,9 @@ The `server` fixture starts the server binary once per test module on a free
 
 - `mrcached` (env `MRCACHED_BIN`, default `target/release/mrcached`) is started
   with `-p 0` and announces its port on stdout as `listening on 127.0.0.1:PORT`;
-  that line is the readiness signal.
+  that line is the readiness signal. `MRCACHED_EXTRA_ARGS` (whitespace-separated)
+  is appended to its command line, so the suite can run under another
+  configuration (a memory layout, an I/O path).
 - If `MRCACHED_BIN` names a `memcached` binary, the suite runs against it
   instead (to validate the suite): a free port is picked by binding
   127.0.0.1:0, and readiness is a connect-retry loop with a deadline.
@@ -50,7 +52,7 @@ def _drain(pipe):
 
 def _start_mrcached(path):
     proc = subprocess.Popen(
-        [path, "-U", "0", "-l", "127.0.0.1", "-p", "0"],
+        [path, "-U", "0", "-l", "127.0.0.1", "-p", "0", *os.environ.get("MRCACHED_EXTRA_ARGS", "").split()],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + STARTUP_TIMEOUT_S

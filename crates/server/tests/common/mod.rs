@@ -12,6 +12,10 @@
 //!
 //! Every wait is bounded by a deadline, and every child is killed and reaped
 //! when its [`Server`] is dropped, so a failing test leaves no process behind.
+//!
+//! `MRCACHED_EXTRA_ARGS` (whitespace-separated) is appended to every `mrcached` command line, so
+//! scripts/test.sh can run the same suites again under another configuration (a memory layout, an I/O
+//! path) without a copy of each test.
 
 #![allow(dead_code)] // each test binary uses a different subset of the helpers
 
@@ -32,6 +36,13 @@ const STDERR_TAIL_BYTES: usize = 8 * 1024;
 
 /// How to install the reference tools, for failure messages.
 pub const INSTALL_HINT: &str = "apt-get install memcached libmemcached-tools";
+
+/// Arguments from `MRCACHED_EXTRA_ARGS`, appended to every `mrcached` started here.
+pub fn extra_mrcached_args() -> Vec<String> {
+    std::env::var("MRCACHED_EXTRA_ARGS")
+        .map(|v| v.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
 
 /// Which server program a [`Server`] runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,6 +152,7 @@ impl Server {
         let mut child = Command::new(path)
             .args(["-U", "0", "-l", "127.0.0.1", "-p", "0"])
             .args(args)
+            .args(extra_mrcached_args())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
