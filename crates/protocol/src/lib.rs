@@ -10,7 +10,8 @@
 //! Layout: `tokens` (line framing, tokenizer, number parsing) → one module per command family
 //! (`storage`, `retrieval`, `arith`, `delete_touch`, `meta`, `admin`) → `request` (the types `parse`
 //! returns). `base64` serves meta's `b` flag. `auth` parses what a connection may send before it has
-//! authenticated (`-Y`): [`auth::parse_auth`].
+//! authenticated (`-Y`): [`auth::parse_auth`]. `binary` is the binary protocol (parser, reply encoder,
+//! SASL PLAIN), a separate entry point a session picks on a connection's first byte.
 //!
 //! Invariants: `parse` never panics, never allocates, and reports a request only once every byte it
 //! needs (line and data block) is in the buffer — except an item that is too large, which is reported
@@ -25,6 +26,7 @@ mod admin;
 mod arith;
 pub mod auth;
 pub mod base64;
+pub mod binary;
 mod contract;
 mod delete_touch;
 mod meta;
