@@ -4,7 +4,7 @@
 //!
 //! The behaviour is memcached 1.6.18's (`proto_bin.c`), byte for byte where clients can see it:
 //! - a 24-byte header (magic 0x80, opcode, key length, extras length, data type, vbucket, body length,
-//!   opaque, CAS); any other magic closes the connection without a reply;
+//!   opaque, CAS); once 24 bytes are buffered, any other magic closes the connection without a reply;
 //! - a body shorter than key + extras: `Unknown command`, then close;
 //! - a key over 250 bytes, or a body whose shape the opcode does not allow (extras, key, value lengths,
 //!   checked as `dispatch_bin_command` checks them): `Invalid arguments`, then close;
@@ -324,18 +324,14 @@ fn unquiet(op: u8) -> (u8, bool) {
 /// (after the body-length check, before any other).
 pub fn parse<'a>(input: &'a [u8], limits: &Limits, unauthenticated: bool) -> Parsed<'a> {
     use opcode::*;
-    let Some(&magic) = input.first() else {
-        return Parsed::Incomplete {
-            needed: Some(HEADER_LEN),
-        };
-    };
-    if magic != REQUEST_MAGIC {
-        return Parsed::Close;
-    }
+    // memcached waits for a whole header before it looks at the magic.
     if input.len() < HEADER_LEN {
         return Parsed::Incomplete {
             needed: Some(HEADER_LEN),
         };
+    }
+    if input[0] != REQUEST_MAGIC {
+        return Parsed::Close;
     }
     let op = input[1];
     let keylen = be16(&input[2..]) as usize;

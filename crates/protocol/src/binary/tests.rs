@@ -87,7 +87,8 @@ fn too_large_is_reported_from_the_key_and_swallowed() {
 #[test]
 fn memcached_errors() {
     // Wrong magic closes silently.
-    assert_eq!(one(b"get k\r\n"), Parsed::Close);
+    assert_eq!(one(b"get k\r\n"), Parsed::Incomplete { needed: Some(24) });
+    assert_eq!(one(b"get k\r\nget k\r\nget k\r\nget k\r\n"), Parsed::Close);
     // Key longer than the body: unknown command, close.
     let mut p = req(GET, b"k", &[], &[], 0, 1);
     p[8..12].copy_from_slice(&0u32.to_be_bytes());

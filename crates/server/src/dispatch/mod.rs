@@ -5,11 +5,15 @@
 //! the request, writes memcached 1.6.18's exact reply (or none, for `noreply`/`q`), and says what the
 //! session does next ([`Flow`]).
 //!
+//! The binary protocol has its own entry point, [`dispatch_binary`] (`binary.rs`), over the same handlers'
+//! engine calls and the same [`Ctx`].
+//!
 //! Counting: the engine counts key-level figures (hits, misses, touches, sets); handlers count what the
 //! engine cannot see: `cmd_flush`, `cmd_meta`, `store_too_large`, `store_no_memory`.
 
 mod admin;
 mod arith;
+mod binary;
 mod delete_touch;
 mod meta;
 mod retrieval;
@@ -22,6 +26,8 @@ use mrcache_protocol::{response, Request};
 
 use crate::context::{ServerContext, ThreadStats};
 use crate::tenants::Tenancy;
+
+pub use binary::dispatch_binary;
 
 /// What the session does after a request.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

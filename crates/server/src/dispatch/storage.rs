@@ -42,22 +42,28 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
         invalidate: false,
         key_binary: false,
     };
-    let text = match ctx.server.engine.store(&args, ctx.clock) {
+    let text = match engine_store(ctx, &args) {
         StoreOutcome::Stored { .. } => "STORED",
         StoreOutcome::NotStored => "NOT_STORED",
         StoreOutcome::Exists => "EXISTS",
         StoreOutcome::NotFound => "NOT_FOUND",
-        StoreOutcome::TooLarge => {
-            ctx.count(|s| &s.store_too_large);
-            TOO_LARGE
-        }
-        StoreOutcome::OutOfMemory => {
-            ctx.count(|s| &s.store_no_memory);
-            NO_MEMORY
-        }
+        StoreOutcome::TooLarge => TOO_LARGE,
+        StoreOutcome::OutOfMemory => NO_MEMORY,
     };
     reply(out, r.noreply, text);
     Flow::Continue
+}
+
+/// `Engine::store`, counting the refusals the engine cannot see (`store_too_large`, `store_no_memory`);
+/// shared by the text and binary dispatch.
+pub(crate) fn engine_store(ctx: &Ctx<'_>, args: &StoreArgs<'_>) -> StoreOutcome {
+    let outcome = ctx.server.engine.store(args, ctx.clock);
+    match outcome {
+        StoreOutcome::TooLarge => ctx.count(|s| &s.store_too_large),
+        StoreOutcome::OutOfMemory => ctx.count(|s| &s.store_no_memory),
+        _ => {}
+    }
+    outcome
 }
 
 /// Unlinks a key without counting a delete (memcached's `item_unlink` after a failed allocation).

@@ -7,7 +7,12 @@
 //!   consumed as they arrive without being buffered;
 //! - `tenancy`: who the connection is (`tenants`), fixed when it opens or authenticates;
 //! - `auth`: while the connection must still authenticate, its input goes to memcached's auth parser
-//!   (`mrcache_protocol::auth`, see `auth.rs`) instead of the command parser.
+//!   (`mrcache_protocol::auth`, see `auth.rs`) instead of the command parser;
+//! - `mode`: the protocol, negotiated on the first byte under `-B auto` (0x80: binary, anything else:
+//!   text and meta, as memcached's `try_read_command_negotiate`), fixed by `-B ascii|binary`. A binary
+//!   connection's packets go to `mrcache_protocol::binary` and `dispatch_binary` (`binary.rs`), and it
+//!   authenticates with SASL PLAIN under `-S`. A connection that must authenticate without `-S` speaks
+//!   text only, as memcached's `-Y` connections do.
 //!
 //! At verbosity 2 (`-vv`, or `verbosity 2`) each command line and the first line of its reply go to
 //! stderr as memcached writes them (`verbose.rs`); below that the cost is one relaxed load per request.
@@ -16,12 +21,14 @@
 //! once complete, so a partial request costs nothing but its buffered bytes.
 
 mod auth;
+mod binary;
 mod verbose;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use mrcache_engine::TenantId;
+use mrcache_protocol::binary::REQUEST_MAGIC;
 use mrcache_protocol::{parse, response, Limits, Parsed};
 
 use crate::context::{ServerContext, ThreadStats};
@@ -43,6 +50,17 @@ pub struct Progress {
     pub want_bytes: Option<usize>,
 }
 
+/// Which protocol a connection speaks.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Mode {
+    /// `-B auto`, before the first byte.
+    Negotiate,
+    /// Text and meta.
+    Text,
+    /// Binary.
+    Binary,
+}
+
 /// A connection's protocol session.
 pub struct Session {
     ctx: Arc<ServerContext>,
@@ -51,6 +69,9 @@ pub struct Session {
     swallow: usize,
     tenancy: Tenancy,
     auth: Auth,
+    mode: Mode,
+    /// The tenant of the port the connection arrived on: SASL may authenticate only as it.
+    port_tenant: Option<TenantId>,
     /// The connection's descriptor, which names it in the `-vv` log (as memcached names it).
     fd: i32,
 }
@@ -64,6 +85,7 @@ impl Session {
         fd: i32,
     ) -> Session {
         let table = ctx.tenants.current();
+        let port_tenant = table.port_tenant(local.port()).map(|(id, _)| id);
         let (tenancy, auth) = match table.port_tenant(local.port()) {
             Some((id, spec)) => (
                 Tenancy::Fixed(id),
@@ -82,11 +104,16 @@ impl Session {
         let limits = Limits {
             item_size_max: config.item_size_max_bytes,
             item_overhead: config.memcached_item_overhead_bytes(),
-            // memcached negotiates the protocol on a connection's first byte: under `-B auto` a leading 0x80
-            // is a binary client, which we close; afterwards (and under `-B ascii`) it is an ordinary byte.
-            // Before authentication every byte goes to the auth parser, so nothing negotiates there.
-            binary_magic_closes: ctx.settings.protocol != Protocol::Ascii && auth == Auth::Done,
+            // The session negotiates (`mode`); to the text parser 0x80 is an ordinary byte.
+            binary_magic_closes: false,
             ..Limits::default()
+        };
+        let mode = match ctx.settings.protocol {
+            Protocol::Ascii => Mode::Text,
+            Protocol::Binary => Mode::Binary,
+            // Text authentication (`-Y`, passwords without `-S`) reads every byte as text.
+            Protocol::Auto if auth != Auth::Done && !ctx.settings.sasl => Mode::Text,
+            Protocol::Auto => Mode::Negotiate,
         };
         Session {
             ctx,
@@ -95,6 +122,8 @@ impl Session {
             swallow: 0,
             tenancy,
             auth,
+            mode,
+            port_tenant,
             fd,
         }
     }
@@ -123,6 +152,19 @@ impl Session {
                 return progress;
             }
             requests += 1;
+            if self.mode == Mode::Negotiate {
+                self.mode = if rest[0] == REQUEST_MAGIC {
+                    Mode::Binary
+                } else {
+                    Mode::Text
+                };
+            }
+            if self.mode == Mode::Binary {
+                if self.binary_step(rest, out, &mut progress) {
+                    return progress;
+                }
+                continue;
+            }
             if self.auth != Auth::Done {
                 if self.authenticate(rest, out, &mut progress) {
                     return progress;
@@ -131,9 +173,6 @@ impl Session {
             }
             self.tenancy.refresh(&self.ctx.tenants);
             let parsed = parse(rest, &self.limits);
-            if !matches!(parsed, Parsed::Incomplete { .. }) {
-                self.limits.binary_magic_closes = false;
-            }
             // Only complete requests and error lines are logged (a request split across reads once; a
             // connection closed for binary or oversized input not at all).
             let log = match parsed {

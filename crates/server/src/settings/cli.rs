@@ -45,8 +45,15 @@ Extended options (-o key[=value],...):
                            worker_logbuf_size, watcher_logbuf_size
 
 Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P, -D.
-Not supported: -d (use your service manager), -s/-a (UNIX sockets), -S (SASL authentication),
--Z (TLS), -U other than 0 (UDP), -B binary.",
+Binary protocol and SASL: under -B auto (the default) a connection whose first byte is 0x80 speaks
+memcached's binary protocol, any other the text and meta protocols; -B binary and -B ascii allow only
+one. -S makes binary clients authenticate with SASL PLAIN as a tenant of -Y or --config (the same
+users and passwords the text protocol's auth uses); like memcached, -S alone means -B binary, and
+-B ascii is refused with it (-S -B auto also lets text clients authenticate the text way). Without
+-S, a server whose connections must authenticate (-Y, or tenant passwords) speaks text only, as
+memcached does with -Y.
+
+Not supported: -d (use your service manager), -s/-a (UNIX sockets), -Z (TLS), -U other than 0 (UDP).",
         mrcache_engine::profiling::DEFAULT_SAMPLE_RATE
     )
 }
@@ -55,7 +62,7 @@ Not supported: -d (use your service manager), -s/-a (UNIX sockets), -S (SASL aut
 #[derive(Parser, Debug)]
 #[command(
     name = "mrcached",
-    about = "mrcached: a memcached 1.6.18-compatible cache server (text and meta protocols)",
+    about = "mrcached: a memcached 1.6.18-compatible cache server (text, meta and binary protocols)",
     disable_version_flag = true,
     after_help = after_help()
 )]
@@ -102,9 +109,10 @@ pub(super) struct Cli {
     /// max requests per event (per connection, before serving others)
     #[arg(short = 'R', long = "max-reqs-per-event", default_value_t = DEFAULT_REQS_PER_EVENT)]
     max_reqs_per_event: usize,
-    /// protocol: ascii or auto (both mean text + meta); binary is not supported
-    #[arg(short = 'B', long = "protocol", value_parser = Protocol::parse, default_value = "auto")]
-    protocol: Protocol,
+    /// protocol: auto (a first byte of 0x80 picks binary, else text + meta), ascii (text + meta) or
+    /// binary [default: auto; binary with -S]
+    #[arg(short = 'B', long = "protocol", value_parser = Protocol::parse)]
+    protocol: Option<Protocol>,
     /// listen backlog
     #[arg(short = 'b', long = "listen-backlog", default_value_t = DEFAULT_LISTEN_BACKLOG)]
     listen_backlog: i32,
@@ -180,8 +188,9 @@ pub(super) struct Cli {
     /// not supported
     #[arg(short = 'a', long = "unix-mask", hide = true)]
     unix_mask: Option<String>,
-    /// not supported
-    #[arg(short = 'S', long = "enable-sasl", hide = true)]
+    /// SASL authentication for binary clients: PLAIN, with the users and passwords of -Y / --config;
+    /// an authenticated client is that tenant. Implies -B binary unless -B auto is given
+    #[arg(short = 'S', long = "enable-sasl")]
     enable_sasl: bool,
     /// memcached's text-protocol authentication: a file of `user:password` lines; every connection
     /// must authenticate (a `set` whose data is `user password`) and then acts as tenant `user`
@@ -259,9 +268,6 @@ impl Settings {
                 "UNIX sockets are not supported; use -l 127.0.0.1",
             );
         }
-        if cli.enable_sasl {
-            return refuse("-S/--enable-sasl", "SASL authentication is not supported");
-        }
         if cli.enable_ssl {
             return refuse("-Z/--enable-ssl", "TLS is not supported");
         }
@@ -280,6 +286,7 @@ impl Settings {
                 },
                 error,
             })?;
+        let protocol = protocol_for(cli.protocol, cli.enable_sasl, tenants.auth_required())?;
         // Every field, from its flag or, for `-o` options, from its named default.
         let mut s = Settings {
             port: cli.port,
@@ -294,7 +301,8 @@ impl Settings {
             evict_when_full: !cli.disable_evictions,
             reqs_per_event: cli.max_reqs_per_event,
             listen_backlog: cli.listen_backlog,
-            protocol: cli.protocol,
+            protocol,
+            sasl: cli.enable_sasl,
             shutdown_enabled: cli.enable_shutdown,
             flush_enabled: !cli.disable_flush_all,
             dump_enabled: !cli.disable_dumping,
@@ -411,4 +419,34 @@ fn parse_tenant_policy(s: &str) -> Result<TenantPolicySpec, SettingsError> {
         flag: "--tenant-policy",
         error,
     })
+}
+
+/// `-B` as given with `-S` and the tenants' passwords, under memcached's rules: `-S` alone means binary
+/// and refuses ascii; connections that must authenticate without `-S` speak text only (memcached's `-Y`
+/// refuses binary). `-S` needs passwords to check (memcached's SASL would need its own user database).
+fn protocol_for(
+    given: Option<Protocol>,
+    sasl: bool,
+    passwords: bool,
+) -> Result<Protocol, SettingsError> {
+    if sasl && !passwords {
+        return Err(SettingsError::flag(
+            "-S/--enable-sasl",
+            "SASL needs users: give -Y FILE or --config with tenant passwords",
+        ));
+    }
+    match (given, sasl, passwords) {
+        (Some(Protocol::Ascii), true, _) => Err(SettingsError::flag(
+            "-B/--protocol",
+            "-B ascii cannot be used with -S: SASL authenticates binary clients (use -B binary or auto)",
+        )),
+        (Some(Protocol::Binary), false, true) => Err(SettingsError::flag(
+            "-B/--protocol",
+            "binary clients cannot use the text protocol's authentication (-Y / tenant passwords): add -S",
+        )),
+        (Some(p), _, _) => Ok(p),
+        (None, true, _) => Ok(Protocol::Binary),
+        (None, false, true) => Ok(Protocol::Ascii),
+        (None, false, false) => Ok(Protocol::Auto),
+    }
 }

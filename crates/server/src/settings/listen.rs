@@ -13,8 +13,11 @@ use super::SettingsError;
 pub enum Protocol {
     /// `-B ascii`: text and meta only.
     Ascii,
-    /// `-B auto` (memcached's default): memcached would also sniff binary; we speak text and meta only.
+    /// `-B auto` (memcached's default): a connection whose first byte is 0x80 speaks the binary
+    /// protocol, any other the text and meta protocols.
     Auto,
+    /// `-B binary`: the binary protocol only (a first byte other than 0x80 closes the connection).
+    Binary,
 }
 
 impl Protocol {
@@ -23,17 +26,18 @@ impl Protocol {
         match self {
             Protocol::Ascii => "ascii",
             Protocol::Auto => "auto-negotiate",
+            Protocol::Binary => "binary",
         }
     }
 
-    /// `-B`'s value: `ascii` or `auto`; `binary` and anything else are refused with the reason.
+    /// `-B`'s value: `ascii`, `binary` or `auto`; anything else is refused with the reason.
     pub(crate) fn parse(text: &str) -> Result<Protocol, SettingsError> {
         let refuse = |why: String| Err(SettingsError::flag("-B/--protocol", why));
         match text {
             "ascii" => Ok(Protocol::Ascii),
             "auto" => Ok(Protocol::Auto),
-            "binary" => refuse("the binary protocol is not supported; use ascii or auto".into()),
-            other => refuse(format!("unknown protocol '{other}' (ascii, auto)")),
+            "binary" => Ok(Protocol::Binary),
+            other => refuse(format!("unknown protocol '{other}' (ascii, binary, auto)")),
         }
     }
 }

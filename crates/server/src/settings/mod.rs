@@ -119,8 +119,10 @@ pub struct Settings {
     pub reqs_per_event: usize,
     /// `-b`: listen backlog.
     pub listen_backlog: i32,
-    /// `-B`: text/meta only in both accepted forms.
+    /// `-B`: which protocols connections speak (default auto; binary with `-S` alone).
     pub protocol: Protocol,
+    /// `-S`: binary connections authenticate with SASL PLAIN against the tenants' passwords.
+    pub sasl: bool,
     /// `-A`: the `shutdown` command is allowed.
     pub shutdown_enabled: bool,
     /// `!-F`: `flush_all` is allowed.
@@ -322,6 +324,7 @@ impl Settings {
             ("reqs_per_event", self.reqs_per_event.to_string()),
             ("listen_backlog", self.listen_backlog.to_string()),
             ("protocol", self.protocol.stats_name().to_string()),
+            ("sasl", self.sasl.to_string()),
             ("shutdown_enabled", self.shutdown_enabled.to_string()),
             ("flush_enabled", self.flush_enabled.to_string()),
             ("dump_enabled", self.dump_enabled.to_string()),

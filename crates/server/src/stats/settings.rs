@@ -65,7 +65,7 @@ pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
     stat(out, "cas_enabled", yes_no(s.use_cas));
     stat(out, "tcp_backlog", s.listen_backlog);
     stat(out, "binding_protocol", s.protocol.stats_name());
-    stat(out, "auth_enabled_sasl", "no");
+    stat(out, "auth_enabled_sasl", yes_no(s.sasl));
     // memcached prints the -Y path; a config that sets passwords turns auth on too.
     let auth = match (&ctx.settings.auth_file, &ctx.settings.config_file) {
         (Some(path), _) => path.display().to_string(),
