@@ -62,6 +62,8 @@ ensure_reference_tools() {
     [ -x /usr/bin/memccapable ] || missing+=(libmemcached-tools)
     "$PYTHON" -c 'import pymemcache' 2>/dev/null || missing+=(python3-pymemcache)
     "$PYTHON" -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
+    # tests/python/test_pylibmc_binary.py: libmemcached in binary mode, with SASL.
+    "$PYTHON" -c 'import pylibmc' 2>/dev/null || missing+=(python3-pylibmc)
     # Figures (mrcache mrc/sim --plot) measure and draw text with this font.
     [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
     # The admin dashboard's test loads the page in a real browser; /metrics is checked by promtool.
@@ -81,7 +83,7 @@ ensure_reference_tools() {
 # shellcheck source=scripts/lib/toolchain.sh
 . scripts/lib/toolchain.sh
 gate "Rust toolchain (rustup where cargo is missing)" ensure_rust
-gate "reference tools (memcached, memccapable, pymemcache, pytest, chromium, promtool)" ensure_reference_tools
+gate "reference tools (memcached, memccapable, pymemcache, pylibmc, pytest, chromium, promtool)" ensure_reference_tools
 # From here on a missing memcached is a failure, not a skip.
 export MRCACHE_REQUIRE_MEMCACHED="${MRCACHE_REQUIRE_MEMCACHED:-1}"
 

@@ -50,9 +50,10 @@ def _drain(pipe):
         pass
 
 
-def _start_mrcached(path):
+def _start_mrcached(path, args=()):
     proc = subprocess.Popen(
-        [path, "-U", "0", "-l", "127.0.0.1", "-p", "0", *os.environ.get("MRCACHED_EXTRA_ARGS", "").split()],
+        [path, "-U", "0", "-l", "127.0.0.1", "-p", "0", *args,
+         *os.environ.get("MRCACHED_EXTRA_ARGS", "").split()],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -127,6 +128,20 @@ def server():
         yield addr
     finally:
         _stop(proc)
+
+
+def start_mrcached_with(args):
+    """Starts mrcached with extra `args` (before MRCACHED_EXTRA_ARGS); returns (proc, (host, port)).
+    The caller stops it with `stop(proc)`. Fails (never skips) when the binary is missing; a suite
+    validated against memcached (MRCACHED_BIN=memcached) skips such tests with the reason."""
+    path = _server_binary()
+    if os.path.basename(path).startswith("memcached"):
+        pytest.skip("needs mrcached's own flags (" + " ".join(args) + "); MRCACHED_BIN is memcached")
+    return _start_mrcached(path, args)
+
+
+def stop(proc):
+    _stop(proc)
 
 
 @pytest.fixture
