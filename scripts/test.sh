@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole mrcache test suite, in the order a reviewer would check it:
 #   1. reference tools (apt-get, only what is missing): memcached,
-#      libmemcached-tools, python3-pymemcache, python3-pytest, chromium (the
+#      libmemcached-tools, python3-pymemcache, python3-pylibmc, python3-pytest, chromium (the
 #      dashboard's browser test), prometheus (promtool checks /metrics)
 #   2. cargo fmt --check
 #   3. cargo clippy --workspace --all-targets -- -D warnings
