@@ -9,8 +9,8 @@
 //! - a key over 250 bytes, or a body whose shape the opcode does not allow (extras, key, value lengths,
 //!   checked as `dispatch_bin_command` checks them): `Invalid arguments`, then close;
 //! - an opcode memcached does not know (0x1b verbosity included: 1.6.18 does not answer it):
-//!   `Unknown command`; memcached consumes the header and the extras before it looks at the opcode and
-//!   then discards `bodylen` more bytes, and so do we ([`Parsed::Error`] `swallow`);
+//!   `Unknown command`; memcached consumes the header, extras and key before it looks at the opcode
+//!   and then discards `bodylen` more bytes, and so do we ([`Parsed::Error`] `swallow`);
 //! - a value that can never fit (`item_size_ok`) is reported from its header, key and extras alone
 //!   ([`Data::TooLarge`]) so that its bytes are swallowed as they arrive, never buffered;
 //! - a command that reads only its key (get, delete, touch/gat, stat, …) consumes header, extras and key;
@@ -349,24 +349,24 @@ pub fn parse<'a>(input: &'a [u8], limits: &Limits, unauthenticated: bool) -> Par
         swallow,
         close,
     };
-    // memcached reads the extras with the header, before it looks at anything else.
+    // memcached reads the extras and the key with the header, before it looks at anything else.
     let ext_end = HEADER_LEN + extlen;
-    if input.len() < ext_end {
+    let key_end = ext_end + keylen;
+    if input.len() < key_end {
         return Parsed::Incomplete {
-            needed: Some(ext_end),
+            needed: Some(key_end),
         };
     }
-    if keylen > bodylen || keylen + extlen > bodylen {
-        return error(Status::UnknownCommand, ext_end, 0, true);
+    if keylen + extlen > bodylen {
+        return error(Status::UnknownCommand, key_end, 0, true);
     }
     if unauthenticated && !matches!(op, VERSION | SASL_LIST_MECHS | SASL_AUTH | SASL_STEP) {
-        return error(Status::AuthError, ext_end, 0, true);
+        return error(Status::AuthError, key_end, 0, true);
     }
     if keylen > KEY_MAX_LENGTH {
-        return error(Status::InvalidArguments, ext_end, 0, true);
+        return error(Status::InvalidArguments, key_end, 0, true);
     }
     let (loud, quiet) = unquiet(op);
-    let invalid = error(Status::InvalidArguments, ext_end, 0, true);
     // Shape checks, as `dispatch_bin_command` makes them.
     let valid = match loud {
         VERSION | NOOP | QUIT | SASL_LIST_MECHS => extlen == 0 && keylen == 0 && bodylen == 0,
@@ -379,17 +379,12 @@ pub fn parse<'a>(input: &'a [u8], limits: &Limits, unauthenticated: bool) -> Par
         STAT => extlen == 0,
         SASL_AUTH | SASL_STEP => extlen == 0 && keylen != 0,
         TOUCH | GAT | GATK => extlen == 4 && keylen != 0,
-        // Unknown: consume header and extras, then swallow the body's length (memcached's arithmetic).
-        _ => return error(Status::UnknownCommand, ext_end, bodylen, false),
+        // Unknown: header, extras and key are consumed, then the whole body length is swallowed on
+        // top (memcached's arithmetic: the key and extras count twice).
+        _ => return error(Status::UnknownCommand, key_end, bodylen, false),
     };
     if !valid {
-        return invalid;
-    }
-    let key_end = ext_end + keylen;
-    if input.len() < key_end {
-        return Parsed::Incomplete {
-            needed: Some(key_end),
-        };
+        return error(Status::InvalidArguments, key_end, 0, true);
     }
     let extras = &input[HEADER_LEN..ext_end];
     let key = &input[ext_end..key_end];
@@ -508,7 +503,7 @@ pub fn parse<'a>(input: &'a [u8], limits: &Limits, unauthenticated: bool) -> Par
 /// nothing or more than it was given, if `Incomplete` asks for no more than it had or for more than
 /// any valid request needs, or if a key breaks the 250-byte limit.
 pub fn check_binary_contract(input: &[u8], limits: &Limits, unauthenticated: bool) {
-    let most = HEADER_LEN + 255 + KEY_MAX_LENGTH + limits.item_size_max.max(MAX_SASL_DATA_BYTES);
+    let most = HEADER_LEN + 255 + 65535 + limits.item_size_max.max(MAX_SASL_DATA_BYTES);
     let mut pos = 0usize;
     let mut swallow = 0usize;
     while pos < input.len() {

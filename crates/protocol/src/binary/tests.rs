@@ -111,7 +111,7 @@ fn memcached_errors() {
             }
         ));
     }
-    // Unknown opcodes (verbosity too) consume header and extras and swallow the body length.
+    // Unknown opcodes (verbosity too) consume header, extras and key and swallow the body length.
     let p = req(VERBOSITY, b"ab", b"xy", b"v", 0, 1);
     assert_eq!(
         one(&p),
@@ -122,7 +122,7 @@ fn memcached_errors() {
                 cas: 0
             },
             status: Status::UnknownCommand,
-            consumed: HEADER_LEN + 2,
+            consumed: HEADER_LEN + 4,
             swallow: 5,
             close: false
         }

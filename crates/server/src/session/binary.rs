@@ -2,6 +2,9 @@
 //! protocol errors as memcached does, run SASL here under `-S` (it changes who the connection is), and
 //! hand every other request to `dispatch_binary`.
 //!
+//! A packet that is not a request (bad magic) closes the connection and, as in memcached, drops the
+//! replies not yet due to be written (those after the last noop of this batch of input).
+//!
 //! SASL (memcached's `process_bin_sasl_auth`): `list mechs` answers `PLAIN`; `auth` with PLAIN checks
 //! the user and password against the tenant directory exactly as the text protocol's auth does
 //! (`Tenants::authenticate`, restricted to the port's tenant on a tenant port) and makes the connection
@@ -33,7 +36,10 @@ impl Session {
                 progress.want_bytes = needed;
                 true
             }
+            // memcached closes at once, dropping the replies it has not written yet: those since the
+            // input was last drained or a noop forced a write.
             Parsed::Close => {
+                out.truncate(self.flushed);
                 progress.close = true;
                 true
             }
@@ -91,6 +97,12 @@ impl Session {
                                 response::error(out, &packet.header, Status::AuthError);
                             }
                         }
+                        flow
+                    }
+                    Command::Noop => {
+                        let flow =
+                            dispatch_binary(&self.ctx, &self.stats, &self.tenancy, &packet, out);
+                        self.flushed = out.len();
                         flow
                     }
                     _ => dispatch_binary(&self.ctx, &self.stats, &self.tenancy, &packet, out),

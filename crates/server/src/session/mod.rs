@@ -72,6 +72,9 @@ pub struct Session {
     mode: Mode,
     /// The tenant of the port the connection arrived on: SASL may authenticate only as it.
     port_tenant: Option<TenantId>,
+    /// Length of `out` that memcached would have written already (replies before this `process` call,
+    /// and up to a binary noop): a binary connection closed for a bad magic loses what follows.
+    flushed: usize,
     /// The connection's descriptor, which names it in the `-vv` log (as memcached names it).
     fd: i32,
 }
@@ -124,6 +127,7 @@ impl Session {
             auth,
             mode,
             port_tenant,
+            flushed: 0,
             fd,
         }
     }
@@ -132,6 +136,7 @@ impl Session {
     pub fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress {
         let mut progress = Progress::default();
         let mut requests = 0;
+        self.flushed = out.len();
         loop {
             let rest = &input[progress.consumed..];
             if self.swallow > 0 {
