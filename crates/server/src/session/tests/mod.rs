@@ -5,6 +5,7 @@ use crate::settings::Settings;
 use mrcache_engine::{Engine, EngineConfig};
 
 mod auth;
+mod binary;
 mod meta;
 mod text;
 
@@ -69,4 +70,30 @@ fn number_after(reply: &str, prefix: &str) -> u64 {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// A binary request packet.
+fn binary_packet(op: u8, key: &[u8], extras: &[u8], value: &[u8], cas: u64, opaque: u32) -> Vec<u8> {
+    let mut p = vec![0x80, op];
+    p.extend_from_slice(&(key.len() as u16).to_be_bytes());
+    p.push(extras.len() as u8);
+    p.extend_from_slice(&[0, 0, 0]);
+    p.extend_from_slice(&((key.len() + extras.len() + value.len()) as u32).to_be_bytes());
+    p.extend_from_slice(&opaque.to_be_bytes());
+    p.extend_from_slice(&cas.to_be_bytes());
+    p.extend_from_slice(extras);
+    p.extend_from_slice(key);
+    p.extend_from_slice(value);
+    p
+}
+
+/// A binary reply packet with no extras or key.
+fn binary_reply(op: u8, status: u16, value: &[u8], opaque: u32, cas: u64) -> Vec<u8> {
+    let mut p = vec![0x81, op, 0, 0, 0, 0];
+    p.extend_from_slice(&status.to_be_bytes());
+    p.extend_from_slice(&(value.len() as u32).to_be_bytes());
+    p.extend_from_slice(&opaque.to_be_bytes());
+    p.extend_from_slice(&cas.to_be_bytes());
+    p.extend_from_slice(value);
+    p
 }

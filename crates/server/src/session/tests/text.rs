@@ -288,7 +288,12 @@ fn quit_http_binary_and_watch() {
             .process(b"GET / HTTP/1.1\r\n", &mut out, usize::MAX)
             .close
     );
-    assert!(session().process(b"\x80\x00", &mut out, usize::MAX).close);
+    // A first byte of 0x80 negotiates the binary protocol (tests/binary.rs); text after it closes.
+    let mut stream = binary_packet(0x0a, b"", b"", b"", 0, 1);
+    stream.extend_from_slice(b"get k\r\nget k\r\nget k\r\nget k\r\n");
+    assert!(session().process(&stream, &mut out, usize::MAX).close);
+    assert_eq!(out, binary_reply(0x0a, 0, b"", 1, 0));
+    out.clear();
     let mut s = session();
     assert_eq!(
         run(&mut s, b"mn\r\n\x80\r\n"),
