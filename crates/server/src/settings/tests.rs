@@ -560,3 +560,28 @@ fn memory_file_is_the_warm_restart_file() {
     assert!(help.contains("--memory-file <FILE>") && help.contains("shutdown graceful"));
     assert!(!help.contains("-e (restartable cache)"));
 }
+
+#[test]
+fn protocol_and_sasl_follow_memcached_rules() {
+    use super::Protocol::*;
+    let auth = temp_file("sasl-auth", "alice:secret\n");
+    assert_eq!(run(&[]).unwrap().protocol, Auto);
+    assert_eq!(run(&["-B", "binary"]).unwrap().protocol, Binary);
+    assert_eq!(run(&["-B", "ascii"]).unwrap().protocol, Ascii);
+    // -Y alone: text only, as memcached; -B binary with it needs -S.
+    assert_eq!(run(&["-Y", &auth]).unwrap().protocol, Ascii);
+    assert!(err(&["-Y", &auth, "-B", "binary"]).contains("-S"));
+    // -S alone: binary only; -B auto is our superset; -B ascii is refused as memcached refuses it.
+    let s = run(&["-S", "-Y", &auth]).unwrap();
+    assert_eq!((s.protocol, s.sasl), (Binary, true));
+    assert_eq!(run(&["-S", "-B", "auto", "-Y", &auth]).unwrap().protocol, Auto);
+    assert!(err(&["-S", "-B", "ascii", "-Y", &auth]).contains("-B"));
+    // -S without any password to check.
+    let e = err(&["-S"]);
+    assert!(e.contains("-S") && e.contains("-Y"), "{e}");
+    let help = match Settings::parse_from(["mrcached", "-h"]) {
+        Ok(Command::Print(text)) => text,
+        other => panic!("{other:?}"),
+    };
+    assert!(help.contains("--enable-sasl") && help.contains("binary"), "{help}");
+}
