@@ -25,9 +25,10 @@ pub struct Limits {
     pub item_overhead: usize,
     /// The longest unterminated get/gets line we buffer before closing.
     pub max_get_line_bytes: usize,
-    /// Close on a request starting with the binary protocol's magic byte 0x80 (memcached's protocol
-    /// negotiation on a connection's first byte; we speak text only). With `-B ascii` it is an ordinary
-    /// byte and the line is an unknown command.
+    /// Close on a request starting with the binary protocol's magic byte 0x80, for a caller that speaks
+    /// text only. The server negotiates the binary protocol itself on a connection's first byte
+    /// (`crate::binary`) and turns this off: to the text parser 0x80 is then an ordinary byte and the
+    /// line an unknown command, as under memcached's `-B ascii`.
     pub binary_magic_closes: bool,
 }
 
@@ -112,7 +113,7 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
     if buf.is_empty() {
         return Parsed::Incomplete { needed: None };
     }
-    // Binary protocol magic: we speak text only, so the connection is closed rather than misread.
+    // Binary protocol magic, for a text-only caller: closed rather than misread.
     if buf[0] == 0x80 && limits.binary_magic_closes {
         return Parsed::Close;
     }
