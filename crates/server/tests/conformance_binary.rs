@@ -12,9 +12,9 @@
 //! by a deadline. `MRCACHE_BINARY_RECORD=1` prints every reply in case-file syntax (to record new
 //! cases against memcached).
 
-mod common;
 #[path = "conformance/binary_script.rs"]
 mod binary_script;
+mod common;
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};

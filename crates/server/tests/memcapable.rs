@@ -40,7 +40,10 @@ fn run_memccapable(kind: &ServerKind, mode: &str, flags: &[&str]) {
         .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("");
-    println!("memccapable {mode} against {} {flags:?}: {last_line}", kind.name());
+    println!(
+        "memccapable {mode} against {} {flags:?}: {last_line}",
+        kind.name()
+    );
     assert!(
         code == Some(0) && output.contains("All tests passed"),
         "memccapable {mode} against {} {flags:?} failed (exit {code:?}):\n{output}",
@@ -48,7 +51,10 @@ fn run_memccapable(kind: &ServerKind, mode: &str, flags: &[&str]) {
     );
     // Every test ran: one `[pass]` line per test (27 in each mode).
     let passed = output.lines().filter(|l| l.ends_with("[pass]")).count();
-    assert_eq!(passed, 27, "memccapable {mode}: {passed} tests passed:\n{output}");
+    assert_eq!(
+        passed, 27,
+        "memccapable {mode}: {passed} tests passed:\n{output}"
+    );
 }
 
 #[test]

@@ -30,7 +30,6 @@ use crate::parse::Limits;
 use crate::request::Data;
 use crate::tokens::KEY_MAX_LENGTH;
 
-
 /// The first byte of every request.
 pub const REQUEST_MAGIC: u8 = 0x80;
 /// The first byte of every response.

@@ -101,7 +101,10 @@ fn memcached_errors() {
         }
     ));
     // A get with extras, a 251-byte key: invalid arguments, close.
-    for p in [req(GET, b"k", b"xxxx", &[], 0, 1), req(GET, &[b'a'; 251], &[], &[], 0, 1)] {
+    for p in [
+        req(GET, b"k", b"xxxx", &[], 0, 1),
+        req(GET, &[b'a'; 251], &[], &[], 0, 1),
+    ] {
         assert!(matches!(
             one(&p),
             Parsed::Error {

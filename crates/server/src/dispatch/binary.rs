@@ -149,7 +149,11 @@ fn store(
         }
         Data::Value(v) => v,
     };
-    let cas = if ctx.server.settings.use_cas { h.cas } else { 0 };
+    let cas = if ctx.server.settings.use_cas {
+        h.cas
+    } else {
+        0
+    };
     let mode = match kind {
         StoreKind::Set | StoreKind::Add | StoreKind::Replace if cas != 0 => StoreMode::Cas,
         StoreKind::Set => StoreMode::Set,
@@ -230,7 +234,11 @@ fn arith(
     } else {
         Delta::Decr(delta)
     };
-    let cas = if ctx.server.settings.use_cas { h.cas } else { 0 };
+    let cas = if ctx.server.settings.use_cas {
+        h.cas
+    } else {
+        0
+    };
     let status = match engine.arith(ctx.key(key), delta, cas, ctx.clock) {
         ArithOutcome::Value { value, cas } => Ok((value, cas)),
         ArithOutcome::NotFound if exptime != NO_CREATE => {
@@ -263,13 +271,7 @@ fn arith(
 
 /// flush: the text `flush_all` (its counting, `-F` and tenant scoping), answered as a packet; a
 /// refused flush is memcached's `Auth failure.`
-fn flush(
-    ctx: &Ctx<'_>,
-    h: &Header,
-    quiet: bool,
-    exptime: Option<u32>,
-    out: &mut Vec<u8>,
-) -> Flow {
+fn flush(ctx: &Ctx<'_>, h: &Header, quiet: bool, exptime: Option<u32>, out: &mut Vec<u8>) -> Flow {
     let mut text = Vec::new();
     admin::flush_all(ctx, Some(exptime.map_or(0, i64::from)), false, &mut text);
     if text == b"OK\r\n" {

@@ -90,7 +90,15 @@ impl Session {
                                 self.tenancy = Tenancy::Fixed(id);
                                 self.auth = Auth::Done;
                                 let ok = b"Authenticated";
-                                response::packet(out, &packet.header, Status::Success, &[], &[], ok, 0);
+                                response::packet(
+                                    out,
+                                    &packet.header,
+                                    Status::Success,
+                                    &[],
+                                    &[],
+                                    ok,
+                                    0,
+                                );
                             }
                             None => {
                                 ThreadStats::add(&self.stats.auth_errors, 1);

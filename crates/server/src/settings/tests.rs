@@ -574,7 +574,10 @@ fn protocol_and_sasl_follow_memcached_rules() {
     // -S alone: binary only; -B auto is our superset; -B ascii is refused as memcached refuses it.
     let s = run(&["-S", "-Y", &auth]).unwrap();
     assert_eq!((s.protocol, s.sasl), (Binary, true));
-    assert_eq!(run(&["-S", "-B", "auto", "-Y", &auth]).unwrap().protocol, Auto);
+    assert_eq!(
+        run(&["-S", "-B", "auto", "-Y", &auth]).unwrap().protocol,
+        Auto
+    );
     assert!(err(&["-S", "-B", "ascii", "-Y", &auth]).contains("-B"));
     // -S without any password to check.
     let e = err(&["-S"]);
@@ -583,5 +586,8 @@ fn protocol_and_sasl_follow_memcached_rules() {
         Ok(Command::Print(text)) => text,
         other => panic!("{other:?}"),
     };
-    assert!(help.contains("--enable-sasl") && help.contains("binary"), "{help}");
+    assert!(
+        help.contains("--enable-sasl") && help.contains("binary"),
+        "{help}"
+    );
 }

@@ -156,7 +156,11 @@ const STATUSES: &[(&str, u16, &str)] = &[
     ("too_large", 0x03, "Too large."),
     ("invalid", 0x04, "Invalid arguments"),
     ("not_stored", 0x05, "Not stored."),
-    ("non_numeric", 0x06, "Non-numeric server-side value for incr or decr"),
+    (
+        "non_numeric",
+        0x06,
+        "Non-numeric server-side value for incr or decr",
+    ),
     ("auth_error", 0x20, "Auth failure."),
     ("auth_continue", 0x21, ""),
     ("unknown", 0x81, "Unknown command"),
@@ -202,7 +206,7 @@ fn status_name(code: u16) -> String {
 
 fn hex(text: &str) -> Result<Vec<u8>, String> {
     let digits: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits in {text}"));
     }
     (0..digits.len())
@@ -266,7 +270,11 @@ fn number<T: std::str::FromStr>(field: &str, text: &str) -> Result<T, String> {
 /// Reads one binary case file into sections.
 pub fn parse_file(path: &Path) -> Result<Vec<Section>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let file = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let file = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
     let mut sections = vec![Section {
         flags: Vec::new(),
         cases: Vec::new(),
@@ -307,7 +315,8 @@ pub fn parse_file(path: &Path) -> Result<Vec<Section>, String> {
         } else if let Some(packet) = line.strip_prefix('>') {
             case.send.push(parse_send(packet.trim()).map_err(located)?);
         } else if let Some(packet) = line.strip_prefix('<') {
-            case.expect.push(parse_expect(packet.trim()).map_err(located)?);
+            case.expect
+                .push(parse_expect(packet.trim()).map_err(located)?);
         } else {
             return Err(located(format!("unknown line {line:?}")));
         }
@@ -316,11 +325,17 @@ pub fn parse_file(path: &Path) -> Result<Vec<Section>, String> {
     Ok(sections)
 }
 
-fn fields(text: &str) -> Result<(u8, Vec<(&str, &str)>), String> {
+/// A packet line's `field=value` pairs.
+type Fields<'a> = Vec<(&'a str, &'a str)>;
+
+fn fields(text: &str) -> Result<(u8, Fields<'_>), String> {
     let mut words = text.split_whitespace();
     let op = opcode(words.next().ok_or("an empty packet line")?)?;
     let fields = words
-        .map(|w| w.split_once('=').ok_or_else(|| format!("{w}: field=value expected")))
+        .map(|w| {
+            w.split_once('=')
+                .ok_or_else(|| format!("{w}: field=value expected"))
+        })
         .collect::<Result<_, _>>()?;
     Ok((op, fields))
 }
@@ -368,7 +383,9 @@ fn parse_send(text: &str) -> Result<Send, String> {
                 e.extend_from_slice(&exptime.unwrap_or(0).to_be_bytes());
                 e
             }
-            _ => exptime.map(|t| t.to_be_bytes().to_vec()).unwrap_or_default(),
+            _ => exptime
+                .map(|t| t.to_be_bytes().to_vec())
+                .unwrap_or_default(),
         },
     };
     Ok(Send::Packet {
@@ -547,7 +564,13 @@ pub fn match_replies(
                     }
                     CasExpect::Var(name) => vars
                         .get(name)
-                        .or_else(|| captured.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v))
+                        .or_else(|| {
+                            captured
+                                .iter()
+                                .rev()
+                                .find(|(n, _)| n == name)
+                                .map(|(_, v)| v)
+                        })
                         .is_some_and(|v| *v == r.cas),
                 };
                 let ok = r.magic == 0x81
@@ -624,7 +647,10 @@ pub fn render_reply(r: &Reply) -> String {
     if !r.extras.is_empty() {
         write!(s, " extras={}", hex_text(&r.extras)).unwrap();
     }
-    let message = STATUSES.iter().find(|(_, c, _)| *c == r.status).map(|(_, _, m)| *m);
+    let message = STATUSES
+        .iter()
+        .find(|(_, c, _)| *c == r.status)
+        .map(|(_, _, m)| *m);
     if !r.value.is_empty() && message != Some(&*String::from_utf8_lossy(&r.value)) {
         write!(s, " value={}", escape(&r.value)).unwrap();
     }

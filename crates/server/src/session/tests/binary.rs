@@ -77,7 +77,10 @@ fn unauthenticated_binary_clients_may_only_authenticate() {
     let ctx = sasl_server();
     let mut s = session_on(&ctx, 11211);
     let (out, closed) = run_bin(&mut s, &binary_packet(LIST, b"", b"", b"", 0, 1));
-    assert_eq!((out, closed), (binary_reply(LIST, 0, b"PLAIN", 1, 0), false));
+    assert_eq!(
+        (out, closed),
+        (binary_reply(LIST, 0, b"PLAIN", 1, 0), false)
+    );
     // Wrong password, an unknown user, another mechanism, a step: Auth failure, still open.
     for bad in [
         auth("a", "pb"),
@@ -93,7 +96,10 @@ fn unauthenticated_binary_clients_may_only_authenticate() {
     let (out, closed) = run_bin(&mut s, &get(b"k"));
     assert!(closed);
     assert_eq!(out, binary_reply(GET, 0x20, b"Auth failure.", 9, 0));
-    let errors = s.stats.auth_errors.load(std::sync::atomic::Ordering::Relaxed);
+    let errors = s
+        .stats
+        .auth_errors
+        .load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(errors, 4);
 }
 

@@ -73,7 +73,14 @@ fn number_after(reply: &str, prefix: &str) -> u64 {
 }
 
 /// A binary request packet.
-fn binary_packet(op: u8, key: &[u8], extras: &[u8], value: &[u8], cas: u64, opaque: u32) -> Vec<u8> {
+fn binary_packet(
+    op: u8,
+    key: &[u8],
+    extras: &[u8],
+    value: &[u8],
+    cas: u64,
+    opaque: u32,
+) -> Vec<u8> {
     let mut p = vec![0x80, op];
     p.extend_from_slice(&(key.len() as u16).to_be_bytes());
     p.push(extras.len() as u8);
