@@ -15,7 +15,7 @@
 use mrcache_protocol::binary::{self, response, sasl, Command, Parsed, Status};
 use mrcache_protocol::Data;
 
-use super::{Auth, Progress, Session};
+use super::{verbose, Auth, Progress, Session};
 use crate::context::ThreadStats;
 use crate::dispatch::{dispatch_binary, Flow};
 use crate::tenants::Tenancy;
@@ -31,7 +31,28 @@ impl Session {
     ) -> bool {
         self.tenancy.refresh(&self.ctx.tenants);
         let unauthenticated = self.auth != Auth::Done;
-        match binary::parse(rest, &self.limits, unauthenticated) {
+        let parsed = binary::parse(rest, &self.limits, unauthenticated);
+        let log = match parsed {
+            Parsed::Request { .. } | Parsed::Error { .. } => {
+                verbose::BinaryLog::start(&self.ctx, self.fd, rest, out)
+            }
+            Parsed::Incomplete { .. } | Parsed::Close => None,
+        };
+        let stop = self.binary_run(parsed, out, progress);
+        if let Some(log) = log {
+            log.reply(out);
+        }
+        stop
+    }
+
+    /// Runs what `binary::parse` found.
+    fn binary_run(
+        &mut self,
+        parsed: Parsed<'_>,
+        out: &mut Vec<u8>,
+        progress: &mut Progress,
+    ) -> bool {
+        match parsed {
             Parsed::Incomplete { needed } => {
                 progress.want_bytes = needed;
                 true

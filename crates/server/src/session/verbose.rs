@@ -8,6 +8,11 @@
 //! sent (`VALUE …` for a `get` hit) and nothing for a suppressed reply. Auth exchanges are never logged
 //! (their data line holds a password).
 //!
+//! Binary connections ([`BinaryLog`]) log as memcached's `proto_bin.c` does: `<FD Read binary protocol
+//! data:` and the 24 header bytes in rows of four, `<FD GET key` / `<FD SET key Value len is N` for
+//! gets and stores, and for each reply packet `>FD Writing an error: MESSAGE` (errors) and `>FD Writing
+//! bin response:` with its header bytes. Keys are logged as memcached logs them; SASL payloads never are.
+//!
 //! Cost: below verbosity 2, one relaxed load per request ([`CommandLog::start`]). At verbosity 2 every
 //! request writes to stderr under its lock, which serialises the workers: it is a debugging aid, as in
 //! memcached.
@@ -64,6 +69,104 @@ impl<'a> CommandLog<'a> {
     }
 }
 
+/// One binary request being logged (see the module notes). It holds its own handle on the context, so
+/// the session stays free to change while the request runs (SASL changes who it is).
+pub(super) struct BinaryLog {
+    ctx: std::sync::Arc<ServerContext>,
+    fd: i32,
+    reply_start: usize,
+}
+
+impl BinaryLog {
+    /// Logs the request whose header starts `input` (and its command line for gets and stores) when
+    /// the verbosity asks for it.
+    #[inline]
+    pub(super) fn start(
+        ctx: &std::sync::Arc<ServerContext>,
+        fd: i32,
+        input: &[u8],
+        out: &[u8],
+    ) -> Option<BinaryLog> {
+        if ctx.verbosity.load(Relaxed) < LOG_COMMANDS_VERBOSITY {
+            return None;
+        }
+        let mut text = format!("<{fd} Read binary protocol data:");
+        text.push_str(&header_rows(&format!("<{fd}   "), input));
+        if let Some(line) = binary_command_line(fd, input) {
+            text.push('\n');
+            text.push_str(&line);
+        }
+        emit(&text);
+        Some(BinaryLog {
+            ctx: ctx.clone(),
+            fd,
+            reply_start: out.len(),
+        })
+    }
+
+    /// Logs every reply packet the request appended to `out`.
+    pub(super) fn reply(self, out: &[u8]) {
+        if self.ctx.verbosity.load(Relaxed) < LOG_COMMANDS_VERBOSITY {
+            return;
+        }
+        let mut rest = &out[self.reply_start.min(out.len())..];
+        let mut text = String::new();
+        while rest.len() >= 24 {
+            let body = u32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]) as usize;
+            let status = u16::from_be_bytes([rest[6], rest[7]]);
+            let end = (24 + body).min(rest.len());
+            if status != 0 && rest[1] != mrcache_protocol::binary::opcode::GETK {
+                let message = &rest[24..end];
+                let message = &message[..message.len().min(MAX_LOGGED_LINE_BYTES)];
+                text.push_str(&format!(
+                    ">{} Writing an error: {}\n",
+                    self.fd,
+                    String::from_utf8_lossy(message)
+                ));
+            }
+            text.push_str(&format!(">{} Writing bin response:", self.fd));
+            text.push_str(&header_rows(&format!(">{}  ", self.fd), rest));
+            text.push('\n');
+            rest = &rest[end..];
+        }
+        if !text.is_empty() {
+            emit(text.trim_end());
+        }
+    }
+}
+
+/// The 24 header bytes in rows of four, each row starting on a new line with `prefix`.
+fn header_rows(prefix: &str, bytes: &[u8]) -> String {
+    let mut text = String::new();
+    for (i, b) in bytes.iter().take(24).enumerate() {
+        if i % 4 == 0 {
+            text.push('\n');
+            text.push_str(prefix);
+        }
+        text.push_str(&format!(" 0x{b:02x}"));
+    }
+    text
+}
+
+/// memcached's `<FD GET key` / `<FD SET key Value len is N` for a complete get or store request.
+fn binary_command_line(fd: i32, input: &[u8]) -> Option<String> {
+    use mrcache_protocol::binary::opcode::*;
+    let keylen = u16::from_be_bytes([*input.get(2)?, *input.get(3)?]) as usize;
+    let extlen = *input.get(4)? as usize;
+    let bodylen = u32::from_be_bytes(input.get(8..12)?.try_into().ok()?) as usize;
+    let key = input.get(24 + extlen..24 + extlen + keylen)?;
+    let key = String::from_utf8_lossy(&key[..key.len().min(MAX_LOGGED_LINE_BYTES)]);
+    let value_len = bodylen.saturating_sub(keylen + extlen);
+    let name = match input[1] {
+        GET | GETQ | GETK | GETKQ => return Some(format!("<{fd} GET {key}")),
+        SET | SETQ => "SET",
+        ADD | ADDQ => "ADD",
+        REPLACE | REPLACEQ => "REPLACE",
+        _ => return None,
+    };
+    Some(format!("<{fd} {name} {key} Value len is {value_len}"))
+}
+
 /// The first line of `bytes` without its `\r\n`, at most [`MAX_LOGGED_LINE_BYTES`].
 fn first_line(bytes: &[u8]) -> &[u8] {
     let end = bytes
@@ -108,6 +211,22 @@ mod tests {
         assert_eq!(
             request_line(1, &long).len(),
             "<1 ".len() + MAX_LOGGED_LINE_BYTES
+        );
+    }
+
+    #[test]
+    fn binary_lines_look_like_memcached_s() {
+        let mut set = vec![0x80, 0x01, 0, 1, 8, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 7];
+        set.extend_from_slice(&[0; 8]);
+        set.extend_from_slice(&[0; 8]);
+        set.extend_from_slice(b"k v");
+        assert_eq!(
+            binary_command_line(24, &set).as_deref(),
+            Some("<24 SET k Value len is 1")
+        );
+        assert_eq!(
+            header_rows("<24   ", &set[..8]),
+            "\n<24    0x80 0x01 0x00 0x01\n<24    0x08 0x00 0x00 0x00"
         );
     }
 
