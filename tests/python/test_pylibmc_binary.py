@@ -2,9 +2,11 @@
 retrieval, arithmetic, CAS, touch and multi-key call goes over the binary
 protocol (`binary=True`), against the module's `server` fixture (`-B auto`, so
 the first byte 0x80 negotiates binary). Then SASL: a server started with
-`-S -B auto -Y users` where a binary client logs in with username/password
-(libmemcached's SASL PLAIN) and becomes that tenant, exactly as a text client
-that authenticates with the same password (memcached's `-Y` auth).
+`-S -B auto --config tenants.toml` (tenants with passwords and reserved memory)
+where a binary client logs in with username/password (libmemcached's SASL
+PLAIN) and becomes that tenant, exactly as a text client that authenticates
+with the same password (memcached's `-Y` auth exchange); and `-S -Y users`
+(binary only, as memcached's `-S`).
 
 Needs Debian's python3-pylibmc (scripts/test.sh installs it); a missing module
 fails the import, it is never skipped.
@@ -132,9 +134,21 @@ USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 
 @pytest.fixture(scope="module")
 def sasl_server(tmp_path_factory):
-    users = tmp_path_factory.mktemp("sasl") / "users"
+    config = tmp_path_factory.mktemp("sasl") / "tenants.toml"
+    config.write_text("".join(
+        f'[[tenant]]\nname = "{u}"\npassword = "{p}"\nreserved = "4MiB"\n' for u, p in USERS.items()))
+    proc, addr = start_mrcached_with(["-S", "-B", "auto", "--config", str(config)])
+    try:
+        yield addr
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="module")
+def sasl_only_server(tmp_path_factory):
+    users = tmp_path_factory.mktemp("sasl-y") / "users"
     users.write_text("".join(f"{u}:{p}\n" for u, p in USERS.items()))
-    proc, addr = start_mrcached_with(["-S", "-B", "auto", "-Y", str(users)])
+    proc, addr = start_mrcached_with(["-S", "-Y", str(users)])
     try:
         yield addr
     finally:
@@ -188,3 +202,13 @@ def test_sasl_refuses_wrong_and_missing_credentials(sasl_server):
     alice = binary_client(sasl_server, username="alice", password=USERS["alice"])
     assert alice.get("k") is None
     alice.disconnect_all()
+
+
+def test_sasl_alone_is_binary_only_with_y_users(sasl_only_server):
+    alice = binary_client(sasl_only_server, username="alice", password=USERS["alice"])
+    assert alice.set("k", b"v") and alice.get("k") == b"v"
+    alice.disconnect_all()
+    # A text client is closed at its first line (as by memcached -S: binary only).
+    with socket.create_connection(sasl_only_server, timeout=10) as s:
+        s.sendall(b"set auth 0 0 18\r\nalice alice-secret\r\n")
+        assert s.recv(100) == b""
