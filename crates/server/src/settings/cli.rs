@@ -193,7 +193,8 @@ pub(super) struct Cli {
     #[arg(short = 'S', long = "enable-sasl")]
     enable_sasl: bool,
     /// memcached's text-protocol authentication: a file of `user:password` lines; every connection
-    /// must authenticate (a `set` whose data is `user password`) and then acts as tenant `user`
+    /// must authenticate (a `set` whose data is `user password`; binary clients log in with SASL PLAIN
+    /// under -S) and then acts as tenant `user`
     #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
     auth_file: Option<PathBuf>,
     /// tenant configuration (TOML: tenant_policy, and [[tenant]] name, password, prefix, port, reserved,
