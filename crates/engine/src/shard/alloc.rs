@@ -7,7 +7,8 @@
 //!
 //! Invariants:
 //! - A page is taken from the `PageBudget` only through `add_page` (within the limit) or
-//!   `add_page_unbudgeted` (a first page beyond it, recorded so that it is given back first).
+//!   `add_page_unbudgeted` (a first page beyond it, recorded so that it is given back first, and
+//!   refused once the first pages past the limit reach `PageBudget`'s first-page allowance).
 //! - A partition carves one page at a time: starting a new carve puts the uncarved rest of the old page
 //!   on the free list, so no chunk is lost.
 //! - Under fixed caps (`set_page_caps`) allocation never gives a partition a page past its cap (only an
@@ -185,10 +186,12 @@ impl Shard {
         true
     }
 
-    /// A first page beyond the limit: the budget records it, so it is given back first.
+    /// A first page beyond the limit, within the budget's first-page allowance: the budget records it,
+    /// so it is given back first. Past the allowance nothing is taken (the allocation fails).
     pub(super) fn add_page_unbudgeted(&mut self, part: Part) {
-        self.globals.budget.take_over_limit();
-        self.install_page(part);
+        if self.globals.budget.try_take_first_page() {
+            self.install_page(part);
+        }
     }
 
     pub(super) fn install_page(&mut self, part: Part) {
