@@ -15,6 +15,7 @@ fn replay_dir(dir: &Path) -> usize {
         item_overhead: 56,
         max_get_line_bytes: 4096,
         binary_magic_closes: false,
+        refuse_incomplete_data: false,
     };
     let mut files = 0;
     for entry in entries.flatten() {
