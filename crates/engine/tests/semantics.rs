@@ -417,7 +417,8 @@ fn first_pages_past_the_limit_stay_within_memcacheds_excess_when_pages_are_large
         stats.pages_in_use,
         stats.page_size_bytes
     );
-    assert!(stored >= 2, "the cache still stores items ({stored})");
+    // Past the allowance a class without a page takes the coldest class's page: every store succeeds.
+    assert_eq!(stored, classes.len(), "every class stores");
     e.check_invariants().unwrap();
 
     // With 1 MiB pages every class still gets its first page past a full limit, as in memcached.

@@ -94,7 +94,15 @@ impl Shard {
                 Some(donor) => {
                     self.move_page(donor, part);
                 }
-                None if may_grow => self.add_page_unbudgeted(part),
+                None if may_grow => {
+                    if !self.add_page_unbudgeted(part) {
+                        // The first-page allowance is spent (only with pages of `-I` above 1 MiB):
+                        // the pool's coldest partition gives up a page, as a slab reassign would.
+                        if let Some(donor) = self.coldest_part_of(part.pool()) {
+                            self.move_page(donor, part);
+                        }
+                    }
+                }
                 None => {}
             }
             if let Some(h) = self.take_free_chunk(part) {
@@ -187,11 +195,13 @@ impl Shard {
     }
 
     /// A first page beyond the limit, within the budget's first-page allowance: the budget records it,
-    /// so it is given back first. Past the allowance nothing is taken (the allocation fails).
-    pub(super) fn add_page_unbudgeted(&mut self, part: Part) {
-        if self.globals.budget.try_take_first_page() {
+    /// so it is given back first. Past the allowance nothing is taken (false).
+    pub(super) fn add_page_unbudgeted(&mut self, part: Part) -> bool {
+        let taken = self.globals.budget.try_take_first_page();
+        if taken {
             self.install_page(part);
         }
+        taken
     }
 
     pub(super) fn install_page(&mut self, part: Part) {

@@ -108,6 +108,9 @@ mod tests {
     #[test]
     fn the_budget_is_a_quarter_of_memory_and_at_least_two_largest_items() {
         assert_eq!(PartialValueBudget::new(64 << 20, 1 << 20).limit(), 16 << 20);
-        assert_eq!(PartialValueBudget::new(64 << 20, 32 << 20).limit(), 64 << 20);
+        assert_eq!(
+            PartialValueBudget::new(64 << 20, 32 << 20).limit(),
+            64 << 20
+        );
     }
 }
