@@ -87,20 +87,18 @@ impl Shard {
         }
         // A partition with no page yet may get its first page (as memcached gives every class one),
         // from the largest partition of its own pool, else from another pool's memory above its
-        // reserve, else over the limit. Not under a fixed allocation: the caps decide every page.
+        // reserve, else over the limit (within the first-page allowance), else, once that is spent
+        // (only with pages of `-I` above 1 MiB), from the pool's coldest partition, as a slab reassign
+        // would. Not under a fixed allocation: the caps decide every page.
         if self.parts[part.index()].pages.is_empty() && self.page_caps.is_none() {
             let may_grow = self.globals.pools.may_grow(part.pool());
             match self.first_page_donor(part, may_grow) {
                 Some(donor) => {
                     self.move_page(donor, part);
                 }
-                None if may_grow => {
-                    if !self.add_page_unbudgeted(part) {
-                        // The first-page allowance is spent (only with pages of `-I` above 1 MiB):
-                        // the pool's coldest partition gives up a page, as a slab reassign would.
-                        if let Some(donor) = self.coldest_part_of(part.pool()) {
-                            self.move_page(donor, part);
-                        }
+                None if may_grow && !self.add_page_unbudgeted(part) => {
+                    if let Some(donor) = self.coldest_part_of(part.pool()) {
+                        self.move_page(donor, part);
                     }
                 }
                 None => {}
