@@ -5,6 +5,7 @@ use crate::settings::Settings;
 use mrcache_engine::{Engine, EngineConfig};
 
 mod auth;
+mod bounds;
 mod meta;
 mod text;
 
