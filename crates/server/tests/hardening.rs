@@ -235,6 +235,13 @@ fn stalled_uploads_are_bounded_and_refused_as_out_of_memory() {
         call(&mut c, b"get small\r\n", b"END\r\n").len(),
         "VALUE small 0 1000\r\n".len() + 1002 + 5
     );
+    let stats = String::from_utf8(call(&mut c, b"stats\r\n", b"END\r\n")).unwrap();
+    let refused: u64 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("STAT partial_value_refused "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("partial_value_refused");
+    assert!(refused >= 1, "{refused}");
     // A stalled upload that completes is stored (it held a grant) or refused (it did not).
     let mut first = stalled.remove(0);
     first.write_all(&vec![b'x'; VALUE - SENT]).unwrap();
