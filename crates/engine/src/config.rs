@@ -171,6 +171,19 @@ impl EngineConfig {
         ((self.memory_limit_bytes / self.page_size_bytes() as u64) as usize).max(1)
     }
 
+    /// Most pages that partitions' first pages may take past `-m`. memcached gives every slab class its
+    /// first 1 MiB page even over the limit, so its excess is at most one 1 MiB page per class; here a
+    /// partition is a class of one tenant pool in one shard, and each may get a first page. The same
+    /// excess is allowed in bytes: with 1 MiB pages every partition still gets its first page, and with
+    /// `-I` above 1m (pages of `-I`) the rule cannot multiply `-I`-sized pages past `-m`.
+    pub fn first_page_allowance(&self, classes: usize) -> usize {
+        let bytes = classes
+            .saturating_mul(self.tenant_pools)
+            .saturating_mul(self.shards)
+            .saturating_mul(DEFAULT_PAGE_SIZE_BYTES);
+        bytes / self.page_size_bytes()
+    }
+
     /// Fixed per-item overhead of memcached's accounting: header, plus CAS unless `-C`. This decides the
     /// `-I` limit whatever the `item_accounting`.
     pub fn memcached_item_overhead_bytes(&self) -> usize {

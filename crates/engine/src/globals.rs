@@ -21,12 +21,14 @@ const HORIZONS_PER_BLOCK: usize = 256;
 const HORIZON_BLOCKS: usize = (u16::MAX as usize + 1) / HORIZONS_PER_BLOCK;
 
 /// Pages of `-m` handed out to shards. `in_use` may exceed `limit` only by first pages
-/// (`take_over_limit`) or after the limit is lowered; `over_limit` tells shards to give pages back, and
-/// only in the second case.
+/// (`try_take_first_page`, at most `first_page_allowance` of them past the limit) or after the limit is
+/// lowered; `over_limit` tells shards to give pages back, and only in the second case.
 #[derive(Debug)]
 pub struct PageBudget {
     limit: AtomicUsize,
     in_use: AtomicUsize,
+    /// Most pages a partition's first page may take past `limit` (see `first_page_allowance`).
+    first_page_allowance: AtomicUsize,
     /// Set when the limit was lowered and pages must be given back; first pages over the limit alone
     /// never ask for that (memcached keeps them too).
     shrinking: std::sync::atomic::AtomicBool,
@@ -37,6 +39,7 @@ impl PageBudget {
         PageBudget {
             limit: AtomicUsize::new(limit),
             in_use: AtomicUsize::new(0),
+            first_page_allowance: AtomicUsize::new(usize::MAX),
             shrinking: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -49,9 +52,21 @@ impl PageBudget {
             .is_ok()
     }
 
-    /// Takes one page regardless of the limit.
-    pub fn take_over_limit(&self) {
-        self.in_use.fetch_add(1, Relaxed);
+    /// Takes one page for a partition's first page: past the limit, but never more than
+    /// `first_page_allowance` pages past it.
+    pub fn try_take_first_page(&self) -> bool {
+        let ceiling = self
+            .limit
+            .load(Relaxed)
+            .saturating_add(self.first_page_allowance.load(Relaxed));
+        self.in_use
+            .fetch_update(Relaxed, Relaxed, |n| (n < ceiling).then_some(n + 1))
+            .is_ok()
+    }
+
+    /// Bounds the first pages taken past the limit (unbounded until set).
+    pub fn set_first_page_allowance(&self, pages: usize) {
+        self.first_page_allowance.store(pages, Relaxed);
     }
 
     pub fn give_back(&self) {

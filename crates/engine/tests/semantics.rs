@@ -382,3 +382,64 @@ fn inserts_count_stores_of_absent_keys_per_class() {
     assert_eq!(counters.inserts, 2);
     assert_eq!(counters.set_cmds, 4);
 }
+
+#[test]
+fn first_pages_past_the_limit_stay_within_memcacheds_excess_when_pages_are_large() {
+    // `-m 64 -I 32m`: pages are 32 MiB, so `-m` holds two. memcached's first-page rule lets each class
+    // exceed the limit by one 1 MiB page; here the excess is the same in bytes, not one 32 MiB page per
+    // class (that was 56 classes x 32 MiB = 1.75 GiB for a 64 MiB cache).
+    let e = Engine::new(EngineConfig {
+        memory_limit_bytes: 64 << 20,
+        item_size_max_bytes: 32 << 20,
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let c = Clock::logical(100);
+    let g = e.geometry();
+    let classes: Vec<usize> = g.classes().map(|(_, cg)| cg.chunk_size_bytes).collect();
+    let mut stored = 0;
+    for (i, chunk) in classes.iter().enumerate() {
+        // A value that lands in this class: its chunk less the item's overhead and a short key.
+        let value_len = chunk.saturating_sub(120).max(1);
+        if matches!(
+            set(&e, format!("k{i}").as_bytes(), &vec![b'v'; value_len], c),
+            StoreOutcome::Stored { .. }
+        ) {
+            stored += 1;
+        }
+    }
+    let stats = e.stats(c);
+    let bytes = stats.pages_in_use * stats.page_size_bytes;
+    let excess_allowed = classes.len() << 20;
+    assert!(
+        bytes <= (64 << 20) + excess_allowed,
+        "{} pages of {} bytes for a 64 MiB limit",
+        stats.pages_in_use,
+        stats.page_size_bytes
+    );
+    // Past the allowance a class without a page takes the coldest class's page: every store succeeds.
+    assert_eq!(stored, classes.len(), "every class stores");
+    e.check_invariants().unwrap();
+
+    // With 1 MiB pages every class still gets its first page past a full limit, as in memcached.
+    let e = engine(2);
+    for i in 0..5000 {
+        set(&e, format!("s{i:07}").as_bytes(), &[b'a'; 100], c);
+    }
+    let chunk_sizes: Vec<usize> = e
+        .geometry()
+        .classes()
+        .map(|(_, cg)| cg.chunk_size_bytes)
+        .collect();
+    for (i, chunk) in chunk_sizes.iter().enumerate() {
+        let value_len = chunk.saturating_sub(120).max(1);
+        assert!(
+            matches!(
+                set(&e, format!("c{i}").as_bytes(), &vec![b'v'; value_len], c),
+                StoreOutcome::Stored { .. }
+            ),
+            "class of chunk {chunk} got no page"
+        );
+    }
+    e.check_invariants().unwrap();
+}

@@ -332,7 +332,7 @@ fn parse_set<'a>(line: &Line<'a>, limits: &Limits) -> Parsed<'a> {
     };
     let fits = limits.item_fits(key.bytes().len(), flags.client_flags, length);
     // ms reports a bad chunk even with q.
-    let (data, consumed) = match read_data(line, fits, length, false) {
+    let (data, consumed) = match read_data(line, fits, limits, length, false) {
         Ok(read) => read,
         Err(unread) => return unread.into(),
     };

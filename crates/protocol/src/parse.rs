@@ -30,6 +30,11 @@ pub struct Limits {
     /// (`crate::binary`) and turns this off: to the text parser 0x80 is then an ordinary byte and the
     /// line an unknown command, as under memcached's `-B ascii`.
     pub binary_magic_closes: bool,
+    /// Give a storage request (the set family, `ms`) whose data block has not all arrived as a request
+    /// with `Data::TooLarge { swallow }` (its whole block, to discard) instead of `Incomplete`: for a
+    /// caller that will not buffer that block and refuses the store from its line alone (the server's
+    /// out-of-memory reply when its budget for partly received values is spent).
+    pub refuse_incomplete_data: bool,
 }
 
 impl Default for Limits {
@@ -39,6 +44,7 @@ impl Default for Limits {
             item_overhead: 56,
             max_get_line_bytes: DEFAULT_MAX_GET_LINE_BYTES,
             binary_magic_closes: true,
+            refuse_incomplete_data: false,
         }
     }
 }

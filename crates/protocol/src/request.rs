@@ -113,7 +113,8 @@ pub enum Data<'a> {
     /// The value, without its `\r\n`.
     Value(&'a [u8]),
     /// The item can never fit (`item_size_max`): the request was consumed up to its line, and the caller
-    /// replies `SERVER_ERROR object too large for cache` and discards the next `swallow` bytes.
+    /// replies `SERVER_ERROR object too large for cache` and discards the next `swallow` bytes. Also the
+    /// data of a block not yet complete under `Limits::refuse_incomplete_data` (the caller refuses it).
     TooLarge {
         /// Bytes of the data block still to discard as they arrive.
         swallow: usize,

@@ -55,7 +55,7 @@ pub(crate) fn parse<'a>(line: &Line<'a>, limits: &Limits) -> Parsed<'a> {
     }
     let length = length as usize;
     let fits = limits.item_fits(key.len(), client_flags, length);
-    let (data, consumed) = match read_data(line, fits, length, noreply) {
+    let (data, consumed) = match read_data(line, fits, limits, length, noreply) {
         Ok(read) => read,
         Err(unread) => return unread.into(),
     };
@@ -96,10 +96,12 @@ impl From<Unread> for Parsed<'_> {
 /// from its line alone: `Data::TooLarge`, whose `<bytes>` + 2 the caller swallows as they arrive, never
 /// buffered. Otherwise the block is exactly `<bytes>` + 2 ending in `\r\n`; if it does not, the reply is
 /// `CLIENT_ERROR bad data chunk` (suppressed by `noreply`) and parsing resumes after those bytes.
-/// `Ok` gives the data and the bytes consumed, line included.
+/// Under `Limits::refuse_incomplete_data` a block not yet complete is `Data::TooLarge` too (the caller
+/// refuses it). `Ok` gives the data and the bytes consumed, line included.
 pub(crate) fn read_data<'a>(
     line: &Line<'a>,
     fits: bool,
+    limits: &Limits,
     length: usize,
     noreply: bool,
 ) -> Result<(Data<'a>, usize), Unread> {
@@ -113,6 +115,14 @@ pub(crate) fn read_data<'a>(
     }
     let end = line.len + length + 2;
     if line.buf.len() < end {
+        if limits.refuse_incomplete_data {
+            return Ok((
+                Data::TooLarge {
+                    swallow: length + 2,
+                },
+                line.len,
+            ));
+        }
         return Err(Unread::Incomplete(end));
     }
     if &line.buf[end - 2..end] != b"\r\n" {
@@ -235,6 +245,44 @@ mod tests {
     fn incomplete_data_reports_the_total() {
         let p = parse(b"set k 0 0 10\r\nabc", &Limits::default());
         assert!(matches!(p, Parsed::Incomplete { needed: Some(26) }));
+    }
+
+    #[test]
+    fn refusing_incomplete_data_gives_the_line_and_the_block_to_swallow() {
+        let refuse = Limits {
+            refuse_incomplete_data: true,
+            ..Limits::default()
+        };
+        match parse(b"set k 3 0 10 noreply\r\nabc", &refuse) {
+            Parsed::Request {
+                request: Request::Store(s),
+                consumed,
+            } => {
+                assert_eq!(consumed, 22);
+                assert_eq!((s.key, s.client_flags, s.noreply), (&b"k"[..], 3, true));
+                assert_eq!(s.data, Data::TooLarge { swallow: 12 });
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(b"ms k 10 T0\r\nab", &refuse) {
+            Parsed::Request {
+                request: Request::MetaSet(m),
+                consumed,
+            } => {
+                assert_eq!(consumed, 12);
+                assert_eq!(m.data, Data::TooLarge { swallow: 12 });
+            }
+            other => panic!("{other:?}"),
+        }
+        // A complete block is still read.
+        let (s, _) = match parse(b"set k 0 0 1\r\nx\r\n", &refuse) {
+            Parsed::Request {
+                request: Request::Store(s),
+                consumed,
+            } => (s, consumed),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(s.data, Data::Value(b"x"));
     }
 
     #[test]

@@ -20,6 +20,7 @@ fn replay_with(dir: &Path, check: impl Fn(&[u8], &Limits) + std::panic::RefUnwin
         item_overhead: 56,
         max_get_line_bytes: 4096,
         binary_magic_closes: false,
+        refuse_incomplete_data: false,
     };
     let mut files = 0;
     for entry in entries.flatten() {

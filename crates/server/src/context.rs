@@ -120,6 +120,8 @@ pub struct ServerContext {
     pub restart: OnceLock<crate::restart::RestoreReport>,
     /// Every open client connection, per worker (`stats conns`).
     pub connections: ConnRegistry,
+    /// Bytes of partly received values the sessions may buffer, all connections together.
+    pub partial_values: crate::session::PartialValueBudget,
     /// The bound listening sockets, set once by the listener before it accepts.
     pub listeners: OnceLock<Vec<ListenerInfo>>,
     /// What the maintenance thread has done (`stats`).
@@ -152,6 +154,10 @@ impl ServerContext {
                 settings.auth_file.clone(),
             )
             .expect("a validated config has fewer than 65536 tenants"),
+            partial_values: crate::session::PartialValueBudget::new(
+                settings.memory_limit_bytes,
+                settings.item_size_max_bytes,
+            ),
             engine,
             settings,
             conns: ConnCounters::default(),

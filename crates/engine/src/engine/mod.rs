@@ -66,6 +66,9 @@ impl Engine {
             config.use_cas,
             config.tenant_pools,
         ));
+        globals
+            .budget
+            .set_first_page_allowance(config.first_page_allowance(geometry.class_count()));
         let pools = config.tenant_pools;
         // With several pools, half of the profilers' memory goes to one whole-pool profiler per pool
         // (the tenants' curves), half to the partitions'.

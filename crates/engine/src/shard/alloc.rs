@@ -7,7 +7,8 @@
 //!
 //! Invariants:
 //! - A page is taken from the `PageBudget` only through `add_page` (within the limit) or
-//!   `add_page_unbudgeted` (a first page beyond it, recorded so that it is given back first).
+//!   `add_page_unbudgeted` (a first page beyond it, recorded so that it is given back first, and
+//!   refused once the first pages past the limit reach `PageBudget`'s first-page allowance).
 //! - A partition carves one page at a time: starting a new carve puts the uncarved rest of the old page
 //!   on the free list, so no chunk is lost.
 //! - Under fixed caps (`set_page_caps`) allocation never gives a partition a page past its cap (only an
@@ -86,14 +87,20 @@ impl Shard {
         }
         // A partition with no page yet may get its first page (as memcached gives every class one),
         // from the largest partition of its own pool, else from another pool's memory above its
-        // reserve, else over the limit. Not under a fixed allocation: the caps decide every page.
+        // reserve, else over the limit (within the first-page allowance), else, once that is spent
+        // (only with pages of `-I` above 1 MiB), from the pool's coldest partition, as a slab reassign
+        // would. Not under a fixed allocation: the caps decide every page.
         if self.parts[part.index()].pages.is_empty() && self.page_caps.is_none() {
             let may_grow = self.globals.pools.may_grow(part.pool());
             match self.first_page_donor(part, may_grow) {
                 Some(donor) => {
                     self.move_page(donor, part);
                 }
-                None if may_grow => self.add_page_unbudgeted(part),
+                None if may_grow && !self.add_page_unbudgeted(part) => {
+                    if let Some(donor) = self.coldest_part_of(part.pool()) {
+                        self.move_page(donor, part);
+                    }
+                }
                 None => {}
             }
             if let Some(h) = self.take_free_chunk(part) {
@@ -185,10 +192,14 @@ impl Shard {
         true
     }
 
-    /// A first page beyond the limit: the budget records it, so it is given back first.
-    pub(super) fn add_page_unbudgeted(&mut self, part: Part) {
-        self.globals.budget.take_over_limit();
-        self.install_page(part);
+    /// A first page beyond the limit, within the budget's first-page allowance: the budget records it,
+    /// so it is given back first. Past the allowance nothing is taken (false).
+    pub(super) fn add_page_unbudgeted(&mut self, part: Part) -> bool {
+        let taken = self.globals.budget.try_take_first_page();
+        if taken {
+            self.install_page(part);
+        }
+        taken
     }
 
     pub(super) fn install_page(&mut self, part: Part) {

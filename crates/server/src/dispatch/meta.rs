@@ -219,6 +219,21 @@ pub(crate) fn set(ctx: &Ctx<'_>, r: &MetaSet<'_>, out: &mut Vec<u8>) -> Flow {
     Flow::Continue
 }
 
+/// An `ms` refused before its value arrived (the budget for partly received values is spent):
+/// memcached's out-of-memory path in `process_mset_command`, whose error is sent even with `q`; the old
+/// item is dropped whatever the mode, and the value discarded as it arrives.
+pub(crate) fn refuse_no_memory(ctx: &Ctx<'_>, r: &MetaSet<'_>, out: &mut Vec<u8>) -> Flow {
+    let swallow = match r.data {
+        Data::TooLarge { swallow } => swallow,
+        Data::Value(_) => return set(ctx, r, out),
+    };
+    ctx.count(|s| &s.cmd_meta);
+    ctx.count(|s| &s.store_no_memory);
+    drop_item(ctx, r.key.bytes());
+    response::line(out, NO_MEMORY);
+    Flow::Swallow(swallow)
+}
+
 pub(crate) fn delete(ctx: &Ctx<'_>, r: &MetaDelete<'_>, out: &mut Vec<u8>) -> Flow {
     ctx.count(|s| &s.cmd_meta);
     let f = &r.flags;

@@ -38,6 +38,13 @@ pub enum Flow {
     Swallow(usize),
     /// Close the connection once the replies so far are written.
     Close,
+    /// A multi-key retrieval stopped after answering its first `keys_done` keys because the output
+    /// reached `session::OUTPUT_BOUND_BYTES`: leave the request unconsumed and run it again from that key
+    /// ([`dispatch_from`]) once the output has drained.
+    Suspended {
+        /// Keys of the request already answered.
+        keys_done: usize,
+    },
 }
 
 /// What a handler works with.
@@ -78,6 +85,19 @@ pub fn dispatch(
     request: Request<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
+    dispatch_from(server, stats, tenancy, request, 0, out)
+}
+
+/// Runs one request, a multi-key retrieval from its key `resume_at` (0: a request run for the first
+/// time; otherwise what an earlier [`Flow::Suspended`] said). Only retrievals suspend.
+pub fn dispatch_from(
+    server: &ServerContext,
+    stats: &ThreadStats,
+    tenancy: &Tenancy,
+    request: Request<'_>,
+    resume_at: usize,
+    out: &mut Vec<u8>,
+) -> Flow {
     let ctx = Ctx {
         server,
         stats,
@@ -86,7 +106,7 @@ pub fn dispatch(
     };
     match request {
         Request::Store(r) => storage::store(&ctx, &r, out),
-        Request::Get(r) => retrieval::get(&ctx, r, out),
+        Request::Get(r) => retrieval::get(&ctx, r, resume_at, out),
         Request::Arith(r) => arith::arith(&ctx, &r, out),
         Request::Delete(r) => delete_touch::delete(&ctx, &r, out),
         Request::Touch(r) => delete_touch::touch(&ctx, &r, out),
@@ -109,5 +129,28 @@ pub fn dispatch(
         Request::Lru(r) => admin::lru(r, out),
         Request::LruCrawler(r) => admin::lru_crawler(&ctx, r, out),
         Request::Watch => admin::watch(&ctx, out),
+    }
+}
+
+/// Refuses a storage request (the set family or `ms`, parsed under `Limits::refuse_incomplete_data`)
+/// whose value the server will not buffer: memcached's reply when it cannot allocate the item (see
+/// `session::partial`). Any other request is run as usual.
+pub fn refuse_store(
+    server: &ServerContext,
+    stats: &ThreadStats,
+    tenancy: &Tenancy,
+    request: Request<'_>,
+    out: &mut Vec<u8>,
+) -> Flow {
+    let ctx = Ctx {
+        server,
+        stats,
+        clock: server.clock(),
+        tenancy,
+    };
+    match request {
+        Request::Store(r) => storage::refuse_no_memory(&ctx, &r, out),
+        Request::MetaSet(r) => meta::refuse_no_memory(&ctx, &r, out),
+        other => dispatch(server, stats, tenancy, other, out),
     }
 }

@@ -1,14 +1,24 @@
 //! get/gets/gat/gats: one `VALUE` block per hit, in request order (duplicates included), then `END`.
 //! The parser has already refused any key over 250 bytes, so no partial reply is ever withdrawn.
+//!
+//! Bounded output: before each key after the first one of a call, a reply that has reached
+//! `session::OUTPUT_BOUND_BYTES` stops with `Flow::Suspended` (keys answered so far); the session runs the
+//! same request again from that key once the connection's output has drained. The bytes on the wire are
+//! those of one uninterrupted reply, and a line of many keys of large values holds at most the bound plus
+//! one value in memory, however many keys it names.
 
 use mrcache_protocol::{response, GetRequest};
 
 use super::{Ctx, Flow};
+use crate::session::OUTPUT_BOUND_BYTES;
 
-pub(crate) fn get(ctx: &Ctx<'_>, r: GetRequest<'_>, out: &mut Vec<u8>) -> Flow {
+pub(crate) fn get(ctx: &Ctx<'_>, r: GetRequest<'_>, resume_at: usize, out: &mut Vec<u8>) -> Flow {
     let with_cas = r.kind.with_cas();
     let engine = &ctx.server.engine;
-    for key in r.keys {
+    for (i, key) in r.keys.enumerate().skip(resume_at) {
+        if i > resume_at && out.len() >= OUTPUT_BOUND_BYTES {
+            return Flow::Suspended { keys_done: i };
+        }
         let write = |it: mrcache_engine::ItemView<'_>| {
             response::value(
                 out,

@@ -66,6 +66,22 @@ pub(crate) fn engine_store(ctx: &Ctx<'_>, args: &StoreArgs<'_>) -> StoreOutcome 
     outcome
 }
 
+/// A store refused before its value arrived (the budget for partly received values is spent):
+/// memcached's out-of-memory path in `process_update_command`. `store_no_memory` is counted, a `set`
+/// drops the old item so no stale value outlives it, and the value is discarded as it arrives.
+pub(crate) fn refuse_no_memory(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    let swallow = match r.data {
+        Data::TooLarge { swallow } => swallow,
+        Data::Value(_) => return store(ctx, r, out),
+    };
+    ctx.count(|s| &s.store_no_memory);
+    if r.command == StoreCommand::Set {
+        drop_item(ctx, r.key);
+    }
+    reply(out, r.noreply, NO_MEMORY);
+    Flow::Swallow(swallow)
+}
+
 /// Unlinks a key without counting a delete (memcached's `item_unlink` after a failed allocation).
 pub(crate) fn drop_item(ctx: &Ctx<'_>, key: &[u8]) {
     ctx.server

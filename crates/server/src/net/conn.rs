@@ -9,9 +9,16 @@
 //!   when the session needs more unconsumed bytes than fit (a long line, or a value the session asks for
 //!   with `Progress::want_bytes`), up to `max_read_buffer_bytes` (the largest item plus a command line).
 //!   When it drains it shrinks back, so an idle connection costs only its small buffers.
-//! - The write buffer holds replies not yet accepted by the socket. While it holds more than
-//!   [`OUTPUT_HIGH_WATER_BYTES`] the connection is not read (nor its buffered input run), so a client that
-//!   never reads cannot grow the server's memory without bound; reading resumes once it drains.
+//! - A read that fills the buffer is followed by another (the buffer growing) before the session runs,
+//!   until a read comes up short or [`LINE_READ_BYTES`] are buffered: memcached reads up to its 16 KiB
+//!   read buffer at once before it looks for a line, so a long non-get line the client sent in one go is
+//!   answered, not closed as an endless line after the first 4 KiB.
+//! - The write buffer holds replies not yet accepted by the socket. While it holds
+//!   [`OUTPUT_HIGH_WATER_BYTES`] (the session's small `OUTPUT_BOUND_BYTES`) or more the connection is not
+//!   read, nor its buffered input run; the session itself stops producing at that bound, between requests
+//!   and between the keys of a multi-key retrieval, so one request cannot grow it by more than one value
+//!   (or one reply) either. A client that never reads holds at most the bound plus one value; reading and
+//!   the suspended request resume once the socket has taken the output.
 //!
 //! Readiness is edge-triggered (mio): `readable`/`writable` stay true until a syscall returns
 //! `WouldBlock`, so a connection that stops early for fairness (`-R`, [`MAX_ROUNDS_PER_DRIVE`]) or for
@@ -38,8 +45,12 @@ pub const INITIAL_READ_BUFFER_BYTES: usize = 4 * 1024;
 /// Room for a command line in front of a value (memcached's key limit is 250, a `set` line is ~300 bytes;
 /// meta commands with many flags stay far below this).
 pub const MAX_COMMAND_LINE_BYTES: usize = 64 * 1024;
-/// Unsent output above which the connection stops reading until the client drains it.
-pub const OUTPUT_HIGH_WATER_BYTES: usize = 4 * 1024 * 1024;
+/// Unsent output at which the connection stops reading and running requests until the client drains it
+/// (the bound the session itself keeps to).
+pub const OUTPUT_HIGH_WATER_BYTES: usize = crate::session::OUTPUT_BOUND_BYTES;
+/// How much a connection reads, in reads that each fill the buffer, before it runs the session (memcached's
+/// `READ_BUFFER_SIZE`): a line up to this long that arrives at once is parsed whole.
+pub const LINE_READ_BYTES: usize = 16 * 1024;
 /// A drained write buffer larger than this is released, so a single large reply is not kept forever.
 pub const WRITE_BUFFER_KEEP_BYTES: usize = 64 * 1024;
 /// Read/process rounds one connection gets per turn before the worker serves others.
@@ -81,6 +92,8 @@ pub struct Conn<S> {
     wpos: usize,
     readable: bool,
     writable: bool,
+    /// The last read filled the buffer: read again before running the session (see the module notes).
+    filling: bool,
     /// The worker saw the peer's shutdown or an error: read to `WouldBlock`/EOF, never stop at a short read.
     peer_closed: bool,
     eof: bool,
@@ -108,6 +121,7 @@ impl<S: ProtocolSession> Conn<S> {
             // Optimistic: the socket may have data from before it was registered.
             readable: true,
             writable: true,
+            filling: false,
             peer_closed: false,
             eof: false,
             closing: false,
@@ -166,7 +180,13 @@ impl<S: ProtocolSession> Conn<S> {
             }
 
             let unconsumed = self.rend - self.rstart;
-            if unconsumed > 0 && unconsumed >= self.need_bytes {
+            let read_on = self.filling && self.readable;
+            if unconsumed > 0 && unconsumed >= self.need_bytes && !read_on {
+                if self.wpos > 0 && self.out.len() >= OUTPUT_HIGH_WATER_BYTES {
+                    // The session measures its bound on `out`: drop what was written already.
+                    self.out.drain(..self.wpos);
+                    self.wpos = 0;
+                }
                 self.info.set_state(ConnState::ParseCmd);
                 self.info.touch(turn.now_secs);
                 let p = self.session.process(
@@ -182,6 +202,11 @@ impl<S: ProtocolSession> Conn<S> {
                 }
                 if p.close {
                     self.closing = true;
+                    continue;
+                }
+                if p.output_full {
+                    // Run again (the suspended request first) once the output is below the bound.
+                    self.need_bytes = 0;
                     continue;
                 }
                 if p.yielded {
@@ -215,14 +240,19 @@ impl<S: ProtocolSession> Conn<S> {
             }
             self.make_room();
             let room = self.rbuf.len() - self.rend;
+            self.filling = false;
             match self.stream.read(&mut self.rbuf[self.rend..]) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
                     self.rend += n;
                     ThreadStats::add(&turn.stats.bytes_read, n as u64);
-                    if n < room && !self.peer_closed {
-                        // Drained (see the module notes); the next arrival raises a new edge.
-                        self.readable = false;
+                    if n < room {
+                        if !self.peer_closed {
+                            // Drained (see the module notes); the next arrival raises a new edge.
+                            self.readable = false;
+                        }
+                    } else {
+                        self.filling = self.rend - self.rstart < LINE_READ_BYTES;
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => self.readable = false,

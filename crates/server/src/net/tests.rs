@@ -32,6 +32,7 @@ impl ProtocolSession for TestProtocol {
             close,
             yielded,
             want_bytes,
+            output_full: false,
         };
         while let Some(nl) = input[consumed..].iter().position(|&b| b == b'\n') {
             if done == max_requests {

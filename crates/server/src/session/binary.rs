@@ -146,6 +146,9 @@ impl Session {
                         progress.close = true;
                         true
                     }
+                    // Only multi-key text retrievals suspend; a binary get is one key per packet and
+                    // the session's output bound is checked before every packet.
+                    Flow::Suspended { .. } => false,
                 }
             }
         }

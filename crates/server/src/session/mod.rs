@@ -17,12 +17,26 @@
 //! At verbosity 2 (`-vv`, or `verbosity 2`) each command line and the first line of its reply go to
 //! stderr as memcached writes them (`verbose.rs`); below that the cost is one relaxed load per request.
 //!
+//! Bounds (what one connection can make the server hold):
+//! - Output: no request starts while `out` holds [`OUTPUT_BOUND_BYTES`] or more, and a multi-key
+//!   retrieval stops between keys at that bound (`resume`: keys of the request at the front of the input
+//!   already answered; the request stays unconsumed and is run again from there). `out` grows past the
+//!   bound by at most one reply, or one value of a retrieval. The transport runs the session again once
+//!   the output has drained ([`Progress::output_full`]).
+//! - Input: a storage request larger than `partial::FREE_BYTES` whose value is still arriving holds a
+//!   grant from the server-wide [`PartialValueBudget`] (`partial`), or is refused as memcached refuses a
+//!   store it cannot allocate (see `partial.rs`).
+//!
 //! Invariants: `consumed` never exceeds `input.len()`; replies are only appended; a request is run only
-//! once complete, so a partial request costs nothing but its buffered bytes.
+//! once complete, so a partial request costs nothing but its buffered bytes; `resume` and `partial`
+//! always belong to the request at the front of the unconsumed input.
 
 mod auth;
 mod binary;
+mod partial;
 mod verbose;
+
+pub use partial::PartialValueBudget;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,10 +46,15 @@ use mrcache_protocol::binary::REQUEST_MAGIC;
 use mrcache_protocol::{parse, response, Limits, Parsed};
 
 use crate::context::{ServerContext, ThreadStats};
-use crate::dispatch::{dispatch, Flow};
+use crate::dispatch::{dispatch_from, refuse_store, Flow};
 use crate::settings::Protocol;
 use crate::tenants::Tenancy;
 use auth::Auth;
+
+/// Output a session may hold unsent before it stops producing replies: it runs no further request, and
+/// stops a multi-key retrieval between keys, until the transport has written enough to go below it.
+/// Small, because every connection may hold this much (plus one value) for a client that never reads.
+pub const OUTPUT_BOUND_BYTES: usize = 64 * 1024;
 
 /// What one [`Session::process`] call did.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -48,6 +67,10 @@ pub struct Progress {
     pub yielded: bool,
     /// The pending request needs this many bytes counted from the first unconsumed byte, when known.
     pub want_bytes: Option<usize>,
+    /// Stopped because `out` reached [`OUTPUT_BOUND_BYTES`] (before a request, or inside a multi-key
+    /// retrieval, which stays unconsumed): call again, without waiting for input, once the unsent output
+    /// is below the bound.
+    pub output_full: bool,
 }
 
 /// Which protocol a connection speaks.
@@ -77,6 +100,10 @@ pub struct Session {
     flushed: usize,
     /// The connection's descriptor, which names it in the `-vv` log (as memcached names it).
     fd: i32,
+    /// Keys of the multi-key retrieval at the front of the input already answered (0: none).
+    resume: usize,
+    /// Bytes granted from `ctx.partial_values` to the storage request at the front of the input.
+    partial: usize,
 }
 
 impl Session {
@@ -129,6 +156,32 @@ impl Session {
             port_tenant,
             flushed: 0,
             fd,
+            resume: 0,
+            partial: 0,
+        }
+    }
+
+    /// Ensures the storage request at the front of the input, which needs `needed` bytes, may be
+    /// buffered: within `partial::FREE_BYTES`, or with a grant from the server's budget. False when the
+    /// budget cannot cover it.
+    fn reserve_partial(&mut self, needed: usize) -> bool {
+        if needed <= partial::FREE_BYTES || needed <= self.partial {
+            return true;
+        }
+        self.release_partial();
+        if self.ctx.partial_values.try_take(needed) {
+            self.partial = needed;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Returns the grant of the request at the front of the input (it completed, or was refused).
+    fn release_partial(&mut self) {
+        if self.partial > 0 {
+            self.ctx.partial_values.give_back(self.partial);
+            self.partial = 0;
         }
     }
 
@@ -150,6 +203,10 @@ impl Session {
                 continue;
             }
             if rest.is_empty() {
+                return progress;
+            }
+            if out.len() >= OUTPUT_BOUND_BYTES {
+                progress.output_full = true;
                 return progress;
             }
             if requests >= max_requests {
@@ -177,27 +234,66 @@ impl Session {
                 continue;
             }
             self.tenancy.refresh(&self.ctx.tenants);
-            let parsed = parse(rest, &self.limits);
-            // Only complete requests and error lines are logged (a request split across reads once; a
-            // connection closed for binary or oversized input not at all).
+            let mut parsed = parse(rest, &self.limits);
+            let mut refused = false;
+            if let Parsed::Incomplete {
+                needed: Some(needed),
+            } = parsed
+            {
+                if !self.reserve_partial(needed) {
+                    // The budget for partly received values is spent: refuse the store from its line.
+                    let refusing = Limits {
+                        refuse_incomplete_data: true,
+                        ..self.limits
+                    };
+                    parsed = parse(rest, &refusing);
+                    refused = true;
+                }
+            }
+            if !matches!(parsed, Parsed::Incomplete { .. }) {
+                self.release_partial();
+            }
+            // Only complete requests and error lines are logged (a request split across reads once, a
+            // retrieval resumed after its output drained once; a connection closed for binary or
+            // oversized input not at all).
             let log = match parsed {
-                Parsed::Request { .. } | Parsed::Error(_) => {
+                Parsed::Request { .. } | Parsed::Error(_) if self.resume == 0 => {
                     verbose::CommandLog::start(&self.ctx, self.fd, rest, out)
                 }
-                Parsed::Incomplete { .. } | Parsed::Close => None,
+                _ => None,
             };
             match parsed {
                 Parsed::Request { request, consumed } => {
-                    progress.consumed += consumed;
-                    let flow = dispatch(&self.ctx, &self.stats, &self.tenancy, request, out);
+                    let flow = if refused {
+                        refuse_store(&self.ctx, &self.stats, &self.tenancy, request, out)
+                    } else {
+                        let resume_at = std::mem::take(&mut self.resume);
+                        dispatch_from(
+                            &self.ctx,
+                            &self.stats,
+                            &self.tenancy,
+                            request,
+                            resume_at,
+                            out,
+                        )
+                    };
                     if let Some(log) = log {
                         log.reply(out);
                     }
                     match flow {
-                        Flow::Continue => {}
-                        Flow::Swallow(n) => self.swallow = n,
+                        Flow::Continue => progress.consumed += consumed,
+                        Flow::Swallow(n) => {
+                            progress.consumed += consumed;
+                            self.swallow = n;
+                        }
                         Flow::Close => {
+                            progress.consumed += consumed;
                             progress.close = true;
+                            return progress;
+                        }
+                        Flow::Suspended { keys_done } => {
+                            self.resume = keys_done;
+                            progress.output_full = true;
                             return progress;
                         }
                     }
@@ -222,6 +318,12 @@ impl Session {
                 }
             }
         }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.release_partial();
     }
 }
 

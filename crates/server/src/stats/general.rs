@@ -1,6 +1,7 @@
 //! `stats` (the general family) and the global `/metrics` series: the [`GENERAL`] table over a
 //! [`General`] snapshot, in memcached 1.6.18's order, then ours (`mrcached_version`, the slab policy's
-//! and tenant arbiter's figures, the warm restart's `restart_items_*`) and the `/metrics`-only series.
+//! and tenant arbiter's figures, the warm restart's `restart_items_*`, the budget for values still
+//! arriving `partial_value_*`) and the `/metrics`-only series.
 //!
 //! The snapshot is taken once per request from the engine, the workers' counters, the connection
 //! counters and registry, the maintenance thread's counters and the process; each figure reads one
@@ -121,6 +122,10 @@ pub(crate) struct General {
     pub arbiter_rounds: u64,
     /// What the warm restart at start-up loaded (all 0 without `-e` or without a saved cache).
     pub restart: crate::restart::RestoreReport,
+    /// The budget for partly received values (`session/partial.rs`): bytes, bytes held, stores refused.
+    pub partial_value_limit: usize,
+    pub partial_value_bytes: usize,
+    pub partial_value_refused: u64,
 }
 
 impl General {
@@ -163,6 +168,9 @@ impl General {
             observed_miss_ratio: ratio(&m.policy_observed_bits),
             arbiter_rounds: load(&m.arbiter_rounds),
             restart: ctx.restart.get().cloned().unwrap_or_default(),
+            partial_value_limit: ctx.partial_values.limit(),
+            partial_value_bytes: ctx.partial_values.in_use(),
+            partial_value_refused: ctx.partial_values.refused(),
         }
     }
 
@@ -296,6 +304,12 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
         |s| s.restart.tenant_dropped.into()),
     counter("restart_items_unstored", "restart_items_unstored_total", "Saved items that did not fit (over -I, or no memory).",
         |s| s.restart.unstored.into()),
+    gauge("partial_value_limit", "partial_value_limit_bytes", "Budget for values still arriving, all connections together.",
+        |s| (s.partial_value_limit as u64).into()),
+    gauge("partial_value_bytes", "partial_value_bytes", "Bytes of that budget held by values still arriving.",
+        |s| (s.partial_value_bytes as u64).into()),
+    counter("partial_value_refused", "partial_value_refused_total", "Stores refused as out of memory because that budget was spent.",
+        |s| s.partial_value_refused.into()),
     // /metrics only.
     metrics_gauge("pages_in_use", "Pages of -m held by slab classes.", |s| s.engine.pages_in_use.into()),
     metrics_gauge("page_limit", "Pages in -m.", |s| s.engine.page_limit.into()),

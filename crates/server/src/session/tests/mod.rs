@@ -6,6 +6,7 @@ use mrcache_engine::{Engine, EngineConfig};
 
 mod auth;
 mod binary;
+mod bounds;
 mod meta;
 mod text;
 
