@@ -2,14 +2,17 @@
 //! carved into chunks.
 //!
 //! In order (`alloc`): a free chunk, a carved chunk, a new page from the budget, Twemcache's random page
-//! (when on), a page from a pool above its target (when this pool is below its own), an expired tail
-//! item, the LRU tail evicted, and lastly a partition's first page (from a donor or over the limit).
+//! (when on), an expired tail item, a page from a pool above its target (when this pool is below its
+//! own), the LRU tail evicted, and lastly a partition's first page (from a donor or over the limit).
 //!
 //! Invariants:
 //! - A page is taken from the `PageBudget` only through `add_page` (within the limit) or
 //!   `add_page_unbudgeted` (a first page beyond it, recorded so that it is given back first).
 //! - A partition carves one page at a time: starting a new carve puts the uncarved rest of the old page
 //!   on the free list, so no chunk is lost.
+//! - Once memory is full, an expired or flushed item among the class's last `RECLAIM_SEARCH_DEPTH` LRU
+//!   items is reused before any live item is evicted or any page is taken from another pool (memcached's
+//!   tail check on every allocation; the maintenance reaper clears expired items deeper in the LRU).
 //! - Under fixed caps (`set_page_caps`) allocation never gives a partition a page past its cap (only an
 //!   explicit page move can).
 
@@ -36,8 +39,8 @@ impl Shard {
     }
 
     /// A chunk for an item of `total_bytes` (accounted size, `Geometry::item_total_bytes`) of `tenant`,
-    /// in the partition of its pool and class: a free chunk, a carved chunk, a new page, a page from a
-    /// pool above its target (when this pool is below its own), an expired tail item, or the LRU tail
+    /// in the partition of its pool and class: a free chunk, a carved chunk, a new page, an expired tail
+    /// item, a page from a pool above its target (when this pool is below its own), or the LRU tail
     /// evicted. The chunk is not linked; the caller writes and links it at once (`write_and_link`).
     pub(crate) fn alloc(
         &mut self,
@@ -68,8 +71,14 @@ impl Shard {
                 }
             }
         }
-        // Memory is full. A pool below its target takes a page from the pool furthest above its own, so
-        // targets are reached one page per allocation that needs it.
+        // Memory is full. An expired or flushed item at the class's LRU tail is reused first (memcached
+        // checks its tail before it evicts): an item nobody can read never costs a live item its place,
+        // neither one of this class nor one of another pool's page.
+        if let Some(h) = self.reclaim(part, clock) {
+            return Ok((part, h));
+        }
+        // A pool below its target takes a page from the pool furthest above its own, so targets are
+        // reached one page per allocation that needs it.
         if self.evict_when_full
             && self.below_cap(part)
             && self.globals.pools.below_target(part.pool())
@@ -81,7 +90,7 @@ impl Shard {
                 }
             }
         }
-        if let Some(h) = self.reclaim_or_evict(part, clock) {
+        if let Some(h) = self.evict_tail(part, clock) {
             return Ok((part, h));
         }
         // A partition with no page yet may get its first page (as memcached gives every class one),
@@ -116,13 +125,6 @@ impl Shard {
         let (slot, next) = c.carve?;
         c.carve = (next + 1 < chunks_per_page).then_some((slot, next + 1));
         Some(slot << self.chunk_bits | next)
-    }
-
-    pub(super) fn reclaim_or_evict(&mut self, part: Part, clock: Clock) -> Option<u32> {
-        if let Some(h) = self.reclaim(part, clock) {
-            return Some(h);
-        }
-        self.evict_tail(part, clock)
     }
 
     /// An expired or flushed item among the class's LRU tail, unlinked, its chunk taken.

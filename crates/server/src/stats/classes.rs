@@ -14,7 +14,6 @@ use crate::context::ServerContext;
 const NO_SEGMENTED_LRU: &str = "memcached's segmented LRU; we keep one exact LRU per class";
 const NO_TAIL_REPAIR: &str =
     "memcached's tail repair of leaked references; we hold no item references";
-const NO_BACKGROUND_CRAWLER: &str = "the reaper runs on the maintenance thread, not per class";
 const NO_FREE_CHUNK_END: &str = "pages are carved into chunks whole, leaving no unused end";
 
 /// `stats items`: `items:<class>:<name>`, for classes that hold items.
@@ -43,8 +42,10 @@ pub(crate) const ITEMS: &[Figure<ClassSnapshot>] = &[
     counter("evicted_unfetched", "class_evicted_unfetched_total", "Items of each class evicted unread.",
         |c| c.counters.evicted_unfetched.into()),
     fixed("evicted_active", 0, NO_SEGMENTED_LRU),
-    fixed("crawler_reclaimed", 0, NO_BACKGROUND_CRAWLER),
-    fixed("crawler_items_checked", 0, NO_BACKGROUND_CRAWLER),
+    counter("crawler_reclaimed", "class_crawler_reclaimed_total", "Expired or flushed items of each class the reaper (LRU crawler) unlinked.",
+        |c| c.counters.crawler_reclaimed.into()),
+    counter("crawler_items_checked", "class_crawler_items_checked_total", "Items of each class the reaper (LRU crawler) inspected.",
+        |c| c.counters.crawler_items_checked.into()),
     fixed("lrutail_reflocked", 0, NO_SEGMENTED_LRU),
     fixed("moves_to_cold", 0, NO_SEGMENTED_LRU),
     fixed("moves_to_warm", 0, NO_SEGMENTED_LRU),
