@@ -17,6 +17,7 @@ use mrcache_protocol::{
 use super::{reply, Ctx, Flow};
 use crate::settings::MEMCACHED_COMPAT_VERSION;
 use crate::stats;
+use crate::tenants::Scope;
 
 /// memcached's `MAX_VERBOSITY_LEVEL`.
 const MAX_VERBOSITY_LEVEL: u32 = 2;
@@ -31,6 +32,23 @@ const MAX_NUMBER_OF_SLAB_CLASSES: u32 = 64;
 /// memcached's default `lru_crawler tocrawl` (0: no limit); a crawl inspects at most this many items per
 /// class here.
 const CRAWL_ITEMS_PER_CLASS: usize = 1_000_000;
+
+/// The connection's right to a server-wide command: `true` for an operator (see
+/// [`crate::tenants::Scope`]); for a tenant writes memcached-style `CLIENT_ERROR <what> not allowed for
+/// tenant <name>` (unless `noreply`) and returns `false`.
+fn operator(ctx: &Ctx<'_>, what: &str, noreply: bool, out: &mut Vec<u8>) -> bool {
+    match ctx.tenancy.scope(&ctx.server.tenants) {
+        Scope::Operator => true,
+        Scope::Tenant(_, name) => {
+            reply(
+                out,
+                noreply,
+                &format!("CLIENT_ERROR {what} not allowed for tenant {name}"),
+            );
+            false
+        }
+    }
+}
 
 pub(crate) fn flush_all(
     ctx: &Ctx<'_>,
@@ -61,6 +79,9 @@ pub(crate) fn version(out: &mut Vec<u8>) -> Flow {
 }
 
 pub(crate) fn verbosity(ctx: &Ctx<'_>, level: u32, noreply: bool, out: &mut Vec<u8>) -> Flow {
+    if !operator(ctx, "verbosity", noreply, out) {
+        return Flow::Continue;
+    }
     ctx.server
         .verbosity
         .store(level.min(MAX_VERBOSITY_LEVEL), Relaxed);
@@ -69,6 +90,9 @@ pub(crate) fn verbosity(ctx: &Ctx<'_>, level: u32, noreply: bool, out: &mut Vec<
 }
 
 pub(crate) fn shutdown(ctx: &Ctx<'_>, mode: ShutdownMode, out: &mut Vec<u8>) -> Flow {
+    if !operator(ctx, "shutdown", false, out) {
+        return Flow::Continue;
+    }
     if !ctx.server.settings.shutdown_enabled {
         response::line(out, "ERROR: shutdown not enabled");
         return Flow::Continue;
@@ -92,6 +116,9 @@ pub(crate) fn shutdown(ctx: &Ctx<'_>, mode: ShutdownMode, out: &mut Vec<u8>) -> 
 }
 
 pub(crate) fn memlimit(ctx: &Ctx<'_>, megabytes: u32, noreply: bool, out: &mut Vec<u8>) -> Flow {
+    if !operator(ctx, "cache_memlimit", noreply, out) {
+        return Flow::Continue;
+    }
     let text = if megabytes < MIN_MEMLIMIT_MB {
         "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"
     } else if megabytes > MAX_MEMLIMIT_MB {
@@ -109,8 +136,35 @@ pub(crate) fn memlimit(ctx: &Ctx<'_>, megabytes: u32, noreply: bool, out: &mut V
 
 pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Flow {
     let server = ctx.server;
+    let tenant = match ctx.tenancy.scope(&server.tenants) {
+        Scope::Operator => None,
+        Scope::Tenant(id, _) => Some(id),
+    };
+    // Server-wide families (every tenant's items, classes, keys, or a server-wide switch) are an
+    // operator's; a tenant gets its own figures where it has some.
+    let what = match &r {
+        StatsRequest::Items => Some("stats items"),
+        StatsRequest::Slabs => Some("stats slabs"),
+        StatsRequest::Sizes | StatsRequest::SizesEnable | StatsRequest::SizesDisable => {
+            Some("stats sizes")
+        }
+        StatsRequest::Reset => Some("stats reset"),
+        StatsRequest::DetailOn | StatsRequest::DetailOff | StatsRequest::DetailDump => {
+            Some("stats detail")
+        }
+        StatsRequest::Cachedump { .. } => Some("stats cachedump"),
+        _ => None,
+    };
+    if let Some(what) = what {
+        if !operator(ctx, what, false, out) {
+            return Flow::Continue;
+        }
+    }
     match r {
-        StatsRequest::General => stats::general(server, out),
+        StatsRequest::General => match tenant {
+            None => stats::general(server, out),
+            Some(id) => stats::tenant_general(server, id, out),
+        },
         StatsRequest::Settings => stats::settings(server, out),
         StatsRequest::Items => stats::items(server, out),
         StatsRequest::Slabs => stats::slabs(server, out),
@@ -120,7 +174,7 @@ pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Fl
             response::line(out, "STAT sizes_status disabled");
             response::end(out);
         }
-        StatsRequest::Conns => stats::conns(server, out),
+        StatsRequest::Conns => stats::conns(server, tenant, out),
         StatsRequest::Extstore => response::end(out),
         StatsRequest::Reset => {
             stats::reset(server);
@@ -167,6 +221,15 @@ fn stats_mrc(ctx: &Ctx<'_>, args: &[u8], out: &mut Vec<u8>) {
 }
 
 pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
+    let (what, noreply) = match r {
+        SlabsRequest::Reassign { .. } => ("slabs reassign", false),
+        SlabsRequest::Automove { noreply, .. } | SlabsRequest::AutomoveRatio { noreply, .. } => {
+            ("slabs automove", noreply)
+        }
+    };
+    if !operator(ctx, what, noreply, out) {
+        return Flow::Continue;
+    }
     match r {
         SlabsRequest::Reassign { classes } => {
             let text = if !ctx.server.settings.slab_reassign {
@@ -204,16 +267,15 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
         SlabsRequest::AutomoveRatio { ratio, noreply } => {
             let server = &ctx.server;
             server.automove_ratio_bits.store(ratio.to_bits(), Relaxed);
-            let mode = server.automove_mode.load(Relaxed);
-            // memcached's mover as `slab_automove` set it (with its window and ratio): the ratio follows.
-            // An `automove` named without parameters keeps its own defaults.
-            let running_automove = matches!(
-                server.slab_policy(),
-                ClassPolicySpec::Automove(params) if params != AutomoveParams::default()
-            );
-            if mode == 1 && running_automove {
-                let window = server.settings.slab_automove_window as usize;
-                server.set_slab_policy(ClassPolicySpec::automove_mode(mode, window, ratio));
+            // memcached takes any number and its age balancer (`slab_automove=1`) uses it from then
+            // on: when memcached's balancer is the class policy in force, it runs with the new ratio
+            // (keeping its window); under another policy the ratio is kept (`stats settings`) for the
+            // balancer `slabs automove 1` starts.
+            if let ClassPolicySpec::Automove(params) = server.slab_policy() {
+                server.set_slab_policy(ClassPolicySpec::Automove(AutomoveParams {
+                    ratio: Some(ratio),
+                    ..params
+                }));
             }
             reply(out, noreply, "OK");
         }
@@ -223,17 +285,30 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
 
 /// `lru …`: accepted and acknowledged; the engine keeps one exact LRU per class, so segment sizes, the
 /// flat/segmented switch and the temporary LRU have nothing to change.
-pub(crate) fn lru(r: LruRequest, out: &mut Vec<u8>) -> Flow {
+pub(crate) fn lru(ctx: &Ctx<'_>, r: LruRequest, out: &mut Vec<u8>) -> Flow {
     let noreply = match r {
         LruRequest::Tune { noreply, .. }
         | LruRequest::Mode { noreply, .. }
         | LruRequest::TempTtl { noreply, .. } => noreply,
     };
-    reply(out, noreply, "OK");
+    if operator(ctx, "lru", noreply, out) {
+        reply(out, noreply, "OK");
+    }
     Flow::Continue
 }
 
 pub(crate) fn lru_crawler(ctx: &Ctx<'_>, r: LruCrawlerRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    let noreply = match r {
+        LruCrawlerRequest::Crawl { noreply, .. }
+        | LruCrawlerRequest::Enable { noreply }
+        | LruCrawlerRequest::Disable { noreply }
+        | LruCrawlerRequest::Sleep { noreply, .. }
+        | LruCrawlerRequest::ToCrawl { noreply, .. } => noreply,
+        LruCrawlerRequest::Metadump { .. } => false,
+    };
+    if !operator(ctx, "lru_crawler", noreply, out) {
+        return Flow::Continue;
+    }
     match r {
         LruCrawlerRequest::Crawl { classes, noreply } => {
             let text = if !ctx.server.settings.lru_crawler {

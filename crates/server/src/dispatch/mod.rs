@@ -100,7 +100,7 @@ pub fn dispatch(
         }
         Request::Stats(r) => admin::stats(&ctx, r, out),
         Request::Slabs(r) => admin::slabs(&ctx, r, out),
-        Request::Lru(r) => admin::lru(r, out),
+        Request::Lru(r) => admin::lru(&ctx, r, out),
         Request::LruCrawler(r) => admin::lru_crawler(&ctx, r, out),
         Request::Watch => admin::watch(&ctx, out),
     }

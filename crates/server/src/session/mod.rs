@@ -88,7 +88,7 @@ impl Session {
             binary_magic_closes: ctx.settings.protocol != Protocol::Ascii && auth == Auth::Done,
             ..Limits::default()
         };
-        Session {
+        let session = Session {
             ctx,
             stats,
             limits,
@@ -96,6 +96,20 @@ impl Session {
             tenancy,
             auth,
             fd,
+        };
+        if session.auth == Auth::Done {
+            session.publish_tenant();
+        }
+        session
+    }
+
+    /// Records a fixed tenancy on the connection's registry entry (`stats conns` of a tenant lists
+    /// only its own connections).
+    fn publish_tenant(&self) {
+        if let Tenancy::Fixed(id) = self.tenancy {
+            if let Some(info) = self.ctx.connections.find(self.fd) {
+                info.set_tenant(id);
+            }
         }
     }
 

@@ -30,6 +30,7 @@ pub use error::SettingsError;
 pub use listen::{ListenSpec, Protocol};
 
 use crate::memory;
+use crate::tenants::config::ServerBounds;
 use crate::tenants::TenantsConfig;
 
 /// The memcached release whose behaviour and `stats` we reproduce.
@@ -239,18 +240,26 @@ impl Settings {
         if self.item_size_max_bytes as u64 > self.memory_limit_bytes / 2 {
             return err("-I/--max-item-size", "cannot be larger than half of -m");
         }
-        for t in &self.tenants.tenants {
-            if t.port.is_some() && t.port == Some(self.port) {
-                return err(
-                    "--config",
-                    &format!(
-                        "tenant {}: port {} is the main port (-p)",
-                        t.name, self.port
-                    ),
-                );
-            }
+        if let Err(e) = self.tenants.check_server(&self.server_bounds()) {
+            let flag = if self.config_file.is_some() {
+                "--config"
+            } else {
+                "-Y/--auth-file"
+            };
+            return err(flag, &e.to_string());
         }
         Ok(())
+    }
+
+    /// What the tenant configuration must fit at start-up: the main ports (`-p` and each `-l
+    /// host:port`) and `-m`. A reload checks the same against the ports bound and the limit in force.
+    pub fn server_bounds(&self) -> ServerBounds {
+        let mut main_ports = vec![self.port];
+        main_ports.extend(self.listen.iter().filter_map(|l| l.port));
+        ServerBounds {
+            main_ports,
+            memory_limit_bytes: self.memory_limit_bytes,
+        }
     }
 
     /// Tenant pools the engine keeps (1: one memory for everyone); see `crate::memory::pool_count`.

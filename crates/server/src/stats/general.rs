@@ -308,3 +308,12 @@ pub(crate) fn general(ctx: &ServerContext, out: &mut Vec<u8>) {
     super::registry::write_stats(out, "", GENERAL, &General::take(ctx));
     super::end(out);
 }
+
+/// The rows at the head of [`GENERAL`] that identify the process (pid, uptime, time, versions, pointer
+/// size): all of the general figures a tenant's `stats` shows, the rest being server-wide.
+pub(crate) const IDENTITY_ROWS: usize = 6;
+
+/// The identity rows of the general figures (what a tenant's `stats` starts with).
+pub(crate) fn identity(ctx: &ServerContext, out: &mut Vec<u8>) {
+    super::registry::write_stats(out, "", &GENERAL[..IDENTITY_ROWS], &General::take(ctx));
+}

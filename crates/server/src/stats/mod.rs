@@ -35,7 +35,7 @@ pub(crate) use classes::{items, sizes, slabs};
 pub(crate) use conns::conns;
 pub(crate) use general::general;
 pub(crate) use settings::settings;
-pub(crate) use tenants::tenants;
+pub(crate) use tenants::{tenant_general, tenants};
 
 fn stat(out: &mut Vec<u8>, name: &str, value: impl Display) {
     // Writing to a Vec cannot fail.

@@ -7,7 +7,7 @@
 
 use mrcache_engine::{TenantCounters, TenantId, UNLIMITED};
 
-use super::registry::{counter, gauge, write_stats, Exposition, Figure};
+use super::registry::{alias, counter, gauge, write_stats, Exposition, Figure};
 use crate::context::ServerContext;
 
 /// One tenant as `stats tenants` and `/metrics` report it.
@@ -65,6 +65,29 @@ pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
     counter("shadow_hits", "tenant_shadow_hits_total", "GET misses of each tenant on keys its shadow queue remembers (Memshare).",
         |r| r.counters.shadow_hits.into()),
 ];
+
+/// A tenant's `stats`: memcached's general names for the figures of its own (the rest of `stats` is
+/// server-wide and for operators only; see `crate::tenants::Scope`). Each is the value of a
+/// [`TENANTS`] family; `limit_maxbytes` is the tenant's `max` (0: none).
+#[rustfmt::skip]
+pub(crate) const TENANT_GENERAL: &[Figure<TenantRow>] = &[
+    alias("curr_items", "tenant_items", |r| r.counters.items.into()),
+    alias("bytes", "tenant_bytes", |r| r.counters.bytes.into()),
+    alias("cmd_get", "tenant_get_hits_total", |r| (r.counters.get_hits + r.counters.get_misses).into()),
+    alias("cmd_set", "tenant_sets_total", |r| r.counters.set_cmds.into()),
+    alias("get_hits", "tenant_get_hits_total", |r| r.counters.get_hits.into()),
+    alias("get_misses", "tenant_get_misses_total", |r| r.counters.get_misses.into()),
+    alias("limit_maxbytes", "tenant_max_bytes", |r| r.max_bytes.into()),
+];
+
+/// `stats` on a connection that is one (non-admin) tenant: the process identity, then its own figures.
+pub(crate) fn tenant_general(ctx: &ServerContext, id: TenantId, out: &mut Vec<u8>) {
+    super::general::identity(ctx, out);
+    if let Some(row) = tenant_rows(ctx, Some(id)).first() {
+        write_stats(out, "", TENANT_GENERAL, row);
+    }
+    super::end(out);
+}
 
 /// Every tenant ever known (or only `only`), by id: configuration in force and engine counters.
 fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
