@@ -37,9 +37,7 @@ use std::sync::Arc;
 use mrcache_engine::{Key, TenantId};
 use parking_lot::RwLock;
 
-pub use config::{
-    ConfigError, ConfiguredTenant, ServerBounds, TenantsConfig, DEFAULT_TENANT_NAME,
-};
+pub use config::{ConfigError, ConfiguredTenant, ServerBounds, TenantsConfig, DEFAULT_TENANT_NAME};
 
 /// The configuration in force: each configured tenant with its id, and the lookups built from them.
 #[derive(Debug)]

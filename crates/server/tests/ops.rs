@@ -1,0 +1,314 @@
+//! End to end, the operator's side of `mrcached`: a SIGHUP reload is validated exactly as start-up (a
+//! tenant on the main port, reserves above `-m`); server-wide commands are for operators (routed
+//! connections, `admin = true` tenants) and a tenant sees only its own figures and connections; an
+//! expired item's memory is reused before a live item is evicted.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Server, ServerKind};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A text-protocol client that reads replies line by line.
+struct Client {
+    reader: BufReader<TcpStream>,
+}
+
+impl Client {
+    fn connect(port: u16) -> Client {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        s.set_nodelay(true).unwrap();
+        Client {
+            reader: BufReader::new(s),
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.reader.get_mut().write_all(bytes).unwrap();
+    }
+
+    fn line(&mut self) -> String {
+        let mut l = String::new();
+        self.reader.read_line(&mut l).expect("a reply line");
+        l.trim_end_matches("\r\n").to_string()
+    }
+
+    /// Sends `cmd` and returns the reply: one line, or every line through `END` for stats and gets.
+    fn call(&mut self, cmd: &str) -> String {
+        self.send(cmd.as_bytes());
+        let first = self.line();
+        if !(first.starts_with("VALUE ") || first.starts_with("STAT ")) {
+            return first;
+        }
+        let mut all = first;
+        loop {
+            let l = self.line();
+            all.push('\n');
+            all.push_str(&l);
+            if l == "END" {
+                return all;
+            }
+        }
+    }
+
+    fn auth(&mut self, user: &str, password: &str) -> String {
+        let token = format!("{user} {password}");
+        self.call(&format!("set auth 0 0 {}\r\n{token}\r\n", token.len()))
+    }
+}
+
+fn stat(reply: &str, name: &str) -> Option<String> {
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("STAT {name} ")).map(str::to_string))
+}
+
+fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mrcached-ops-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn sighup(server: &Server) {
+    // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(server.pid() as i32, libc::SIGHUP) }, 0);
+}
+
+/// Waits until the server's stderr contains `text`.
+fn wait_for_log(server: &Server, text: &str) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !server.stderr_tail().contains(text) {
+        assert!(
+            Instant::now() < deadline,
+            "never logged {text:?}: {}",
+            server.stderr_tail()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs mrcached with `args` expecting it to refuse to start; returns its stderr.
+fn refused(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_mrcached"))
+        .args(["-U", "0", "-l", "127.0.0.1", "-p", "0"])
+        .args(args)
+        .output()
+        .expect("run mrcached");
+    assert!(!out.status.success(), "started with {args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_reload_is_validated_as_start_up() {
+    let dir = temp_dir("reload");
+    let conf = dir.join("tenants.toml");
+    let conf_arg = conf.to_str().unwrap().to_string();
+    let good = "[[tenant]]\nname = \"alice\"\npassword = \"apw\"\nreserved = \"8MiB\"\n";
+    std::fs::write(&conf, good).unwrap();
+
+    // Start-up refuses reserves above -m with a message naming them.
+    std::fs::write(
+        &conf,
+        "[[tenant]]\nname = \"a\"\nreserved = \"40MiB\"\n[[tenant]]\nname = \"b\"\nreserved = \"40MiB\"\n",
+    )
+    .unwrap();
+    let err = refused(&["-m", "64", "--config", &conf_arg]);
+    assert!(
+        err.contains("--config") && err.contains("reserves sum to 83886080 bytes"),
+        "{err}"
+    );
+
+    std::fs::write(&conf, good).unwrap();
+    let server = Server::start(
+        &ServerKind::mrcached(),
+        &["-m", "64", "--config", &conf_arg],
+    );
+    let port = server.port();
+    let mut alice = Client::connect(port);
+    assert_eq!(alice.auth("alice", "apw"), "STORED");
+    assert_eq!(alice.call("set k 0 0 1\r\na\r\n"), "STORED");
+
+    // A reload giving a tenant the main port is refused as start-up refuses it; auth stays on.
+    std::fs::write(
+        &conf,
+        format!("{good}[[tenant]]\nname = \"mallory\"\nport = {port}\n"),
+    )
+    .unwrap();
+    sighup(&server);
+    wait_for_log(&server, &format!("port {port} is the main port (-p)"));
+    let mut anon = Client::connect(port);
+    assert_eq!(anon.call("get k\r\n"), "CLIENT_ERROR unauthenticated");
+
+    // So is one whose reserves exceed the memory limit.
+    std::fs::write(
+        &conf,
+        "[[tenant]]\nname = \"alice\"\npassword = \"apw\"\nreserved = \"65MiB\"\n",
+    )
+    .unwrap();
+    sighup(&server);
+    wait_for_log(
+        &server,
+        "reserves sum to 68157440 bytes, more than the memory limit",
+    );
+    let stats = alice.call("stats tenants\r\n");
+    assert_eq!(
+        stat(&stats, "tenant:alice:reserved").as_deref(),
+        Some("8388608"),
+        "the old configuration stays: {stats}"
+    );
+    assert_eq!(alice.call("get k\r\n"), "VALUE k 0 1\na\nEND");
+}
+
+#[test]
+fn server_wide_commands_are_for_operators_and_tenants_see_their_own() {
+    let dir = temp_dir("scope");
+    let conf = dir.join("tenants.toml");
+    std::fs::write(
+        &conf,
+        "[[tenant]]\nname = \"alice\"\npassword = \"apw\"\n\
+         [[tenant]]\nname = \"bob\"\npassword = \"bpw\"\n\
+         [[tenant]]\nname = \"ops\"\npassword = \"opw\"\nadmin = true\n",
+    )
+    .unwrap();
+    let server = Server::start(
+        &ServerKind::mrcached(),
+        &["-m", "64", "-A", "--config", conf.to_str().unwrap()],
+    );
+    let port = server.port();
+    let mut alice = Client::connect(port);
+    let mut alice2 = Client::connect(port);
+    let mut bob = Client::connect(port);
+    let mut ops = Client::connect(port);
+    assert_eq!(alice.auth("alice", "apw"), "STORED");
+    assert_eq!(alice2.auth("alice", "apw"), "STORED");
+    assert_eq!(bob.auth("bob", "bpw"), "STORED");
+    assert_eq!(ops.auth("ops", "opw"), "STORED");
+    for i in 0..10 {
+        assert_eq!(bob.call(&format!("set b{i} 0 0 1\r\nb\r\n")), "STORED");
+    }
+    assert_eq!(alice.call("set a 0 0 1\r\na\r\n"), "STORED");
+
+    let refusals = [
+        ("cache_memlimit 8\r\n", "cache_memlimit"),
+        ("stats reset\r\n", "stats reset"),
+        ("stats items\r\n", "stats items"),
+        ("stats slabs\r\n", "stats slabs"),
+        ("stats sizes\r\n", "stats sizes"),
+        ("stats detail on\r\n", "stats detail"),
+        ("stats detail dump\r\n", "stats detail"),
+        ("stats cachedump 1 1\r\n", "stats cachedump"),
+        ("slabs automove 1\r\n", "slabs automove"),
+        ("slabs automove ratio 0.5\r\n", "slabs automove"),
+        ("slabs reassign 1 2\r\n", "slabs reassign"),
+        ("lru_crawler crawl all\r\n", "lru_crawler"),
+        ("lru_crawler metadump all\r\n", "lru_crawler"),
+        ("lru mode flat\r\n", "lru"),
+        ("verbosity 1\r\n", "verbosity"),
+        ("watch\r\n", "watch"),
+        ("shutdown\r\n", "shutdown"),
+    ];
+    for (cmd, what) in refusals {
+        assert_eq!(
+            alice.call(cmd),
+            format!("CLIENT_ERROR {what} not allowed for tenant alice"),
+            "{cmd:?}"
+        );
+    }
+    // noreply forms stay silent, and change nothing.
+    alice.send(b"cache_memlimit 8 noreply\r\n");
+    assert_eq!(alice.call("version\r\n").split(' ').next(), Some("VERSION"));
+
+    // Nothing changed: bob's items are all there, the limit is -m.
+    let all = ops.call("stats\r\n");
+    assert_eq!(stat(&all, "limit_maxbytes").as_deref(), Some("67108864"));
+    assert_eq!(stat(&all, "curr_items").as_deref(), Some("11"));
+
+    // A tenant's `stats`: the process identity and its own figures only.
+    let own = alice.call("stats\r\n");
+    assert_eq!(stat(&own, "curr_items").as_deref(), Some("1"), "{own}");
+    assert_eq!(stat(&own, "pid"), stat(&all, "pid"));
+    assert!(stat(&own, "curr_connections").is_none(), "{own}");
+    assert!(stat(&own, "total_items").is_none(), "{own}");
+    assert_eq!(
+        stat(&bob.call("stats\r\n"), "curr_items").as_deref(),
+        Some("10")
+    );
+    assert!(alice.call("stats settings\r\n").contains("STAT maxconns "));
+
+    // `stats conns`: alice sees her two connections, no listener and nobody else's.
+    let conns = alice.call("stats conns\r\n");
+    let addrs = conns.lines().filter(|l| l.contains(":addr ")).count();
+    assert_eq!(addrs, 2, "{conns}");
+    assert!(!conns.contains("conn_listening"), "{conns}");
+    let every = ops.call("stats conns\r\n");
+    assert!(every.contains("conn_listening"), "{every}");
+    assert!(
+        every.lines().filter(|l| l.contains(":addr ")).count() >= 5,
+        "{every}"
+    );
+
+    // The admin tenant runs them.
+    assert_eq!(ops.call("verbosity 1\r\n"), "OK");
+    assert_eq!(ops.call("cache_memlimit 64\r\n"), "OK");
+    assert!(ops.call("stats slabs\r\n").contains("STAT active_slabs "));
+    assert_eq!(ops.call("stats reset\r\n"), "RESET");
+}
+
+#[test]
+fn routed_connections_are_operators() {
+    let server = Server::start(&ServerKind::mrcached(), &["-m", "64"]);
+    let mut c = Client::connect(server.port());
+    assert_eq!(c.call("cache_memlimit 32\r\n"), "OK");
+    assert_eq!(c.call("slabs automove ratio 0.5\r\n"), "OK");
+    assert_eq!(
+        stat(&c.call("stats settings\r\n"), "slab_automove_ratio").as_deref(),
+        Some("0.50")
+    );
+    assert!(c.call("stats\r\n").contains("STAT curr_connections "));
+}
+
+#[test]
+fn an_expired_item_is_reused_before_a_live_one_is_evicted() {
+    // Without the background reaper, so the reuse happens on allocation (memcached's tail check).
+    let server = Server::start(
+        &ServerKind::mrcached(),
+        &["-m", "2", "-o", "no_lru_crawler"],
+    );
+    let mut c = Client::connect(server.port());
+    let value = "v".repeat(900);
+    // Fill memory with items that expire in 2 s (the oldest are evicted as it fills).
+    for i in 0..4000 {
+        c.send(format!("set e{i} 0 2 {} noreply\r\n{value}\r\n", value.len()).as_bytes());
+    }
+    let before = c.call("stats\r\n");
+    let evicted = stat(&before, "evictions").unwrap();
+    let items: u64 = stat(&before, "curr_items").unwrap().parse().unwrap();
+    assert!(items > 1000, "{before}");
+    std::thread::sleep(Duration::from_millis(3100));
+    for i in 0..1000 {
+        c.send(format!("set l{i} 0 0 {} noreply\r\n{value}\r\n", value.len()).as_bytes());
+    }
+    let after = c.call("stats\r\n");
+    assert_eq!(
+        stat(&after, "evictions"),
+        Some(evicted),
+        "a live item was evicted while expired ones held memory: {after}"
+    );
+    assert_eq!(
+        stat(&after, "reclaimed").as_deref(),
+        Some("1000"),
+        "{after}"
+    );
+    for i in (0..1000).step_by(97) {
+        assert!(c.call(&format!("get l{i}\r\n")).starts_with("VALUE"));
+    }
+    let items = c.call("stats items\r\n");
+    assert!(items.contains(":reclaimed 1000"), "{items}");
+}
