@@ -312,3 +312,87 @@ fn an_expired_item_is_reused_before_a_live_one_is_evicted() {
     let items = c.call("stats items\r\n");
     assert!(items.contains(":reclaimed 1000"), "{items}");
 }
+
+/// Runs mrcached with `-c` under an open-files limit of `soft`/`hard` set in the child before exec.
+fn with_nofile(soft: u64, hard: u64, conns: &str) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mrcached"));
+    cmd.args(["-U", "0", "-l", "127.0.0.1", "-p", "0", "-c", conns])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe and touches only the child's own limits.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: soft as libc::rlim_t,
+                rlim_max: hard as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().expect("spawn mrcached")
+}
+
+/// The soft and hard `Max open files` of process `pid`.
+fn nofile_of(pid: u32) -> (u64, u64) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let mut nums = line
+        .split_whitespace()
+        .filter_map(|w| w.parse::<u64>().ok());
+    (nums.next().unwrap(), nums.next().unwrap())
+}
+
+#[test]
+fn the_open_files_limit_is_raised_to_what_c_needs_or_start_up_refused() {
+    // The hard limit allows it: the soft limit is raised to -c plus the reserve.
+    let mut child = with_nofile(256, 8192, "4096");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("listening on "), "{line}");
+    assert_eq!(nofile_of(child.id()), (4116, 8192));
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // It does not. Without CAP_SYS_RESOURCE (raising a hard limit needs it) start-up is refused as
+    // memcached refuses it, with its exit status; with it, both limits are raised.
+    let mut child = with_nofile(256, 256, "4096");
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        let mut line = String::new();
+        if Instant::now() > deadline {
+            break None;
+        }
+        if nofile_of(child.id()).0 >= 4116 {
+            // Privileged: raised, and it serves.
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert!(line.starts_with("listening on "), "{line}");
+            assert_eq!(nofile_of(child.id()), (4116, 4116));
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status.and_then(|s| s.code()), Some(71), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("failed to set rlimit for open files")
+            && stderr.contains("-c needs 4116 descriptors"),
+        "{stderr}"
+    );
+}

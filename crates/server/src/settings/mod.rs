@@ -6,6 +6,7 @@
 //! - `extended` — memcached's `-o key[=value]` options
 //! - `listen` — `-l` ([`ListenSpec`]) and `-B` ([`Protocol`])
 //! - `error` — [`SettingsError`], each variant naming the flag
+//! - `rlimit` — the open-files limit raised to what `-c` needs (at start-up, by the binary)
 //! - this module — [`Settings`], the checks across flags, and the printed configuration
 //!   (`--print-config`; `stats settings` prints memcached's names from the same fields)
 //!
@@ -18,6 +19,7 @@ mod cli;
 mod error;
 mod extended;
 mod listen;
+pub mod rlimit;
 
 use std::path::PathBuf;
 
