@@ -124,6 +124,8 @@ pub struct ServerContext {
     pub listeners: OnceLock<Vec<ListenerInfo>>,
     /// What the maintenance thread has done (`stats`).
     pub maintenance: MaintenanceStats,
+    /// `stats detail`: per-prefix counts, off until `stats detail on`.
+    pub detail: crate::stats::detail::DetailStats,
     /// Wakes the listener so that it notices `shutting_down`; set once by the listener.
     shutdown_waker: OnceLock<Arc<mio::Waker>>,
     started: Instant,
@@ -137,6 +139,7 @@ impl ServerContext {
         let now_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
+        let prefix_delimiter = settings.prefix_delimiter;
         ServerContext {
             verbosity: AtomicU32::new(settings.verbose),
             automove_mode: AtomicU32::new(settings.slab_automove),
@@ -164,6 +167,7 @@ impl ServerContext {
             connections: ConnRegistry::new(workers),
             listeners: OnceLock::new(),
             maintenance: MaintenanceStats::new(),
+            detail: crate::stats::detail::DetailStats::new(prefix_delimiter),
             shutdown_waker: OnceLock::new(),
             started: Instant::now(),
             process_started_unix: now_unix - CLOCK_START_OFFSET_SECS,

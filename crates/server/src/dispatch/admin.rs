@@ -180,8 +180,15 @@ pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Fl
             stats::reset(server);
             response::line(out, "RESET");
         }
-        StatsRequest::DetailOn | StatsRequest::DetailOff => response::line(out, "OK"),
-        StatsRequest::DetailDump => response::end(out),
+        StatsRequest::DetailOn => {
+            server.detail.set_enabled(true);
+            response::line(out, "OK");
+        }
+        StatsRequest::DetailOff => {
+            server.detail.set_enabled(false);
+            response::line(out, "OK");
+        }
+        StatsRequest::DetailDump => server.detail.dump(out),
         StatsRequest::Cachedump { class, .. } => {
             if !server.settings.dump_enabled {
                 response::line(out, "CLIENT_ERROR stats cachedump not allowed");

@@ -3,8 +3,10 @@
 use mrcache_protocol::{DeleteRequest, TouchRequest};
 
 use super::{reply, Ctx, Flow};
+use crate::stats::detail::Op;
 
 pub(crate) fn delete(ctx: &Ctx<'_>, r: &DeleteRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    ctx.server.detail.record(r.key, Op::Delete);
     let deleted = ctx.server.engine.delete(ctx.key(r.key), ctx.clock);
     reply(
         out,

@@ -8,11 +8,13 @@ use mrcache_engine::{StoreArgs, StoreMode, StoreOutcome};
 use mrcache_protocol::{Data, StoreCommand, StoreRequest};
 
 use super::{reply, Ctx, Flow};
+use crate::stats::detail::Op;
 
 pub(crate) const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
 pub(crate) const NO_MEMORY: &str = "SERVER_ERROR out of memory storing object";
 
 pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    ctx.server.detail.record(r.key, Op::Set);
     let value = match r.data {
         Data::TooLarge { swallow } => {
             ctx.count(|s| &s.store_too_large);

@@ -168,8 +168,9 @@ pub(super) struct Cli {
     /// ignored: only used with -d
     #[arg(short = 'P', long = "pidfile", hide = true)]
     pidfile: Option<String>,
-    /// ignored: no per-prefix stats
-    #[arg(short = 'D', hide = true)]
+    /// Use <char> as the delimiter between key prefixes and IDs; used for per-prefix stats reporting
+    /// (`stats detail on|off|dump`). The default is ":"
+    #[arg(short = 'D', value_name = "char")]
     prefix_delimiter: Option<String>,
     /// not supported
     #[arg(short = 'd', long = "daemon", hide = true)]
@@ -300,6 +301,12 @@ impl Settings {
             dump_enabled: !cli.disable_dumping,
             watch_enabled: !cli.disable_watch,
             verbose: u32::from(cli.verbose),
+            // memcached takes the first byte of the argument.
+            prefix_delimiter: cli
+                .prefix_delimiter
+                .as_deref()
+                .and_then(|d| d.bytes().next())
+                .unwrap_or(b':'),
             slab_reassign: true,
             slab_automove: DEFAULT_SLAB_AUTOMOVE,
             slab_automove_ratio: DEFAULT_SLAB_AUTOMOVE_RATIO,

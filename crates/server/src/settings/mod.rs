@@ -134,6 +134,8 @@ pub struct Settings {
     pub watch_enabled: bool,
     /// `-v` count (`verbosity N` changes the live value in the context).
     pub verbose: u32,
+    /// `-D`: the byte ending a key's prefix in `stats detail` (memcached's default `:`).
+    pub prefix_delimiter: u8,
     /// `-o slab_reassign` (default on; `no_modern` turns it off): `slabs reassign` is allowed.
     pub slab_reassign: bool,
     /// `-o slab_automove=0|1|2`.
