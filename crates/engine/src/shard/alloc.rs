@@ -171,6 +171,21 @@ impl Shard {
             c.counters.evicted_unfetched += 1;
         }
         self.remember_evicted(tail);
+        if let Some(observe) = self.globals.eviction_observer() {
+            let it = self.item(tail);
+            observe(&crate::globals::Evicted {
+                key: it.key(),
+                fetched,
+                ttl_secs: if expiry == 0 {
+                    -1
+                } else {
+                    i64::from(expiry) - i64::from(clock.now)
+                },
+                last_access_secs: clock.now.saturating_sub(atime),
+                class: part.class(),
+                value_len: it.value_len(),
+            });
+        }
         Some(self.unlink_and_take(part, tail))
     }
 

@@ -1,9 +1,11 @@
 //! Administrative commands: flush_all, version, verbosity, shutdown, cache_memlimit, stats, slabs, lru,
 //! lru_crawler, watch. Replies are memcached 1.6.18's; where our design has no counterpart (segmented LRU
-//! tuning, stats detail, the crawler's thread) the command is validated and acknowledged as memcached
-//! would acknowledge it. The one deliberate difference is `watch`: memcached answers `OK` and streams its
-//! logger's lines; we have no logger to stream, so we refuse it with [`WATCH_UNSUPPORTED`] rather than
-//! answer `OK` and send nothing.
+//! tuning, the crawler's thread) the command is validated and acknowledged as memcached would
+//! acknowledge it.
+//!
+//! Scope (`crate::tenants::Scope`): every server-wide command here is an operator's; a tenant's
+//! connection gets `CLIENT_ERROR <command> not allowed for tenant <name>`, and its `stats` and `stats
+//! conns` show only its own figures and connections.
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -363,18 +365,22 @@ fn valid_class_list(ctx: &Ctx<'_>, classes: &[u8]) -> bool {
     })
 }
 
-/// What `watch` answers: memcached's log streams (fetchers, mutations, evictions, …) come from its
-/// logger, which mrcached does not have; an explicit refusal tells a client so, where an `OK` followed by
-/// silence would look like an idle cache.
-pub(crate) const WATCH_UNSUPPORTED: &str = "SERVER_ERROR watch is not supported";
-
-/// `watch`: memcached's `-W` refusal when watching is disabled, otherwise [`WATCH_UNSUPPORTED`]; the
-/// connection stays an ordinary command connection either way.
-pub(crate) fn watch(ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
+/// `watch [streams]`: memcached's `-W` refusal when watching is disabled, `ERROR` for an unknown
+/// stream, else [`Flow::Watch`] (the session makes the connection a watcher; see `crate::watch`).
+/// Watching shows every tenant's keys, so it is an operator's command.
+pub(crate) fn watch(ctx: &Ctx<'_>, streams: &[u8], out: &mut Vec<u8>) -> Flow {
     if !ctx.server.settings.watch_enabled {
         response::line(out, "CLIENT_ERROR watch commands not allowed");
-    } else {
-        response::line(out, WATCH_UNSUPPORTED);
+        return Flow::Continue;
     }
-    Flow::Continue
+    if !operator(ctx, "watch", false, out) {
+        return Flow::Continue;
+    }
+    match crate::watch::parse_streams(streams) {
+        Some(mask) => Flow::Watch(mask),
+        None => {
+            response::line(out, "ERROR");
+            Flow::Continue
+        }
+    }
 }

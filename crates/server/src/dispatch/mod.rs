@@ -32,6 +32,9 @@ pub enum Flow {
     Swallow(usize),
     /// Close the connection once the replies so far are written.
     Close,
+    /// `watch`: the connection becomes a watcher of these log streams (`crate::watch::stream` bits);
+    /// the session registers it with the log bus, which then sends it `OK` and the streams' lines.
+    Watch(u32),
 }
 
 /// What a handler works with.
@@ -42,6 +45,8 @@ pub(crate) struct Ctx<'a> {
     /// The connection's identity: every key goes through it (`key`), so no handler can reach another
     /// tenant's items.
     pub tenancy: &'a Tenancy,
+    /// The connection's descriptor, which names it in `watch` lines (`cfd=`); -1 when unknown.
+    pub fd: i32,
 }
 
 impl Ctx<'_> {
@@ -64,11 +69,23 @@ pub(crate) fn reply(out: &mut Vec<u8>, noreply: bool, text: &str) {
     }
 }
 
-/// Runs one request.
+/// Runs one request of a connection whose descriptor is not known (its `watch` lines say `cfd=-1`).
 pub fn dispatch(
     server: &ServerContext,
     stats: &ThreadStats,
     tenancy: &Tenancy,
+    request: Request<'_>,
+    out: &mut Vec<u8>,
+) -> Flow {
+    dispatch_conn(server, stats, tenancy, -1, request, out)
+}
+
+/// Runs one request of connection `fd`.
+pub fn dispatch_conn(
+    server: &ServerContext,
+    stats: &ThreadStats,
+    tenancy: &Tenancy,
+    fd: i32,
     request: Request<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
@@ -77,6 +94,7 @@ pub fn dispatch(
         stats,
         clock: server.clock(),
         tenancy,
+        fd,
     };
     match request {
         Request::Store(r) => storage::store(&ctx, &r, out),
@@ -102,6 +120,6 @@ pub fn dispatch(
         Request::Slabs(r) => admin::slabs(&ctx, r, out),
         Request::Lru(r) => admin::lru(&ctx, r, out),
         Request::LruCrawler(r) => admin::lru_crawler(&ctx, r, out),
-        Request::Watch => admin::watch(&ctx, out),
+        Request::Watch { streams } => admin::watch(&ctx, streams, out),
     }
 }

@@ -1,16 +1,19 @@
 //! get/gets/gat/gats: one `VALUE` block per hit, in request order (duplicates included), then `END`.
+//! Each key is counted for `stats detail` and, while someone watches `fetchers`, logged (`crate::watch`).
 //! The parser has already refused any key over 250 bytes, so no partial reply is ever withdrawn.
 
 use mrcache_protocol::{response, GetRequest};
 
 use super::{Ctx, Flow};
 use crate::stats::detail::Op;
+use crate::watch::{log_fetch, stream};
 
 pub(crate) fn get(ctx: &Ctx<'_>, r: GetRequest<'_>, out: &mut Vec<u8>) -> Flow {
     let with_cas = r.kind.with_cas();
     let engine = &ctx.server.engine;
     let detail = &ctx.server.detail;
     for key in r.keys {
+        let watching = ctx.server.log.wants(stream::FETCHERS);
         let write = |it: mrcache_engine::ItemView<'_>| {
             response::value(
                 out,
@@ -19,6 +22,12 @@ pub(crate) fn get(ctx: &Ctx<'_>, r: GetRequest<'_>, out: &mut Vec<u8>) -> Flow {
                 it.value(),
                 with_cas.then(|| it.cas()),
             );
+            // The class and size a `watch fetchers` line reports, read only while someone watches.
+            watching.then(|| {
+                let g = engine.geometry();
+                let total = g.item_total_bytes(it.key().len(), it.client_flags(), it.value().len());
+                (g.class_for(total).map_or(0, |c| c.0), it.value().len())
+            })
         };
         let hit = if r.kind.touches() {
             engine.get_and_touch(ctx.key(key), r.exptime, ctx.clock, write)
@@ -26,6 +35,9 @@ pub(crate) fn get(ctx: &Ctx<'_>, r: GetRequest<'_>, out: &mut Vec<u8>) -> Flow {
             engine.get(ctx.key(key), ctx.clock, write)
         };
         detail.record(key, Op::Get { hit: hit.is_some() });
+        if watching {
+            log_fetch(&ctx.server.log, key, hit.flatten(), ctx.fd);
+        }
     }
     response::end(out);
     Flow::Continue

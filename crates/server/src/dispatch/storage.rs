@@ -9,6 +9,7 @@ use mrcache_protocol::{Data, StoreCommand, StoreRequest};
 
 use super::{reply, Ctx, Flow};
 use crate::stats::detail::Op;
+use crate::watch::{log_store, stream, StoreEvent};
 
 pub(crate) const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
 pub(crate) const NO_MEMORY: &str = "SERVER_ERROR out of memory storing object";
@@ -44,7 +45,11 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
         invalidate: false,
         key_binary: false,
     };
-    let text = match ctx.server.engine.store(&args, ctx.clock) {
+    let outcome = ctx.server.engine.store(&args, ctx.clock);
+    if ctx.server.log.wants(stream::MUTATIONS) {
+        log_mutation(ctx, r, value.len(), &outcome);
+    }
+    let text = match outcome {
         StoreOutcome::Stored { .. } => "STORED",
         StoreOutcome::NotStored => "NOT_STORED",
         StoreOutcome::Exists => "EXISTS",
@@ -60,6 +65,43 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
     };
     reply(out, r.noreply, text);
     Flow::Continue
+}
+
+/// memcached's `watch mutations` line for a storage command that reached the cache.
+fn log_mutation(ctx: &Ctx<'_>, r: &StoreRequest<'_>, value_len: usize, outcome: &StoreOutcome) {
+    let g = ctx.server.engine.geometry();
+    let total = g.item_total_bytes(r.key.len(), r.client_flags, value_len);
+    let expiry = ctx.clock.expiry(r.exptime);
+    log_store(
+        &ctx.server.log,
+        &StoreEvent {
+            key: r.key,
+            status: match outcome {
+                StoreOutcome::Stored { .. } => "stored",
+                StoreOutcome::NotStored => "not_stored",
+                StoreOutcome::Exists => "exists",
+                StoreOutcome::NotFound => "not_found",
+                StoreOutcome::TooLarge => "too_large",
+                StoreOutcome::OutOfMemory => "no_memory",
+            },
+            cmd: match r.command {
+                StoreCommand::Set => "set",
+                StoreCommand::Add => "add",
+                StoreCommand::Replace => "replace",
+                StoreCommand::Append => "append",
+                StoreCommand::Prepend => "prepend",
+                StoreCommand::Cas => "cas",
+            },
+            ttl: if expiry == 0 {
+                0
+            } else {
+                i64::from(expiry) - i64::from(ctx.clock.now)
+            },
+            class: g.class_for(total).map_or(0, |c| c.0),
+            fd: ctx.fd,
+            size: value_len,
+        },
+    );
 }
 
 /// Unlinks a key without counting a delete (memcached's `item_unlink` after a failed allocation).

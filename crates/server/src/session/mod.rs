@@ -25,7 +25,7 @@ use mrcache_engine::TenantId;
 use mrcache_protocol::{parse, response, Limits, Parsed};
 
 use crate::context::{ServerContext, ThreadStats};
-use crate::dispatch::{dispatch, Flow};
+use crate::dispatch::{dispatch_conn, Flow};
 use crate::settings::Protocol;
 use crate::tenants::Tenancy;
 use auth::Auth;
@@ -53,6 +53,12 @@ pub struct Session {
     auth: Auth,
     /// The connection's descriptor, which names it in the `-vv` log (as memcached names it).
     fd: i32,
+    /// Set once `watch` made the connection a log watcher (`crate::watch`): from then on its input is
+    /// read and ignored, and the log bus writes to it.
+    watcher: Option<u64>,
+    /// The client's address as the connection registry has it (`watch connevents`); `None` for a
+    /// session with no registered connection (unit tests).
+    peer: Option<std::net::SocketAddr>,
 }
 
 impl Session {
@@ -96,11 +102,58 @@ impl Session {
             tenancy,
             auth,
             fd,
+            watcher: None,
+            peer: None,
         };
+        let mut session = session;
+        session.peer = session.ctx.connections.find(fd).map(|info| info.peer);
         if session.auth == Auth::Done {
             session.publish_tenant();
         }
+        session.conn_event(b"conn_new", None);
         session
+    }
+
+    /// memcached's `watch connevents` lines: `conn_new` and `conn_close` with the peer's address.
+    fn conn_event(&self, kind: &[u8], reason: Option<&str>) {
+        use std::io::Write as _;
+        let log = &self.ctx.log;
+        if !log.wants(crate::watch::stream::CONNEVENTS) {
+            return;
+        }
+        let Some(peer) = self.peer else {
+            return;
+        };
+        log.emit(crate::watch::stream::CONNEVENTS, |line| {
+            line.extend_from_slice(b"type=");
+            line.extend_from_slice(kind);
+            let _ = write!(
+                line,
+                " rip={} rport={} transport=tcp",
+                peer.ip(),
+                peer.port()
+            );
+            if let Some(reason) = reason {
+                let _ = write!(line, " reason={reason}");
+            }
+            let _ = write!(line, " cfd={}", self.fd);
+        });
+    }
+
+    /// Handles [`Flow::Watch`]: memcached refuses it while replies to earlier commands are still
+    /// pending; otherwise the connection becomes a watcher.
+    fn start_watching(&mut self, mask: u32, out: &mut Vec<u8>) {
+        if !out.is_empty() {
+            response::line(out, "ERROR cannot pipeline other commands before watch");
+            return;
+        }
+        match self.ctx.log.add_watcher(self.fd, mask) {
+            Ok(id) => {
+                self.watcher = Some(id);
+                self.ctx.watchers_changed();
+            }
+            Err(e) => response::line(out, e.reply()),
+        }
     }
 
     /// Records a fixed tenancy on the connection's registry entry (`stats conns` of a tenant lists
@@ -117,6 +170,11 @@ impl Session {
     pub fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress {
         let mut progress = Progress::default();
         let mut requests = 0;
+        if self.watcher.is_some() {
+            // A watcher only listens (memcached stops reading it); what it sends is dropped.
+            progress.consumed = input.len();
+            return progress;
+        }
         loop {
             let rest = &input[progress.consumed..];
             if self.swallow > 0 {
@@ -159,7 +217,8 @@ impl Session {
             match parsed {
                 Parsed::Request { request, consumed } => {
                     progress.consumed += consumed;
-                    let flow = dispatch(&self.ctx, &self.stats, &self.tenancy, request, out);
+                    let flow =
+                        dispatch_conn(&self.ctx, &self.stats, &self.tenancy, self.fd, request, out);
                     if let Some(log) = log {
                         log.reply(out);
                     }
@@ -169,6 +228,13 @@ impl Session {
                         Flow::Close => {
                             progress.close = true;
                             return progress;
+                        }
+                        Flow::Watch(mask) => {
+                            self.start_watching(mask, out);
+                            if self.watcher.is_some() {
+                                progress.consumed = input.len();
+                                return progress;
+                            }
                         }
                     }
                 }
@@ -192,6 +258,17 @@ impl Session {
                 }
             }
         }
+    }
+}
+
+impl Drop for Session {
+    /// The connection is closing: a watcher stops, and `watch connevents` hears of it.
+    fn drop(&mut self) {
+        if let Some(id) = self.watcher.take() {
+            self.ctx.log.remove(id);
+            self.ctx.watchers_changed();
+        }
+        self.conn_event(b"conn_close", Some("normal"));
     }
 }
 
