@@ -1,6 +1,6 @@
 //! `-vv` logs client commands: each command line as `<FD line` and its reply's first line as
-//! `>FD line` on stderr, as memcached 1.6 does; `verbosity N` turns it on and off at run time; `watch`
-//! is refused with an explicit error instead of a silent `OK`.
+//! `>FD line` on stderr, as memcached 1.6 does; `verbosity N` turns it on and off at run time. (`watch`
+//! has its own tests, in `watch.rs`.)
 
 mod common;
 
@@ -118,20 +118,4 @@ fn verbosity_command_turns_the_log_on() {
     let fd = logged_fd(&server, "get after");
     let log = wait_for_log(&server, &[format!(">{fd} END")]);
     assert!(!log.contains("before"), "{log}");
-}
-
-#[test]
-fn watch_is_refused_and_the_connection_keeps_working() {
-    let server = Server::start(&ServerKind::mrcached(), &[]);
-    let mut reader = BufReader::new(server.connect(TIMEOUT).unwrap());
-    assert_eq!(
-        exchange(&mut reader, b"watch fetchers mutations\r\nmn\r\n", 2),
-        "SERVER_ERROR watch is not supported\r\nMN\r\n"
-    );
-    let server = Server::start(&ServerKind::mrcached(), &["-W"]);
-    let mut reader = BufReader::new(server.connect(TIMEOUT).unwrap());
-    assert_eq!(
-        exchange(&mut reader, b"watch\r\n", 1),
-        "CLIENT_ERROR watch commands not allowed\r\n"
-    );
 }

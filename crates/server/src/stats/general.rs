@@ -33,7 +33,8 @@ const NO_CHUNKED_ITEMS: &str = "memcached's chunked items and inline reclaim dur
 const PAGE_MOVES_ARE_INLINE: &str = "a page move runs to completion under its shard lock";
 const NO_BACKGROUND_CRAWLER: &str = "the reaper runs on the maintenance thread, not as a crawler";
 const NO_MALLOC: &str = "every page is counted against -m up front";
-const NO_LOGGER: &str = "memcached's logger and watch streams, which mrcached does not have";
+const NO_LOG_WORKER_BUFFER: &str =
+    "memcached's per-thread log buffers; lines go straight to each watcher's bounded buffer";
 const NO_NAPI: &str = "memcached's NAPI-id thread placement";
 const NO_GLOBAL_PAGE_POOL: &str = "free pages stay with their pool; none are parked globally";
 const NO_SEGMENTED_LRU: &str = "memcached's segmented LRU; we keep one exact LRU per class";
@@ -121,6 +122,11 @@ pub(crate) struct General {
     pub arbiter_rounds: u64,
     /// What the warm restart at start-up loaded (all 0 without `-e` or without a saved cache).
     pub restart: crate::restart::RestoreReport,
+    /// The log bus (`watch`): lines written, skipped and sent, and watchers now.
+    pub log_written: u64,
+    pub log_skipped: u64,
+    pub log_sent: u64,
+    pub log_watchers: u32,
 }
 
 impl General {
@@ -163,6 +169,10 @@ impl General {
             observed_miss_ratio: ratio(&m.policy_observed_bits),
             arbiter_rounds: load(&m.arbiter_rounds),
             restart: ctx.restart.get().cloned().unwrap_or_default(),
+            log_written: load(&ctx.log.counters().written),
+            log_skipped: load(&ctx.log.counters().skipped),
+            log_sent: load(&ctx.log.counters().sent),
+            log_watchers: ctx.log.watchers(),
         }
     }
 
@@ -245,11 +255,12 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
     counter("lru_crawler_starts", "lru_crawler_starts_total", "Reaper passes started.", |s| s.reaper_starts.into()),
     counter("lru_maintainer_juggles", "lru_maintainer_juggles_total", "Maintenance thread ticks.", |s| s.maintainer_runs.into()),
     fixed("malloc_fails", 0, NO_MALLOC),
-    fixed("log_worker_dropped", 0, NO_LOGGER),
-    fixed("log_worker_written", 0, NO_LOGGER),
-    fixed("log_watcher_skipped", 0, NO_LOGGER),
-    fixed("log_watcher_sent", 0, NO_LOGGER),
-    fixed("log_watchers", 0, NO_LOGGER),
+    fixed("log_worker_dropped", 0, NO_LOG_WORKER_BUFFER),
+    counter("log_worker_written", "log_lines_total", "Log lines emitted to watchers (watch).", |s| s.log_written.into()),
+    counter("log_watcher_skipped", "log_watcher_skipped_total", "Log lines a slow watcher missed (its buffer was full).",
+        |s| s.log_skipped.into()),
+    counter("log_watcher_sent", "log_watcher_sent_total", "Log lines queued to watchers.", |s| s.log_sent.into()),
+    gauge("log_watchers", "log_watchers", "Connections watching log streams.", |s| s.log_watchers.into()),
     fixed("unexpected_napi_ids", 0, NO_NAPI),
     fixed("round_robin_fallback", 0, NO_NAPI),
     gauge("bytes", "bytes", "Bytes of items under memcached's accounting.", |s| s.engine.bytes.into()),
