@@ -446,7 +446,7 @@ mod tests {
         }
         let text = String::from_utf8(got).unwrap();
         assert!(text.starts_with("OK\r\nts="), "{text}");
-        assert!(text.ends_with(" gid=2 type=item_store\n"), "{text}");
+        assert!(text.ends_with(" gid=1 type=item_store\n"), "{text}");
         // A watcher that never reads fills its buffer and skips lines; nothing blocks.
         let big = vec![b'x'; 4096];
         for _ in 0..(4 * WATCHER_BUFFER_BYTES / big.len()) {

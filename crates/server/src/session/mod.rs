@@ -111,6 +111,11 @@ impl Session {
             session.publish_tenant();
         }
         session.conn_event(b"conn_new", None);
+        verbose::conn_opened(
+            &session.ctx,
+            fd,
+            session.ctx.settings.protocol != Protocol::Ascii,
+        );
         session
     }
 
@@ -204,6 +209,9 @@ impl Session {
             self.tenancy.refresh(&self.ctx.tenants);
             let parsed = parse(rest, &self.limits);
             if !matches!(parsed, Parsed::Incomplete { .. }) {
+                if self.limits.binary_magic_closes {
+                    verbose::negotiated(&self.ctx, self.fd);
+                }
                 self.limits.binary_magic_closes = false;
             }
             // Only complete requests and error lines are logged (a request split across reads once; a
@@ -269,6 +277,9 @@ impl Drop for Session {
             self.ctx.watchers_changed();
         }
         self.conn_event(b"conn_close", Some("normal"));
+        if self.peer.is_some() {
+            verbose::conn_closed(&self.ctx, self.fd);
+        }
     }
 }
 
