@@ -430,7 +430,10 @@ fn slab_figures_are_consistent_and_memcached_s_under_its_accounting() {
     let f = |name: &str| figure(&slabs, &format!("{class}:{name}"));
     let requested = figure(&items, &format!("items:{class}:mem_requested"));
     assert_eq!(f("used_chunks"), 1000);
-    assert!(f("used_chunks") * f("chunk_size") >= requested, "{slabs}{items}");
+    assert!(
+        f("used_chunks") * f("chunk_size") >= requested,
+        "{slabs}{items}"
+    );
     assert!(f("chunk_size") * f("chunks_per_page") <= 1 << 20);
     assert_eq!(f("total_chunks"), f("total_pages") * f("chunks_per_page"));
     assert_eq!(f("used_chunks") + f("free_chunks"), f("total_chunks"));

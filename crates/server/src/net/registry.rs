@@ -99,7 +99,7 @@ impl ConnInfo {
     /// The tenant the connection is fixed to, if any.
     pub fn tenant(&self) -> Option<TenantId> {
         let t = self.tenant.load(Relaxed);
-        (t != NO_TENANT).then(|| TenantId(t as u16))
+        (t != NO_TENANT).then_some(TenantId(t as u16))
     }
 
     #[inline]

@@ -44,7 +44,7 @@ Extended options (-o key[=value],...):
                            hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor,
                            worker_logbuf_size, watcher_logbuf_size
 
-Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P, -D.
+Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P.
 Not supported: -d (use your service manager), -s/-a (UNIX sockets), -S (SASL authentication),
 -Z (TLS), -U other than 0 (UDP), -B binary.",
         mrcache_engine::profiling::DEFAULT_SAMPLE_RATE
@@ -117,7 +117,7 @@ pub(super) struct Cli {
     /// disable stats cachedump and lru_crawler metadump
     #[arg(short = 'X', long = "disable-dumping")]
     disable_dumping: bool,
-    /// disable watch commands
+    /// disable watch commands (live log streams: fetchers, mutations, evictions, connevents)
     #[arg(short = 'W', long = "disable-watch")]
     disable_watch: bool,
     /// extended options, comma-separated key[=value] (see below)
@@ -189,7 +189,9 @@ pub(super) struct Cli {
     #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
     auth_file: Option<PathBuf>,
     /// tenant configuration (TOML: tenant_policy, and [[tenant]] name, password, prefix, port, reserved,
-    /// max, target_hit_ratio, weight); SIGHUP reloads it and the -Y file
+    /// max, target_hit_ratio, weight, admin); SIGHUP reloads it and the -Y file, checked as at start-up.
+    /// Server-wide commands (stats of all, cache_memlimit, slabs, lru_crawler, verbosity, watch,
+    /// shutdown, ...) are for operators: connections that are no single tenant, and admin = true tenants
     #[arg(long = "config", value_name = "FILE")]
     config: Option<PathBuf>,
     /// warm restart (memcached's restartable cache): SIGUSR1 or `shutdown graceful` (with -A) saves

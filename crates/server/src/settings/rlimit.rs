@@ -64,7 +64,7 @@ pub fn ensure_open_files(max_connections: usize) -> Result<u64, OpenFilesError> 
             reason: std::io::Error::last_os_error().to_string(),
         });
     }
-    let (soft, hard) = (lim.rlim_cur as u64, lim.rlim_max as u64);
+    let (soft, hard): (u64, u64) = (lim.rlim_cur, lim.rlim_max);
     if soft >= needed {
         return Ok(soft);
     }
