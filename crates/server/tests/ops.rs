@@ -276,9 +276,15 @@ fn routed_connections_are_operators() {
     assert_eq!(c.call("slabs automove 1\r\n"), "OK");
     assert_eq!(c.call("slabs automove ratio 2\r\n"), "OK");
     let settings = c.call("stats settings\r\n");
-    assert_eq!(stat(&settings, "slab_automove_ratio").as_deref(), Some("2.00"));
+    assert_eq!(
+        stat(&settings, "slab_automove_ratio").as_deref(),
+        Some("2.00")
+    );
     let policy = stat(&settings, "slab_policy").unwrap();
-    assert!(policy.starts_with("automove") && policy.contains("ratio=2"), "{policy}");
+    assert!(
+        policy.starts_with("automove") && policy.contains("ratio=2"),
+        "{policy}"
+    );
     // Also when memcached's balancer was named on the command line without parameters.
     let server = Server::start(&ServerKind::mrcached(), &["--slab-policy", "automove"]);
     let mut c = Client::connect(server.port());

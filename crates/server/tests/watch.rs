@@ -120,6 +120,19 @@ fn fetchers_and_mutations_are_logged_in_memcached_form() {
         fields(&append).starts_with("type=item_store key=k2 status=not_stored cmd=append ttl=0 "),
         "{append}"
     );
+    // The meta commands too: ms is a `set`, mg a fetch.
+    assert_eq!(exchange(&mut c, b"ms m1 1 T60\r\nz\r\n", 1), "HD\r\n");
+    assert_eq!(exchange(&mut c, b"mg m1 v\r\n", 2), "VA 1\r\nz\r\n");
+    let ms = line(&mut w);
+    assert!(
+        fields(&ms).starts_with("type=item_store key=m1 status=stored cmd=set ttl=60 "),
+        "{ms}"
+    );
+    let mg = line(&mut w);
+    assert!(
+        fields(&mg).starts_with("type=item_get key=m1 status=found clsid="),
+        "{mg}"
+    );
 }
 
 /// `stats` on `c`: every line through `END`.

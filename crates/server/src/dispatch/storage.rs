@@ -47,7 +47,7 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
     };
     let outcome = ctx.server.engine.store(&args, ctx.clock);
     if ctx.server.log.wants(stream::MUTATIONS) {
-        log_mutation(ctx, r, value.len(), &outcome);
+        log_mutation(ctx, &args, r.key, &outcome);
     }
     let text = match outcome {
         StoreOutcome::Stored { .. } => "STORED",
@@ -67,15 +67,25 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
     Flow::Continue
 }
 
-/// memcached's `watch mutations` line for a storage command that reached the cache.
-fn log_mutation(ctx: &Ctx<'_>, r: &StoreRequest<'_>, value_len: usize, outcome: &StoreOutcome) {
+/// The slab class an item of these sizes takes, as `watch` lines report it (`clsid`).
+pub(crate) fn class_id(ctx: &Ctx<'_>, key_len: usize, client_flags: u32, value_len: usize) -> u8 {
     let g = ctx.server.engine.geometry();
-    let total = g.item_total_bytes(r.key.len(), r.client_flags, value_len);
-    let expiry = ctx.clock.expiry(r.exptime);
+    g.class_for(g.item_total_bytes(key_len, client_flags, value_len))
+        .map_or(0, |c| c.0)
+}
+
+/// memcached's `watch mutations` line for a storage command (text or meta) that reached the cache.
+pub(crate) fn log_mutation(
+    ctx: &Ctx<'_>,
+    args: &StoreArgs<'_>,
+    key: &[u8],
+    outcome: &StoreOutcome,
+) {
+    let expiry = ctx.clock.expiry(args.exptime);
     log_store(
         &ctx.server.log,
         &StoreEvent {
-            key: r.key,
+            key,
             status: match outcome {
                 StoreOutcome::Stored { .. } => "stored",
                 StoreOutcome::NotStored => "not_stored",
@@ -84,22 +94,22 @@ fn log_mutation(ctx: &Ctx<'_>, r: &StoreRequest<'_>, value_len: usize, outcome: 
                 StoreOutcome::TooLarge => "too_large",
                 StoreOutcome::OutOfMemory => "no_memory",
             },
-            cmd: match r.command {
-                StoreCommand::Set => "set",
-                StoreCommand::Add => "add",
-                StoreCommand::Replace => "replace",
-                StoreCommand::Append => "append",
-                StoreCommand::Prepend => "prepend",
-                StoreCommand::Cas => "cas",
+            cmd: match args.mode {
+                StoreMode::Set => "set",
+                StoreMode::Add => "add",
+                StoreMode::Replace => "replace",
+                StoreMode::Append => "append",
+                StoreMode::Prepend => "prepend",
+                StoreMode::Cas => "cas",
             },
             ttl: if expiry == 0 {
                 0
             } else {
                 i64::from(expiry) - i64::from(ctx.clock.now)
             },
-            class: g.class_for(total).map_or(0, |c| c.0),
+            class: class_id(ctx, key.len(), args.client_flags, args.value.len()),
             fd: ctx.fd,
-            size: value_len,
+            size: args.value.len(),
         },
     );
 }
