@@ -341,15 +341,15 @@ fn send_some(fd: &OwnedFd, bytes: &[u8]) -> std::io::Result<usize> {
     }
 }
 
-/// A `fetchers` line: `type=item_get key=<k> status=found|not_found clsid=<c> cfd=<fd> size=<n>`;
-/// `found` is the item's class and value length.
-pub fn log_fetch(log: &LogBus, key: &[u8], found: Option<(u8, usize)>, fd: i32) {
+/// A `fetchers` line: `type=item_get key=<k> status=<s> clsid=<c> cfd=<fd> size=<n>`; `found` is the
+/// item's class and value length, or memcached's miss status (`not_found`, `expired`, `flushed`).
+pub fn log_fetch(log: &LogBus, key: &[u8], found: Result<(u8, usize), &'static str>, fd: i32) {
     log.emit(stream::FETCHERS, |line| {
         line.extend_from_slice(b"type=item_get key=");
         write_key(line, key);
         let (status, class, size) = match found {
-            Some((class, size)) => ("found", class, size),
-            None => ("not_found", 0, 0),
+            Ok((class, size)) => ("found", class, size),
+            Err(miss) => (miss, 0, 0),
         };
         let _ = write!(line, " status={status} clsid={class} cfd={fd} size={size}");
     });

@@ -12,7 +12,9 @@
 //! - As memcached, an item remembers whether its key arrived base64-encoded (`ms … b`); mg's `k` on a hit
 //!   and `me` echo the key in that form, whatever the request used.
 
-use mrcache_engine::{ArithOutcome, Delta, Entry, ItemFlag, StoreArgs, StoreMode, StoreOutcome};
+use mrcache_engine::{
+    ArithOutcome, Delta, Entry, ItemFlag, Miss, StoreArgs, StoreMode, StoreOutcome,
+};
 use mrcache_protocol::{
     response, Data, MetaArith, MetaDebug, MetaDelete, MetaFlags, MetaGet, MetaKey, MetaMode,
     MetaSet,
@@ -68,10 +70,17 @@ pub(crate) fn get(ctx: &Ctx<'_>, r: &MetaGet<'_>, out: &mut Vec<u8>) -> Flow {
                 e.count_get();
             }
             if watching {
-                let found = e.item().map(|it| {
-                    let size = it.value().len();
-                    (class_id(ctx, it.key().len(), it.client_flags(), size), size)
-                });
+                let found = match e.item() {
+                    Some(it) => {
+                        let size = it.value().len();
+                        Ok((class_id(ctx, it.key().len(), it.client_flags(), size), size))
+                    }
+                    None => Err(match e.miss_reason() {
+                        Miss::Expired => "expired",
+                        Miss::Flushed => "flushed",
+                        Miss::Absent => "not_found",
+                    }),
+                };
                 log_fetch(&ctx.server.log, r.key.bytes(), found, ctx.fd);
             }
             let Some(item) = e.item() else {

@@ -36,7 +36,12 @@ pub(crate) fn get(ctx: &Ctx<'_>, r: GetRequest<'_>, out: &mut Vec<u8>) -> Flow {
         };
         detail.record(key, Op::Get { hit: hit.is_some() });
         if watching {
-            log_fetch(&ctx.server.log, key, hit.flatten(), ctx.fd);
+            log_fetch(
+                &ctx.server.log,
+                key,
+                hit.flatten().ok_or("not_found"),
+                ctx.fd,
+            );
         }
     }
     response::end(out);
