@@ -239,15 +239,20 @@ fn item_bytes_per_page(engine: &Engine, pool: usize, clock: mrcache_engine::Cloc
 
 /// `stats mrc [class]`: `STAT` lines, then `END`. Curves are `pages:miss_ratio` pairs (`bytes:miss_ratio`
 /// for `mrc_bytes`), comma-separated. Class lines are `<class>:<field>`, tenant lines
-/// `tenant:<name>:<field>`.
+/// `tenant:<name>:<field>`; `with_classes` false (a tenant's own view) leaves the class lines out.
 pub fn write_stats(
     ctx: &ServerContext,
     class: Option<ClassId>,
     only: Option<TenantId>,
+    with_classes: bool,
     out: &mut Vec<u8>,
 ) {
     use std::io::Write;
-    let r = report(ctx, class, only);
+    let mut r = report(ctx, class, only);
+    if !with_classes {
+        // A tenant's own view (`crate::tenants::Scope`): the class curves are server-wide.
+        r.classes.clear();
+    }
     let _ = writeln!(out, "STAT profiling {}\r", u8::from(r.profiling));
     let _ = writeln!(
         out,

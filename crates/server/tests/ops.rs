@@ -241,6 +241,15 @@ fn server_wide_commands_are_for_operators_and_tenants_see_their_own() {
         Some("10")
     );
     assert!(alice.call("stats settings\r\n").contains("STAT maxconns "));
+    // `stats mrc`: her own curve, no class curves; a class's curve is an operator's.
+    let mrc = alice.call("stats mrc\r\n");
+    assert!(mrc.contains("STAT tenant:alice:"), "{mrc}");
+    assert!(!mrc.contains(":chunk_size "), "{mrc}");
+    assert!(!mrc.contains("tenant:bob:"), "{mrc}");
+    assert_eq!(
+        alice.call("stats mrc 1\r\n"),
+        "CLIENT_ERROR stats mrc <class> not allowed for tenant alice"
+    );
 
     // `stats conns`: alice sees her two connections, no listener and nobody else's.
     let conns = alice.call("stats conns\r\n");

@@ -226,7 +226,18 @@ fn stats_mrc(ctx: &Ctx<'_>, args: &[u8], out: &mut Vec<u8>) {
             _ => return response::line(out, "CLIENT_ERROR bad command line format"),
         }
     };
-    crate::mrc_report::write_stats(ctx.server, class, ctx.tenancy.own_tenant(), out);
+    // A tenant sees its own curve only; the class curves are an operator's.
+    let is_operator = ctx.tenancy.scope(&ctx.server.tenants) == Scope::Operator;
+    if class.is_some() && !operator(ctx, "stats mrc <class>", false, out) {
+        return;
+    }
+    crate::mrc_report::write_stats(
+        ctx.server,
+        class,
+        ctx.tenancy.own_tenant(),
+        is_operator,
+        out,
+    );
 }
 
 pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
