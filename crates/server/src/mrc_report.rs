@@ -337,7 +337,7 @@ mod tests {
         let class = r.classes[0].class;
         assert!(report(&ctx, Some(ClassId(class)), None).tenants.is_empty());
         let mut out = Vec::new();
-        write_stats(&ctx, None, None, &mut out);
+        write_stats(&ctx, None, None, true, &mut out);
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("STAT tenant:a:pool 1\r\n"), "{text}");
         assert!(text.contains("STAT tenant:a:mrc_bytes 1048576:"), "{text}");
