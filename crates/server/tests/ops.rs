@@ -489,3 +489,24 @@ fn slab_figures_are_consistent_and_memcached_s_under_its_accounting() {
     };
     assert_eq!(requested(&ours_items), requested(&their_items));
 }
+
+/// The reaper (memcached's LRU crawler: `lru_crawler crawl`, and the maintenance thread every second)
+/// unlinks expired items and counts them as memcached does, per class and in total.
+#[test]
+fn the_crawler_reclaims_expired_items_and_counts_them() {
+    let server = Server::start(&ServerKind::mrcached(), &["-m", "64"]);
+    let mut c = Client::connect(server.port());
+    assert_eq!(c.call("set live 0 0 1\r\nl\r\n"), "STORED");
+    // A negative exptime stores an item that has already expired.
+    for i in 0..50 {
+        assert_eq!(c.call(&format!("set gone{i} 0 -1 1\r\ng\r\n")), "STORED");
+    }
+    assert_eq!(c.call("lru_crawler crawl all\r\n"), "OK");
+    let stats = c.call("stats\r\n");
+    assert_eq!(stat(&stats, "crawler_reclaimed").as_deref(), Some("50"), "{stats}");
+    assert!(figure(&stats, "crawler_items_checked") >= 51, "{stats}");
+    assert_eq!(stat(&stats, "curr_items").as_deref(), Some("1"));
+    assert_eq!(stat(&stats, "evictions").as_deref(), Some("0"));
+    let items = c.call("stats items\r\n");
+    assert!(items.contains(":crawler_reclaimed 50"), "{items}");
+}
