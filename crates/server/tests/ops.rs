@@ -233,6 +233,11 @@ fn server_wide_commands_are_for_operators_and_tenants_see_their_own() {
     // A tenant's `stats`: the process identity and its own figures only.
     let own = alice.call("stats\r\n");
     assert_eq!(stat(&own, "curr_items").as_deref(), Some("1"), "{own}");
+    assert_eq!(
+        stat(&own, "limit_maxbytes").as_deref(),
+        Some("67108864"),
+        "{own}"
+    );
     assert_eq!(stat(&own, "pid"), stat(&all, "pid"));
     assert!(stat(&own, "curr_connections").is_none(), "{own}");
     assert!(stat(&own, "total_items").is_none(), "{own}");
@@ -503,7 +508,11 @@ fn the_crawler_reclaims_expired_items_and_counts_them() {
     }
     assert_eq!(c.call("lru_crawler crawl all\r\n"), "OK");
     let stats = c.call("stats\r\n");
-    assert_eq!(stat(&stats, "crawler_reclaimed").as_deref(), Some("50"), "{stats}");
+    assert_eq!(
+        stat(&stats, "crawler_reclaimed").as_deref(),
+        Some("50"),
+        "{stats}"
+    );
     assert!(figure(&stats, "crawler_items_checked") >= 51, "{stats}");
     assert_eq!(stat(&stats, "curr_items").as_deref(), Some("1"));
     assert_eq!(stat(&stats, "evictions").as_deref(), Some("0"));

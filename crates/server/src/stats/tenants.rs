@@ -33,6 +33,8 @@ pub(crate) struct TenantRow {
     pub target_pages: usize,
     pub reserved_pages: usize,
     pub max_pages: usize,
+    /// The most memory it may hold: its `max`, else the server's limit (a tenant's `limit_maxbytes`).
+    pub limit_bytes: u64,
 }
 
 /// `stats tenants`: `tenant:<name>:<field>`. `max` and `target_hit_ratio` are 0 when not set. The
@@ -68,7 +70,8 @@ pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
 
 /// A tenant's `stats`: memcached's general names for the figures of its own (the rest of `stats` is
 /// server-wide and for operators only; see `crate::tenants::Scope`). Each is the value of a
-/// [`TENANTS`] family; `limit_maxbytes` is the tenant's `max` (0: none).
+/// [`TENANTS`] family but `limit_maxbytes`: the tenant's `max`, or the server's limit when it has none
+/// (or a larger one), so a client computing its usage never divides by 0.
 #[rustfmt::skip]
 pub(crate) const TENANT_GENERAL: &[Figure<TenantRow>] = &[
     alias("curr_items", "tenant_items", |r| r.counters.items.into()),
@@ -77,7 +80,8 @@ pub(crate) const TENANT_GENERAL: &[Figure<TenantRow>] = &[
     alias("cmd_set", "tenant_sets_total", |r| r.counters.set_cmds.into()),
     alias("get_hits", "tenant_get_hits_total", |r| r.counters.get_hits.into()),
     alias("get_misses", "tenant_get_misses_total", |r| r.counters.get_misses.into()),
-    alias("limit_maxbytes", "tenant_max_bytes", |r| r.max_bytes.into()),
+    gauge("limit_maxbytes", "tenant_limit_bytes", "The most memory each tenant may hold: its max, else the server's limit.",
+        |r| r.limit_bytes.into()),
 ];
 
 /// `stats` on a connection that is one (non-admin) tenant: the process identity, then its own figures.
@@ -95,6 +99,7 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
     let table = ctx.tenants.current();
     let engine = &ctx.engine;
     let limit = |pages: usize| if pages == UNLIMITED { 0 } else { pages };
+    let server_limit = engine.page_limit() as u64 * engine.geometry().page_size_bytes() as u64;
     ctx.tenants
         .known()
         .into_iter()
@@ -115,6 +120,9 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
                 target_pages: own.map_or(0, |p| limit(p.target)),
                 reserved_pages: own.map_or(0, |p| p.reserved),
                 max_pages: own.map_or(0, |p| limit(p.max)),
+                limit_bytes: spec
+                    .and_then(|s| s.max_bytes)
+                    .map_or(server_limit, |m| m.min(server_limit)),
                 name,
             }
         })
