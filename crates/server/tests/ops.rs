@@ -1,7 +1,13 @@
 //! End to end, the operator's side of `mrcached`: a SIGHUP reload is validated exactly as start-up (a
 //! tenant on the main port, reserves above `-m`); server-wide commands are for operators (routed
-//! connections, `admin = true` tenants) and a tenant sees only its own figures and connections; an
-//! expired item's memory is reused before a live item is evicted.
+//! connections, `admin = true` tenants) and a tenant sees only its own figures and connections; the
+//! automove ratio is applied; an expired item's memory is reused before a live item is evicted, and the
+//! crawler counts what it reclaims; the open-files limit is raised to what `-c` needs or start-up is
+//! refused; `stats slabs`/`stats items` are consistent under compact accounting and memcached's under
+//! `-o item_accounting=memcached`.
+//!
+//! These tests assume the slab layout: run under an `MRCACHED_EXTRA_ARGS` that selects another layout,
+//! the slab-figure and expired-reuse tests do not apply.
 
 mod common;
 
