@@ -173,7 +173,8 @@ impl ConnRegistry {
         }
     }
 
-    /// The open connection on descriptor `fd` (descriptors are unique among open connections).
+    /// The open connection on descriptor `fd` (descriptors are unique among open connections). A scan
+    /// of every worker's list: used once per connection that becomes a tenant's, never per request.
     pub fn find(&self, fd: i32) -> Option<Arc<ConnInfo>> {
         self.workers
             .iter()

@@ -56,9 +56,9 @@ pub struct Session {
     /// Set once `watch` made the connection a log watcher (`crate::watch`): from then on its input is
     /// read and ignored, and the log bus writes to it.
     watcher: Option<u64>,
-    /// The client's address as the connection registry has it (`watch connevents`); `None` for a
-    /// session with no registered connection (unit tests).
-    peer: Option<std::net::SocketAddr>,
+    /// The client's address (`watch connevents`, and whether there is a real connection to log as
+    /// closed at `-vv`); `None` when the descriptor is no connected socket (unit tests).
+    peer: Option<SocketAddr>,
 }
 
 impl Session {
@@ -106,7 +106,7 @@ impl Session {
             peer: None,
         };
         let mut session = session;
-        session.peer = session.ctx.connections.find(fd).map(|info| info.peer);
+        session.peer = peer_of(fd).or_else(|| session.ctx.connections.find(fd).map(|c| c.peer));
         if session.auth == Auth::Done {
             session.publish_tenant();
         }
@@ -267,6 +267,19 @@ impl Session {
             }
         }
     }
+}
+
+/// The peer of socket `fd` (`getpeername`, one syscall; the connection registry would need a scan).
+fn peer_of(fd: i32) -> Option<SocketAddr> {
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor is the connection's, open for the whole call; it is only borrowed.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    socket2::SockRef::from(&borrowed)
+        .peer_addr()
+        .ok()?
+        .as_socket()
 }
 
 impl Drop for Session {
