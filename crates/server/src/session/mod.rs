@@ -7,7 +7,10 @@
 //!   consumed as they arrive without being buffered;
 //! - `tenancy`: who the connection is (`tenants`), fixed when it opens or authenticates;
 //! - `auth`: while the connection must still authenticate, its input goes to memcached's auth parser
-//!   (`mrcache_protocol::auth`, see `auth.rs`) instead of the command parser.
+//!   (`mrcache_protocol::auth`, see `auth.rs`) instead of the command parser;
+//! - `watcher`: once `watch` succeeded, the log bus (`crate::watch`) writes to the connection and its
+//!   input is read and dropped; the session's drop ends the watcher. Opening and dropping a session
+//!   are `watch connevents`' `conn_new` and `conn_close`.
 //!
 //! At verbosity 2 (`-vv`, or `verbosity 2`) each command line and the first line of its reply go to
 //! stderr as memcached writes them (`verbose.rs`); below that the cost is one relaxed load per request.
