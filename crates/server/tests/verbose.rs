@@ -111,6 +111,15 @@ fn vv_logs_commands_and_first_reply_lines() {
     // As memcached 1.6.18: no reply lines for stats listings or meta replies (`mn` aside), one line
     // per connection opened and closed, and the first command names the protocol.
     assert_eq!(exchange(&mut reader, b"stats detail on\r\n", 1), "OK\r\n");
+    // Suppressed replies are logged as memcached logs them.
+    assert_eq!(
+        exchange(
+            &mut reader,
+            b"set n 0 0 1 noreply\r\n5\r\nincr n 2 noreply\r\nmn\r\n",
+            1
+        ),
+        "MN\r\n"
+    );
     assert!(exchange(&mut reader, b"stats\r\n", 1).starts_with("STAT "));
     drop(reader);
     wait_for_log(&server, &[format!("<{fd} connection closed.")]);
@@ -123,6 +132,10 @@ fn vv_logs_commands_and_first_reply_lines() {
         &[
             format!("<{fd} stats detail on"),
             format!(">{fd} OK"),
+            format!("<{fd} set n 0 0 1 noreply"),
+            format!(">{fd} NOREPLY STORED"),
+            format!("<{fd} incr n 2 noreply"),
+            format!(">{fd} NOREPLY 7"),
             format!("<{fd} stats"),
             format!("<{fd} connection closed."),
             format!("<{fd2} new auto-negotiating client connection"),

@@ -16,7 +16,7 @@ use mrcache_protocol::{
     response, LruCrawlerRequest, LruRequest, ShutdownMode, SlabsRequest, StatsRequest,
 };
 
-use super::{reply, Ctx, Flow};
+use super::{Ctx, Flow};
 use crate::settings::MEMCACHED_COMPAT_VERSION;
 use crate::stats;
 use crate::tenants::Scope;
@@ -42,7 +42,7 @@ fn operator(ctx: &Ctx<'_>, what: &str, noreply: bool, out: &mut Vec<u8>) -> bool
     match ctx.tenancy.scope(&ctx.server.tenants) {
         Scope::Operator => true,
         Scope::Tenant(_, name) => {
-            reply(
+            ctx.reply(
                 out,
                 noreply,
                 &format!("CLIENT_ERROR {what} not allowed for tenant {name}"),
@@ -60,17 +60,17 @@ pub(crate) fn flush_all(
 ) -> Flow {
     ctx.count(|s| &s.cmd_flush);
     if !ctx.server.settings.flush_enabled {
-        reply(out, noreply, "CLIENT_ERROR flush_all not allowed");
+        ctx.reply(out, noreply, "CLIENT_ERROR flush_all not allowed");
         return Flow::Continue;
     }
     let Some(delay) = delay else {
-        reply(out, noreply, "CLIENT_ERROR invalid exptime argument");
+        ctx.reply(out, noreply, "CLIENT_ERROR invalid exptime argument");
         return Flow::Continue;
     };
     ctx.server
         .engine
         .flush_all(ctx.tenancy.flush_tenant(), delay, ctx.clock);
-    reply(out, noreply, "OK");
+    ctx.reply(out, noreply, "OK");
     Flow::Continue
 }
 
@@ -87,7 +87,7 @@ pub(crate) fn verbosity(ctx: &Ctx<'_>, level: u32, noreply: bool, out: &mut Vec<
     ctx.server
         .verbosity
         .store(level.min(MAX_VERBOSITY_LEVEL), Relaxed);
-    reply(out, noreply, "OK");
+    ctx.reply(out, noreply, "OK");
     Flow::Continue
 }
 
@@ -132,7 +132,7 @@ pub(crate) fn memlimit(ctx: &Ctx<'_>, megabytes: u32, noreply: bool, out: &mut V
             .set_memory_limit(bytes, MEMLIMIT_PAGES_PER_CALL);
         "OK"
     };
-    reply(out, noreply, text);
+    ctx.reply(out, noreply, text);
     Flow::Continue
 }
 
@@ -282,7 +282,7 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
                 window,
                 server.automove_ratio(),
             ));
-            reply(out, noreply, "OK");
+            ctx.reply(out, noreply, "OK");
         }
         SlabsRequest::AutomoveRatio { ratio, noreply } => {
             let server = &ctx.server;
@@ -297,7 +297,7 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
                     ..params
                 }));
             }
-            reply(out, noreply, "OK");
+            ctx.reply(out, noreply, "OK");
         }
     }
     Flow::Continue
@@ -312,7 +312,7 @@ pub(crate) fn lru(ctx: &Ctx<'_>, r: LruRequest, out: &mut Vec<u8>) -> Flow {
         | LruRequest::TempTtl { noreply, .. } => noreply,
     };
     if operator(ctx, "lru", noreply, out) {
-        reply(out, noreply, "OK");
+        ctx.reply(out, noreply, "OK");
     }
     Flow::Continue
 }
@@ -342,7 +342,7 @@ pub(crate) fn lru_crawler(ctx: &Ctx<'_>, r: LruCrawlerRequest<'_>, out: &mut Vec
                     .reap_expired(ctx.clock, CRAWL_ITEMS_PER_CLASS);
                 "OK"
             };
-            reply(out, noreply, text);
+            ctx.reply(out, noreply, text);
         }
         LruCrawlerRequest::Metadump { classes } => {
             if !ctx.server.settings.dump_enabled {
@@ -357,7 +357,7 @@ pub(crate) fn lru_crawler(ctx: &Ctx<'_>, r: LruCrawlerRequest<'_>, out: &mut Vec
         LruCrawlerRequest::Enable { noreply }
         | LruCrawlerRequest::Disable { noreply }
         | LruCrawlerRequest::Sleep { noreply, .. }
-        | LruCrawlerRequest::ToCrawl { noreply, .. } => reply(out, noreply, "OK"),
+        | LruCrawlerRequest::ToCrawl { noreply, .. } => ctx.reply(out, noreply, "OK"),
     }
     Flow::Continue
 }

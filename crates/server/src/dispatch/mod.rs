@@ -56,6 +56,15 @@ impl Ctx<'_> {
         self.tenancy.key(bytes)
     }
 
+    /// `<text>\r\n` unless the client asked for no reply; a suppressed reply is logged at `-vv` as
+    /// memcached logs it (`>FD NOREPLY <text>`).
+    pub fn reply(&self, out: &mut Vec<u8>, noreply: bool, text: &str) {
+        if noreply {
+            crate::session::log_noreply(self.server, self.fd, text);
+        }
+        reply(out, noreply, text);
+    }
+
     /// Adds one to a per-worker counter.
     pub fn count(&self, counter: impl Fn(&ThreadStats) -> &AtomicU64) {
         ThreadStats::add(counter(self.stats), 1);

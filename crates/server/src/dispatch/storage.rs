@@ -7,7 +7,7 @@
 use mrcache_engine::{StoreArgs, StoreMode, StoreOutcome};
 use mrcache_protocol::{Data, StoreCommand, StoreRequest};
 
-use super::{reply, Ctx, Flow};
+use super::{Ctx, Flow};
 use crate::stats::detail::Op;
 use crate::watch::{log_store, stream, StoreEvent};
 
@@ -22,7 +22,7 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
             if r.command == StoreCommand::Set {
                 drop_item(ctx, r.key);
             }
-            reply(out, r.noreply, TOO_LARGE);
+            ctx.reply(out, r.noreply, TOO_LARGE);
             return Flow::Swallow(swallow);
         }
         Data::Value(v) => v,
@@ -63,7 +63,7 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
             NO_MEMORY
         }
     };
-    reply(out, r.noreply, text);
+    ctx.reply(out, r.noreply, text);
     Flow::Continue
 }
 

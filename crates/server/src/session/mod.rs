@@ -21,6 +21,8 @@
 mod auth;
 mod verbose;
 
+pub(crate) use verbose::log_noreply;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 

@@ -9,9 +9,10 @@
 //!   under `-B ascii`), `FD: Client using the ascii protocol` at the first command of an
 //!   auto-negotiating connection, and `<FD connection closed.`.
 //!
-//! The one difference left: memcached logs `>FD NOREPLY <reply>` for a reply the client suppressed with
-//! `noreply`; we log nothing for it (the reply is never built). Auth exchanges are never logged (their
-//! data line holds a password).
+//! - a reply the client suppressed with `noreply` is logged `>FD NOREPLY <reply>` (by the dispatcher,
+//!   which knows the reply it did not send: `Ctx::reply`).
+//!
+//! Auth exchanges are never logged (their data line holds a password).
 //!
 //! Cost: below verbosity 2, one relaxed load per request ([`CommandLog::start`]). At verbosity 2 every
 //! request writes to stderr under its lock, which serialises the workers: it is a debugging aid, as in
@@ -78,6 +79,13 @@ pub(super) fn conn_opened(ctx: &ServerContext, fd: i32, auto_negotiating: bool) 
 pub(super) fn negotiated(ctx: &ServerContext, fd: i32) {
     if ctx.verbosity.load(Relaxed) >= LOG_COMMANDS_VERBOSITY {
         emit(&format!("{fd}: Client using the ascii protocol"));
+    }
+}
+
+/// `>FD NOREPLY <reply>`: the reply a client suppressed with `noreply`, as memcached logs it.
+pub(crate) fn log_noreply(ctx: &ServerContext, fd: i32, reply: &str) {
+    if ctx.verbosity.load(Relaxed) >= LOG_COMMANDS_VERBOSITY {
+        emit(&format!(">{fd} NOREPLY {reply}"));
     }
 }
 
