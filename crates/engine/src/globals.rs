@@ -113,7 +113,47 @@ pub struct Globals {
     /// Twemcache's random slab eviction: a full class takes a random page (of any class), evicting all it
     /// holds, instead of evicting its own LRU tail.
     random_page_eviction: AtomicBool,
+    /// Told of every eviction while `observing_evictions` is set (memcached's `watch evictions`); see
+    /// [`Evicted`].
+    eviction_observer: ObserverSlot,
+    observing_evictions: AtomicBool,
 }
+
+/// The installed eviction observer (a closure, so `Debug` by hand).
+#[derive(Default)]
+struct ObserverSlot(OnceLock<EvictionObserver>);
+
+impl std::fmt::Debug for ObserverSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "ObserverSlot(installed)"
+        } else {
+            "ObserverSlot(none)"
+        })
+    }
+}
+
+/// A live item evicted to make room, as an eviction observer sees it (memcached's `watch evictions`
+/// fields). Borrowed from the shard for the duration of the call, which runs under the shard's lock:
+/// an observer must only copy what it needs and take no lock but its own leaf lock.
+#[derive(Clone, Copy, Debug)]
+pub struct Evicted<'a> {
+    /// The key as the client sent it.
+    pub key: &'a [u8],
+    /// It was read at least once after it was stored.
+    pub fetched: bool,
+    /// Seconds it had left to live, or -1 if it never expired.
+    pub ttl_secs: i64,
+    /// Seconds since it was last accessed.
+    pub last_access_secs: u32,
+    /// Its slab class.
+    pub class: crate::geometry::ClassId,
+    /// Its value's length.
+    pub value_len: usize,
+}
+
+/// What `Engine::set_eviction_observer` installs.
+pub type EvictionObserver = Box<dyn Fn(&Evicted<'_>) + Send + Sync>;
 
 impl Globals {
     pub fn new(page_limit: usize, use_cas: bool, pools: usize) -> Globals {
@@ -124,6 +164,28 @@ impl Globals {
             cas: AtomicU64::new(0),
             horizons: (0..HORIZON_BLOCKS).map(|_| OnceLock::new()).collect(),
             random_page_eviction: AtomicBool::new(false),
+            eviction_observer: ObserverSlot::default(),
+            observing_evictions: AtomicBool::new(false),
+        }
+    }
+
+    /// Installs the eviction observer (once; a second one is ignored and `false` returned).
+    pub fn set_eviction_observer(&self, observer: EvictionObserver) -> bool {
+        self.eviction_observer.0.set(observer).is_ok()
+    }
+
+    /// Turns calls to the eviction observer on or off (one relaxed load per eviction when off).
+    pub fn observe_evictions(&self, on: bool) {
+        self.observing_evictions.store(on, Relaxed);
+    }
+
+    /// The observer, when installed and on.
+    #[inline]
+    pub fn eviction_observer(&self) -> Option<&EvictionObserver> {
+        if self.observing_evictions.load(Relaxed) {
+            self.eviction_observer.0.get()
+        } else {
+            None
         }
     }
 

@@ -41,6 +41,7 @@ pub use engine::{
     StoreMode, StoreOutcome,
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
+pub use globals::{Evicted, EvictionObserver};
 pub use pool::{PoolSnapshot, UNLIMITED};
 pub use shard::{AllocError, InvariantError, Miss, PageMoveOutcome, Partition, Violation};
 pub use stats::{ClassCounters, ClassSnapshot, EngineStats, GlobalCounters, TenantCounters};

@@ -39,6 +39,10 @@ pub struct ClassCounters {
     pub reclaimed: u64,
     /// Reclaimed (expired or flushed) items that were never read.
     pub expired_unfetched: u64,
+    /// Items the reaper (memcached's LRU crawler) inspected.
+    pub crawler_items_checked: u64,
+    /// Expired or flushed items the reaper unlinked.
+    pub crawler_reclaimed: u64,
     /// Items relocated by page moves.
     pub moves_rescued: u64,
     /// Items evicted by page moves.
@@ -67,6 +71,8 @@ impl ClassCounters {
         self.outofmemory += o.outofmemory;
         self.reclaimed += o.reclaimed;
         self.expired_unfetched += o.expired_unfetched;
+        self.crawler_items_checked += o.crawler_items_checked;
+        self.crawler_reclaimed += o.crawler_reclaimed;
         self.moves_rescued += o.moves_rescued;
         self.moves_evicted += o.moves_evicted;
         self.inserts += o.inserts;

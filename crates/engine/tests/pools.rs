@@ -230,3 +230,58 @@ proptest! {
         }
     }
 }
+
+/// A pool below its target whose class tail holds an expired item reuses that item's chunk instead of
+/// taking a page (and its live items) from a pool above its target.
+#[test]
+fn an_expired_item_is_reused_before_a_page_is_taken_from_another_pool() {
+    let e = engine(16, 2, 1);
+    let store = |tenant: u16, i: u64, exptime: i64, now: u32| {
+        let key = format!("key:{i}");
+        e.store(
+            &StoreArgs {
+                exptime,
+                ..StoreArgs::set(Key::new(TenantId(tenant), key.as_bytes()), &VALUE)
+            },
+            Clock::logical(now),
+        )
+    };
+    // Tenant 1 fills one page with items that expire; tenant 0 then fills the rest of memory.
+    let total = e.geometry().item_total_bytes(8, 0, VALUE.len());
+    let class = e.geometry().class_for(total).unwrap();
+    let per_page = e.geometry().class(class).chunks_per_page as u64;
+    for i in 0..per_page {
+        assert!(matches!(store(1, i, 10, 1), StoreOutcome::Stored { .. }));
+    }
+    for i in 0..100_000 {
+        store(0, i, 0, 1);
+    }
+    e.set_pool_target(0, 8);
+    e.set_pool_target(1, 8);
+    let before = (e.pool(0).held, e.pool(1).held);
+    let evicted_before = e
+        .stats(Clock::logical(50))
+        .classes
+        .iter()
+        .map(|c| c.counters.evicted)
+        .sum::<u64>();
+    // Later, tenant 1's items have expired: its next stores reuse them, no page moves.
+    for i in 100_000..100_050 {
+        assert!(matches!(store(1, i, 0, 50), StoreOutcome::Stored { .. }));
+    }
+    assert_eq!((e.pool(0).held, e.pool(1).held), before);
+    let stats = e.stats(Clock::logical(50));
+    let evicted = stats
+        .classes
+        .iter()
+        .map(|c| c.counters.evicted)
+        .sum::<u64>();
+    assert_eq!(evicted, evicted_before, "no live item of tenant 0 evicted");
+    let reclaimed = stats
+        .classes
+        .iter()
+        .map(|c| c.counters.reclaimed)
+        .sum::<u64>();
+    assert_eq!(reclaimed, 50);
+    e.check_invariants().unwrap();
+}

@@ -443,3 +443,72 @@ fn first_pages_past_the_limit_stay_within_memcacheds_excess_when_pages_are_large
     }
     e.check_invariants().unwrap();
 }
+
+/// A full class whose LRU tail holds expired items: the next stores reuse those items' chunks
+/// (`reclaimed`) and evict nothing, so no live item loses its place to an item nobody can read.
+#[test]
+fn an_expired_tail_item_is_reused_before_a_live_one_is_evicted() {
+    let e = engine(2);
+    let c = Clock::logical(100);
+    let value = vec![b'x'; 900];
+    let total = e.geometry().item_total_bytes(8, 0, value.len());
+    let class = e.geometry().class_for(total).unwrap();
+    let capacity = 2 * e.geometry().class(class).chunks_per_page;
+    let key = |i: usize| format!("k{i:07}").into_bytes();
+    // The three oldest items expire after 10 s; the rest never do.
+    for i in 0..capacity {
+        let exptime = if i < 3 { 10 } else { 0 };
+        let k = key(i);
+        let args = StoreArgs {
+            exptime,
+            ..StoreArgs::set(Key::default_tenant(&k), &value)
+        };
+        assert!(matches!(e.store(&args, c), StoreOutcome::Stored { .. }));
+    }
+    let later = Clock::logical(200);
+    for i in capacity..capacity + 3 {
+        assert!(matches!(
+            set(&e, &key(i), &value, later),
+            StoreOutcome::Stored { .. }
+        ));
+    }
+    let counters = &e.stats(later).classes[class.index()].counters;
+    assert_eq!(counters.evicted, 0, "no live item was evicted");
+    assert_eq!(counters.reclaimed, 3);
+    assert_eq!(counters.expired_unfetched, 3);
+    for i in 3..capacity + 3 {
+        assert!(get(&e, &key(i), later).is_some(), "live item {i} kept");
+    }
+    // With no expired item left at the tail, the next store evicts the oldest live item.
+    set(&e, &key(capacity + 3), &value, later);
+    assert_eq!(get(&e, &key(3), later), None);
+    assert_eq!(e.stats(later).classes[class.index()].counters.evicted, 1);
+    e.check_invariants().unwrap();
+}
+
+/// The reaper (memcached's LRU crawler) unlinks expired items anywhere within its bound and counts them
+/// per class as memcached's `crawler_reclaimed` and `crawler_items_checked`.
+#[test]
+fn the_reaper_counts_crawler_reclaimed_per_class() {
+    let e = engine(64);
+    let c = Clock::logical(100);
+    for i in 0..10u32 {
+        let key = format!("r{i}");
+        let args = StoreArgs {
+            exptime: if i % 2 == 0 { 5 } else { 0 },
+            ..StoreArgs::set(Key::default_tenant(key.as_bytes()), b"v")
+        };
+        e.store(&args, c);
+    }
+    let later = Clock::logical(200);
+    assert_eq!(e.reap_expired(later, 1000), 5);
+    let stats = e.stats(later);
+    let sum = |f: fn(&mrcache_engine::ClassCounters) -> u64| {
+        stats.classes.iter().map(|k| f(&k.counters)).sum::<u64>()
+    };
+    assert_eq!(sum(|k| k.crawler_reclaimed), 5);
+    assert_eq!(sum(|k| k.crawler_items_checked), 10);
+    assert_eq!(stats.counters.expired_reaped, 5);
+    assert_eq!(stats.curr_items, 5);
+    e.check_invariants().unwrap();
+}

@@ -211,7 +211,9 @@ fn dispatch<'a>(line: &Line<'a>, limits: &Limits) -> Parsed<'a> {
             b"lru" => admin::parse_lru(line),
             b"lru_crawler" => admin::parse_lru_crawler(line),
             b"watch" => Parsed::Request {
-                request: crate::Request::Watch,
+                request: crate::Request::Watch {
+                    streams: crate::tokens::after_token(line.text, t.get(0)),
+                },
                 consumed: line.len,
             },
             _ if t
@@ -353,7 +355,9 @@ pub(crate) mod tests {
         assert!(matches!(request_of(b"quit x\r\n").0, Request::Quit));
         assert!(matches!(
             request_of(b"watch fetchers\r\n").0,
-            Request::Watch
+            Request::Watch {
+                streams: b" fetchers"
+            }
         ));
     }
 }

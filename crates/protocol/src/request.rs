@@ -103,8 +103,12 @@ pub enum Request<'a> {
     Lru(LruRequest),
     /// `lru_crawler …`.
     LruCrawler(LruCrawlerRequest<'a>),
-    /// `watch …`: the connection becomes a log stream.
-    Watch,
+    /// `watch [stream…]`: the connection becomes a log stream. `streams` is the rest of the line after
+    /// `watch` (stream names separated by spaces; empty: memcached's default, `fetchers`).
+    Watch {
+        /// The bytes after `watch`, unparsed.
+        streams: &'a [u8],
+    },
 }
 
 /// The data block of a storage command.

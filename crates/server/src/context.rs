@@ -126,19 +126,55 @@ pub struct ServerContext {
     pub listeners: OnceLock<Vec<ListenerInfo>>,
     /// What the maintenance thread has done (`stats`).
     pub maintenance: MaintenanceStats,
+    /// `stats detail`: per-prefix counts, off until `stats detail on`.
+    pub detail: crate::stats::detail::DetailStats,
+    /// `watch`: the log streams and their watchers.
+    pub log: crate::watch::LogBus,
     /// Wakes the listener so that it notices `shutting_down`; set once by the listener.
     shutdown_waker: OnceLock<Arc<mio::Waker>>,
     started: Instant,
     process_started_unix: i64,
 }
 
+/// memcached's `watch evictions`: the engine tells the log bus of each eviction (only while someone
+/// watches the stream: `ServerContext::watchers_changed` turns the observer on and off).
+fn install_eviction_log(engine: &Engine, log: &crate::watch::LogBus) {
+    use crate::watch::{stream, write_key};
+    use std::io::Write as _;
+    let log = log.clone();
+    engine.set_eviction_observer(Box::new(move |e| {
+        log.emit(stream::EVICTIONS, |line| {
+            line.extend_from_slice(b"type=eviction key=");
+            write_key(line, e.key);
+            let _ = write!(
+                line,
+                " fetch={} ttl={} la={} clsid={} size={}",
+                if e.fetched { "yes" } else { "no" },
+                e.ttl_secs,
+                e.last_access_secs,
+                e.class.0,
+                e.value_len
+            );
+        });
+    }));
+}
+
 impl ServerContext {
+    /// A watcher came or went: the engine reports evictions only while someone watches them.
+    pub fn watchers_changed(&self) {
+        self.engine
+            .observe_evictions(self.log.wants(crate::watch::stream::EVICTIONS));
+    }
+
     /// The context of a server with `workers` worker threads (one `ThreadStats` and one registry slot
     /// each); the clock starts now.
     pub fn new(engine: Engine, settings: Settings, workers: usize) -> ServerContext {
         let now_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
+        let prefix_delimiter = settings.prefix_delimiter;
+        let log = crate::watch::LogBus::new();
+        install_eviction_log(&engine, &log);
         ServerContext {
             verbosity: AtomicU32::new(settings.verbose),
             automove_mode: AtomicU32::new(settings.slab_automove),
@@ -170,6 +206,8 @@ impl ServerContext {
             connections: ConnRegistry::new(workers),
             listeners: OnceLock::new(),
             maintenance: MaintenanceStats::new(),
+            detail: crate::stats::detail::DetailStats::new(prefix_delimiter),
+            log,
             shutdown_waker: OnceLock::new(),
             started: Instant::now(),
             process_started_unix: now_unix - CLOCK_START_OFFSET_SECS,

@@ -25,3 +25,4 @@ pub mod session;
 pub mod settings;
 pub(crate) mod stats;
 pub mod tenants;
+pub mod watch;

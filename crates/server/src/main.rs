@@ -17,7 +17,7 @@ use mrcache_server::context::ServerContext;
 use mrcache_server::net::{Server, ServerOptions};
 use mrcache_server::restart;
 use mrcache_server::session::Session;
-use mrcache_server::settings::{Command, Settings, EXIT_USAGE};
+use mrcache_server::settings::{rlimit, Command, Settings, EXIT_USAGE};
 
 fn main() -> ExitCode {
     let settings = match Settings::parse_from(std::env::args_os()) {
@@ -39,6 +39,11 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE as u8);
         }
     };
+    // memcached raises the open-files limit to -c before anything else, or exits with EX_OSERR.
+    if let Err(e) = rlimit::ensure_open_files(settings.max_connections) {
+        eprintln!("mrcached: {e}");
+        return ExitCode::from(rlimit::EXIT_OSERR);
+    }
     match run(settings) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

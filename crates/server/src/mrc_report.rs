@@ -239,15 +239,20 @@ fn item_bytes_per_page(engine: &Engine, pool: usize, clock: mrcache_engine::Cloc
 
 /// `stats mrc [class]`: `STAT` lines, then `END`. Curves are `pages:miss_ratio` pairs (`bytes:miss_ratio`
 /// for `mrc_bytes`), comma-separated. Class lines are `<class>:<field>`, tenant lines
-/// `tenant:<name>:<field>`.
+/// `tenant:<name>:<field>`; `with_classes` false (a tenant's own view) leaves the class lines out.
 pub fn write_stats(
     ctx: &ServerContext,
     class: Option<ClassId>,
     only: Option<TenantId>,
+    with_classes: bool,
     out: &mut Vec<u8>,
 ) {
     use std::io::Write;
-    let r = report(ctx, class, only);
+    let mut r = report(ctx, class, only);
+    if !with_classes {
+        // A tenant's own view (`crate::tenants::Scope`): the class curves are server-wide.
+        r.classes.clear();
+    }
     let _ = writeln!(out, "STAT profiling {}\r", u8::from(r.profiling));
     let _ = writeln!(
         out,
@@ -332,7 +337,7 @@ mod tests {
         let class = r.classes[0].class;
         assert!(report(&ctx, Some(ClassId(class)), None).tenants.is_empty());
         let mut out = Vec::new();
-        write_stats(&ctx, None, None, &mut out);
+        write_stats(&ctx, None, None, true, &mut out);
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("STAT tenant:a:pool 1\r\n"), "{text}");
         assert!(text.contains("STAT tenant:a:mrc_bytes 1048576:"), "{text}");

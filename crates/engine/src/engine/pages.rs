@@ -110,6 +110,18 @@ impl Engine {
         given
     }
 
+    /// Installs the function told of every eviction while `observe_evictions(true)` (memcached's `watch
+    /// evictions`). It runs under the evicting shard's lock and must do no I/O and take no lock but a
+    /// leaf one of its own. Only the first observer installed is kept; returns whether this one was.
+    pub fn set_eviction_observer(&self, observer: crate::EvictionObserver) -> bool {
+        self.globals.set_eviction_observer(observer)
+    }
+
+    /// Turns the eviction observer on or off.
+    pub fn observe_evictions(&self, on: bool) {
+        self.globals.observe_evictions(on);
+    }
+
     /// Pages memory may hold now: `-m`, or what `cache_memlimit` last set.
     pub fn page_limit(&self) -> usize {
         self.globals.budget.limit()

@@ -2,8 +2,8 @@
 //! carved into chunks.
 //!
 //! In order (`alloc`): a free chunk, a carved chunk, a new page from the budget, Twemcache's random page
-//! (when on), a page from a pool above its target (when this pool is below its own), an expired tail
-//! item, the LRU tail evicted, and lastly a partition's first page (from a donor or over the limit).
+//! (when on), an expired tail item, a page from a pool above its target (when this pool is below its
+//! own), the LRU tail evicted, and lastly a partition's first page (from a donor or over the limit).
 //!
 //! Invariants:
 //! - A page is taken from the `PageBudget` only through `add_page` (within the limit) or
@@ -11,6 +11,9 @@
 //!   refused once the first pages past the limit reach `PageBudget`'s first-page allowance).
 //! - A partition carves one page at a time: starting a new carve puts the uncarved rest of the old page
 //!   on the free list, so no chunk is lost.
+//! - Once memory is full, an expired or flushed item among the class's last `RECLAIM_SEARCH_DEPTH` LRU
+//!   items is reused before any live item is evicted or any page is taken from another pool (memcached's
+//!   tail check on every allocation; the maintenance reaper clears expired items deeper in the LRU).
 //! - Under fixed caps (`set_page_caps`) allocation never gives a partition a page past its cap (only an
 //!   explicit page move can).
 
@@ -37,8 +40,8 @@ impl Shard {
     }
 
     /// A chunk for an item of `total_bytes` (accounted size, `Geometry::item_total_bytes`) of `tenant`,
-    /// in the partition of its pool and class: a free chunk, a carved chunk, a new page, a page from a
-    /// pool above its target (when this pool is below its own), an expired tail item, or the LRU tail
+    /// in the partition of its pool and class: a free chunk, a carved chunk, a new page, an expired tail
+    /// item, a page from a pool above its target (when this pool is below its own), or the LRU tail
     /// evicted. The chunk is not linked; the caller writes and links it at once (`write_and_link`).
     pub(crate) fn alloc(
         &mut self,
@@ -69,8 +72,14 @@ impl Shard {
                 }
             }
         }
-        // Memory is full. A pool below its target takes a page from the pool furthest above its own, so
-        // targets are reached one page per allocation that needs it.
+        // Memory is full. An expired or flushed item at the class's LRU tail is reused first (memcached
+        // checks its tail before it evicts): an item nobody can read never costs a live item its place,
+        // neither one of this class nor one of another pool's page.
+        if let Some(h) = self.reclaim(part, clock) {
+            return Ok((part, h));
+        }
+        // A pool below its target takes a page from the pool furthest above its own, so targets are
+        // reached one page per allocation that needs it.
         if self.evict_when_full
             && self.below_cap(part)
             && self.globals.pools.below_target(part.pool())
@@ -82,7 +91,7 @@ impl Shard {
                 }
             }
         }
-        if let Some(h) = self.reclaim_or_evict(part, clock) {
+        if let Some(h) = self.evict_tail(part, clock) {
             return Ok((part, h));
         }
         // A partition with no page yet may get its first page (as memcached gives every class one),
@@ -123,13 +132,6 @@ impl Shard {
         let (slot, next) = c.carve?;
         c.carve = (next + 1 < chunks_per_page).then_some((slot, next + 1));
         Some(slot << self.chunk_bits | next)
-    }
-
-    pub(super) fn reclaim_or_evict(&mut self, part: Part, clock: Clock) -> Option<u32> {
-        if let Some(h) = self.reclaim(part, clock) {
-            return Some(h);
-        }
-        self.evict_tail(part, clock)
     }
 
     /// An expired or flushed item among the class's LRU tail, unlinked, its chunk taken.
@@ -176,6 +178,21 @@ impl Shard {
             c.counters.evicted_unfetched += 1;
         }
         self.remember_evicted(tail);
+        if let Some(observe) = self.globals.eviction_observer() {
+            let it = self.item(tail);
+            observe(&crate::globals::Evicted {
+                key: it.key(),
+                fetched,
+                ttl_secs: if expiry == 0 {
+                    -1
+                } else {
+                    i64::from(expiry) - i64::from(clock.now)
+                },
+                last_access_secs: clock.now.saturating_sub(atime),
+                class: part.class(),
+                value_len: it.value_len(),
+            });
+        }
         Some(self.unlink_and_take(part, tail))
     }
 

@@ -10,22 +10,30 @@ use crate::Clock;
 
 impl Shard {
     /// Unlinks up to `max_items` expired or flushed items, walking each class LRU from its tail.
-    /// Returns how many were removed. Bounded work: at most `max_items` inspections per class.
+    /// Returns how many were removed. Bounded work: at most `max_items` inspections per class. Counts
+    /// each class's inspections and removals as memcached's crawler does (`crawler_items_checked`,
+    /// `crawler_reclaimed`).
     pub(crate) fn reap(&mut self, clock: Clock, max_items: usize) -> usize {
         let mut reaped = 0;
         for i in 0..self.parts.len() {
             let mut h = self.parts[i].lru_tail;
+            let (mut checked, mut here) = (0u64, 0u64);
             for _ in 0..max_items {
                 if h == NIL {
                     break;
                 }
                 let prev = self.prev(h);
+                checked += 1;
                 if self.is_dead(h, clock) {
                     self.unlink(h);
-                    reaped += 1;
+                    here += 1;
                 }
                 h = prev;
             }
+            let counters = &mut self.parts[i].counters;
+            counters.crawler_items_checked += checked;
+            counters.crawler_reclaimed += here;
+            reaped += here as usize;
         }
         self.counters.expired_reaped += reaped as u64;
         reaped

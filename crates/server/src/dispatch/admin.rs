@@ -1,9 +1,11 @@
 //! Administrative commands: flush_all, version, verbosity, shutdown, cache_memlimit, stats, slabs, lru,
 //! lru_crawler, watch. Replies are memcached 1.6.18's; where our design has no counterpart (segmented LRU
-//! tuning, stats detail, the crawler's thread) the command is validated and acknowledged as memcached
-//! would acknowledge it. The one deliberate difference is `watch`: memcached answers `OK` and streams its
-//! logger's lines; we have no logger to stream, so we refuse it with [`WATCH_UNSUPPORTED`] rather than
-//! answer `OK` and send nothing.
+//! tuning, the crawler's thread) the command is validated and acknowledged as memcached would
+//! acknowledge it.
+//!
+//! Scope (`crate::tenants::Scope`): every server-wide command here is an operator's; a tenant's
+//! connection gets `CLIENT_ERROR <command> not allowed for tenant <name>`, and its `stats` and `stats
+//! conns` show only its own figures and connections.
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -14,9 +16,10 @@ use mrcache_protocol::{
     response, LruCrawlerRequest, LruRequest, ShutdownMode, SlabsRequest, StatsRequest,
 };
 
-use super::{reply, Ctx, Flow};
+use super::{Ctx, Flow};
 use crate::settings::MEMCACHED_COMPAT_VERSION;
 use crate::stats;
+use crate::tenants::Scope;
 
 /// memcached's `MAX_VERBOSITY_LEVEL`.
 const MAX_VERBOSITY_LEVEL: u32 = 2;
@@ -32,6 +35,23 @@ const MAX_NUMBER_OF_SLAB_CLASSES: u32 = 64;
 /// class here.
 const CRAWL_ITEMS_PER_CLASS: usize = 1_000_000;
 
+/// The connection's right to a server-wide command: `true` for an operator (see
+/// [`crate::tenants::Scope`]); for a tenant writes memcached-style `CLIENT_ERROR <what> not allowed for
+/// tenant <name>` (unless `noreply`) and returns `false`.
+fn operator(ctx: &Ctx<'_>, what: &str, noreply: bool, out: &mut Vec<u8>) -> bool {
+    match ctx.tenancy.scope(&ctx.server.tenants) {
+        Scope::Operator => true,
+        Scope::Tenant(_, name) => {
+            ctx.reply(
+                out,
+                noreply,
+                &format!("CLIENT_ERROR {what} not allowed for tenant {name}"),
+            );
+            false
+        }
+    }
+}
+
 pub(crate) fn flush_all(
     ctx: &Ctx<'_>,
     delay: Option<i64>,
@@ -40,17 +60,17 @@ pub(crate) fn flush_all(
 ) -> Flow {
     ctx.count(|s| &s.cmd_flush);
     if !ctx.server.settings.flush_enabled {
-        reply(out, noreply, "CLIENT_ERROR flush_all not allowed");
+        ctx.reply(out, noreply, "CLIENT_ERROR flush_all not allowed");
         return Flow::Continue;
     }
     let Some(delay) = delay else {
-        reply(out, noreply, "CLIENT_ERROR invalid exptime argument");
+        ctx.reply(out, noreply, "CLIENT_ERROR invalid exptime argument");
         return Flow::Continue;
     };
     ctx.server
         .engine
         .flush_all(ctx.tenancy.flush_tenant(), delay, ctx.clock);
-    reply(out, noreply, "OK");
+    ctx.reply(out, noreply, "OK");
     Flow::Continue
 }
 
@@ -61,14 +81,20 @@ pub(crate) fn version(out: &mut Vec<u8>) -> Flow {
 }
 
 pub(crate) fn verbosity(ctx: &Ctx<'_>, level: u32, noreply: bool, out: &mut Vec<u8>) -> Flow {
+    if !operator(ctx, "verbosity", noreply, out) {
+        return Flow::Continue;
+    }
     ctx.server
         .verbosity
         .store(level.min(MAX_VERBOSITY_LEVEL), Relaxed);
-    reply(out, noreply, "OK");
+    ctx.reply(out, noreply, "OK");
     Flow::Continue
 }
 
 pub(crate) fn shutdown(ctx: &Ctx<'_>, mode: ShutdownMode, out: &mut Vec<u8>) -> Flow {
+    if !operator(ctx, "shutdown", false, out) {
+        return Flow::Continue;
+    }
     if !ctx.server.settings.shutdown_enabled {
         response::line(out, "ERROR: shutdown not enabled");
         return Flow::Continue;
@@ -92,6 +118,9 @@ pub(crate) fn shutdown(ctx: &Ctx<'_>, mode: ShutdownMode, out: &mut Vec<u8>) -> 
 }
 
 pub(crate) fn memlimit(ctx: &Ctx<'_>, megabytes: u32, noreply: bool, out: &mut Vec<u8>) -> Flow {
+    if !operator(ctx, "cache_memlimit", noreply, out) {
+        return Flow::Continue;
+    }
     let text = if megabytes < MIN_MEMLIMIT_MB {
         "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"
     } else if megabytes > MAX_MEMLIMIT_MB {
@@ -103,14 +132,41 @@ pub(crate) fn memlimit(ctx: &Ctx<'_>, megabytes: u32, noreply: bool, out: &mut V
             .set_memory_limit(bytes, MEMLIMIT_PAGES_PER_CALL);
         "OK"
     };
-    reply(out, noreply, text);
+    ctx.reply(out, noreply, text);
     Flow::Continue
 }
 
 pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Flow {
     let server = ctx.server;
+    let tenant = match ctx.tenancy.scope(&server.tenants) {
+        Scope::Operator => None,
+        Scope::Tenant(id, _) => Some(id),
+    };
+    // Server-wide families (every tenant's items, classes, keys, or a server-wide switch) are an
+    // operator's; a tenant gets its own figures where it has some.
+    let what = match &r {
+        StatsRequest::Items => Some("stats items"),
+        StatsRequest::Slabs => Some("stats slabs"),
+        StatsRequest::Sizes | StatsRequest::SizesEnable | StatsRequest::SizesDisable => {
+            Some("stats sizes")
+        }
+        StatsRequest::Reset => Some("stats reset"),
+        StatsRequest::DetailOn | StatsRequest::DetailOff | StatsRequest::DetailDump => {
+            Some("stats detail")
+        }
+        StatsRequest::Cachedump { .. } => Some("stats cachedump"),
+        _ => None,
+    };
+    if let Some(what) = what {
+        if !operator(ctx, what, false, out) {
+            return Flow::Continue;
+        }
+    }
     match r {
-        StatsRequest::General => stats::general(server, out),
+        StatsRequest::General => match tenant {
+            None => stats::general(server, out),
+            Some(id) => stats::tenant_general(server, id, out),
+        },
         StatsRequest::Settings => stats::settings(server, out),
         StatsRequest::Items => stats::items(server, out),
         StatsRequest::Slabs => stats::slabs(server, out),
@@ -120,14 +176,21 @@ pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Fl
             response::line(out, "STAT sizes_status disabled");
             response::end(out);
         }
-        StatsRequest::Conns => stats::conns(server, out),
+        StatsRequest::Conns => stats::conns(server, tenant, out),
         StatsRequest::Extstore => response::end(out),
         StatsRequest::Reset => {
             stats::reset(server);
             response::line(out, "RESET");
         }
-        StatsRequest::DetailOn | StatsRequest::DetailOff => response::line(out, "OK"),
-        StatsRequest::DetailDump => response::end(out),
+        StatsRequest::DetailOn => {
+            server.detail.set_enabled(true);
+            response::line(out, "OK");
+        }
+        StatsRequest::DetailOff => {
+            server.detail.set_enabled(false);
+            response::line(out, "OK");
+        }
+        StatsRequest::DetailDump => server.detail.dump(out),
         StatsRequest::Cachedump { class, .. } => {
             if !server.settings.dump_enabled {
                 response::line(out, "CLIENT_ERROR stats cachedump not allowed");
@@ -163,10 +226,30 @@ fn stats_mrc(ctx: &Ctx<'_>, args: &[u8], out: &mut Vec<u8>) {
             _ => return response::line(out, "CLIENT_ERROR bad command line format"),
         }
     };
-    crate::mrc_report::write_stats(ctx.server, class, ctx.tenancy.own_tenant(), out);
+    // A tenant sees its own curve only; the class curves are an operator's.
+    let is_operator = ctx.tenancy.scope(&ctx.server.tenants) == Scope::Operator;
+    if class.is_some() && !operator(ctx, "stats mrc <class>", false, out) {
+        return;
+    }
+    crate::mrc_report::write_stats(
+        ctx.server,
+        class,
+        ctx.tenancy.own_tenant(),
+        is_operator,
+        out,
+    );
 }
 
 pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
+    let (what, noreply) = match r {
+        SlabsRequest::Reassign { .. } => ("slabs reassign", false),
+        SlabsRequest::Automove { noreply, .. } | SlabsRequest::AutomoveRatio { noreply, .. } => {
+            ("slabs automove", noreply)
+        }
+    };
+    if !operator(ctx, what, noreply, out) {
+        return Flow::Continue;
+    }
     match r {
         SlabsRequest::Reassign { classes } => {
             let text = if !ctx.server.settings.slab_reassign {
@@ -199,23 +282,22 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
                 window,
                 server.automove_ratio(),
             ));
-            reply(out, noreply, "OK");
+            ctx.reply(out, noreply, "OK");
         }
         SlabsRequest::AutomoveRatio { ratio, noreply } => {
             let server = &ctx.server;
             server.automove_ratio_bits.store(ratio.to_bits(), Relaxed);
-            let mode = server.automove_mode.load(Relaxed);
-            // memcached's mover as `slab_automove` set it (with its window and ratio): the ratio follows.
-            // An `automove` named without parameters keeps its own defaults.
-            let running_automove = matches!(
-                server.slab_policy(),
-                ClassPolicySpec::Automove(params) if params != AutomoveParams::default()
-            );
-            if mode == 1 && running_automove {
-                let window = server.settings.slab_automove_window as usize;
-                server.set_slab_policy(ClassPolicySpec::automove_mode(mode, window, ratio));
+            // memcached takes any number and its age balancer (`slab_automove=1`) uses it from then
+            // on: when memcached's balancer is the class policy in force, it runs with the new ratio
+            // (keeping its window); under another policy the ratio is kept (`stats settings`) for the
+            // balancer `slabs automove 1` starts.
+            if let ClassPolicySpec::Automove(params) = server.slab_policy() {
+                server.set_slab_policy(ClassPolicySpec::Automove(AutomoveParams {
+                    ratio: Some(ratio),
+                    ..params
+                }));
             }
-            reply(out, noreply, "OK");
+            ctx.reply(out, noreply, "OK");
         }
     }
     Flow::Continue
@@ -223,17 +305,30 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
 
 /// `lru …`: accepted and acknowledged; the engine keeps one exact LRU per class, so segment sizes, the
 /// flat/segmented switch and the temporary LRU have nothing to change.
-pub(crate) fn lru(r: LruRequest, out: &mut Vec<u8>) -> Flow {
+pub(crate) fn lru(ctx: &Ctx<'_>, r: LruRequest, out: &mut Vec<u8>) -> Flow {
     let noreply = match r {
         LruRequest::Tune { noreply, .. }
         | LruRequest::Mode { noreply, .. }
         | LruRequest::TempTtl { noreply, .. } => noreply,
     };
-    reply(out, noreply, "OK");
+    if operator(ctx, "lru", noreply, out) {
+        ctx.reply(out, noreply, "OK");
+    }
     Flow::Continue
 }
 
 pub(crate) fn lru_crawler(ctx: &Ctx<'_>, r: LruCrawlerRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    let noreply = match r {
+        LruCrawlerRequest::Crawl { noreply, .. }
+        | LruCrawlerRequest::Enable { noreply }
+        | LruCrawlerRequest::Disable { noreply }
+        | LruCrawlerRequest::Sleep { noreply, .. }
+        | LruCrawlerRequest::ToCrawl { noreply, .. } => noreply,
+        LruCrawlerRequest::Metadump { .. } => false,
+    };
+    if !operator(ctx, "lru_crawler", noreply, out) {
+        return Flow::Continue;
+    }
     match r {
         LruCrawlerRequest::Crawl { classes, noreply } => {
             let text = if !ctx.server.settings.lru_crawler {
@@ -247,7 +342,7 @@ pub(crate) fn lru_crawler(ctx: &Ctx<'_>, r: LruCrawlerRequest<'_>, out: &mut Vec
                     .reap_expired(ctx.clock, CRAWL_ITEMS_PER_CLASS);
                 "OK"
             };
-            reply(out, noreply, text);
+            ctx.reply(out, noreply, text);
         }
         LruCrawlerRequest::Metadump { classes } => {
             if !ctx.server.settings.dump_enabled {
@@ -262,7 +357,7 @@ pub(crate) fn lru_crawler(ctx: &Ctx<'_>, r: LruCrawlerRequest<'_>, out: &mut Vec
         LruCrawlerRequest::Enable { noreply }
         | LruCrawlerRequest::Disable { noreply }
         | LruCrawlerRequest::Sleep { noreply, .. }
-        | LruCrawlerRequest::ToCrawl { noreply, .. } => reply(out, noreply, "OK"),
+        | LruCrawlerRequest::ToCrawl { noreply, .. } => ctx.reply(out, noreply, "OK"),
     }
     Flow::Continue
 }
@@ -281,18 +376,22 @@ fn valid_class_list(ctx: &Ctx<'_>, classes: &[u8]) -> bool {
     })
 }
 
-/// What `watch` answers: memcached's log streams (fetchers, mutations, evictions, …) come from its
-/// logger, which mrcached does not have; an explicit refusal tells a client so, where an `OK` followed by
-/// silence would look like an idle cache.
-pub(crate) const WATCH_UNSUPPORTED: &str = "SERVER_ERROR watch is not supported";
-
-/// `watch`: memcached's `-W` refusal when watching is disabled, otherwise [`WATCH_UNSUPPORTED`]; the
-/// connection stays an ordinary command connection either way.
-pub(crate) fn watch(ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
+/// `watch [streams]`: memcached's `-W` refusal when watching is disabled, `ERROR` for an unknown
+/// stream, else [`Flow::Watch`] (the session makes the connection a watcher; see `crate::watch`).
+/// Watching shows every tenant's keys, so it is an operator's command.
+pub(crate) fn watch(ctx: &Ctx<'_>, streams: &[u8], out: &mut Vec<u8>) -> Flow {
     if !ctx.server.settings.watch_enabled {
         response::line(out, "CLIENT_ERROR watch commands not allowed");
-    } else {
-        response::line(out, WATCH_UNSUPPORTED);
+        return Flow::Continue;
     }
-    Flow::Continue
+    if !operator(ctx, "watch", false, out) {
+        return Flow::Continue;
+    }
+    match crate::watch::parse_streams(streams) {
+        Some(mask) => Flow::Watch(mask),
+        None => {
+            response::line(out, "ERROR");
+            Flow::Continue
+        }
+    }
 }

@@ -28,6 +28,7 @@ pub fn dispatch_binary(
     server: &ServerContext,
     stats: &ThreadStats,
     tenancy: &Tenancy,
+    fd: i32,
     packet: &Packet<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
@@ -36,6 +37,7 @@ pub fn dispatch_binary(
         stats,
         clock: server.clock(),
         tenancy,
+        fd,
     };
     let h = &packet.header;
     let quiet = packet.quiet;

@@ -12,15 +12,18 @@
 //! - As memcached, an item remembers whether its key arrived base64-encoded (`ms … b`); mg's `k` on a hit
 //!   and `me` echo the key in that form, whatever the request used.
 
-use mrcache_engine::{ArithOutcome, Delta, Entry, ItemFlag, StoreArgs, StoreMode, StoreOutcome};
+use mrcache_engine::{
+    ArithOutcome, Delta, Entry, ItemFlag, Miss, StoreArgs, StoreMode, StoreOutcome,
+};
 use mrcache_protocol::{
     response, Data, MetaArith, MetaDebug, MetaDelete, MetaFlags, MetaGet, MetaKey, MetaMode,
     MetaSet,
 };
 
 use super::arith::NON_NUMERIC;
-use super::storage::{drop_item, NO_MEMORY, TOO_LARGE};
+use super::storage::{class_id, drop_item, log_mutation, NO_MEMORY, TOO_LARGE};
 use super::{Ctx, Flow};
+use crate::watch::{log_fetch, stream};
 
 /// ` O…` and ` k…` for replies that carry no item.
 fn echo_opaque_and_key(out: &mut Vec<u8>, flags: &MetaFlags<'_>, key: &MetaKey<'_>) {
@@ -49,6 +52,7 @@ pub(crate) fn get(ctx: &Ctx<'_>, r: &MetaGet<'_>, out: &mut Vec<u8>) -> Flow {
     ctx.count(|s| &s.cmd_meta);
     let f = &r.flags;
     let clock = ctx.clock;
+    let watching = ctx.server.log.wants(stream::FETCHERS);
     ctx.server
         .engine
         .with_entry(ctx.key(r.key.bytes()), clock, |e| {
@@ -64,6 +68,20 @@ pub(crate) fn get(ctx: &Ctx<'_>, r: &MetaGet<'_>, out: &mut Vec<u8>) -> Flow {
                 e.count_touch();
             } else {
                 e.count_get();
+            }
+            if watching {
+                let found = match e.item() {
+                    Some(it) => {
+                        let size = it.value().len();
+                        Ok((class_id(ctx, it.key().len(), it.client_flags(), size), size))
+                    }
+                    None => Err(match e.miss_reason() {
+                        Miss::Expired => "expired",
+                        Miss::Flushed => "flushed",
+                        Miss::Absent => "not_found",
+                    }),
+                };
+                log_fetch(&ctx.server.log, r.key.bytes(), found, ctx.fd);
             }
             let Some(item) = e.item() else {
                 if !f.quiet {
@@ -187,7 +205,11 @@ pub(crate) fn set(ctx: &Ctx<'_>, r: &MetaSet<'_>, out: &mut Vec<u8>) -> Flow {
         invalidate: f.invalidate,
         key_binary: r.key.is_binary(),
     };
-    let (code, stored_cas) = match ctx.server.engine.store(&args, ctx.clock) {
+    let outcome = ctx.server.engine.store(&args, ctx.clock);
+    if ctx.server.log.wants(stream::MUTATIONS) {
+        log_mutation(ctx, &args, key, &outcome);
+    }
+    let (code, stored_cas) = match outcome {
         StoreOutcome::Stored { cas } => ("HD", cas),
         StoreOutcome::NotStored => ("NS", 0),
         StoreOutcome::Exists => ("EX", 0),

@@ -45,6 +45,9 @@ pub enum Flow {
         /// Keys of the request already answered.
         keys_done: usize,
     },
+    /// `watch`: the connection becomes a watcher of these log streams (`crate::watch::stream` bits);
+    /// the session registers it with the log bus, which then sends it `OK` and the streams' lines.
+    Watch(u32),
 }
 
 /// What a handler works with.
@@ -55,6 +58,8 @@ pub(crate) struct Ctx<'a> {
     /// The connection's identity: every key goes through it (`key`), so no handler can reach another
     /// tenant's items.
     pub tenancy: &'a Tenancy,
+    /// The connection's descriptor, which names it in `watch` lines (`cfd=`); -1 when unknown.
+    pub fd: i32,
 }
 
 impl Ctx<'_> {
@@ -62,6 +67,15 @@ impl Ctx<'_> {
     #[inline]
     pub fn key<'k>(&self, bytes: &'k [u8]) -> Key<'k> {
         self.tenancy.key(bytes)
+    }
+
+    /// `<text>\r\n` unless the client asked for no reply; a suppressed reply is logged at `-vv` as
+    /// memcached logs it (`>FD NOREPLY <text>`).
+    pub fn reply(&self, out: &mut Vec<u8>, noreply: bool, text: &str) {
+        if noreply {
+            crate::session::log_noreply(self.server, self.fd, text);
+        }
+        reply(out, noreply, text);
     }
 
     /// Adds one to a per-worker counter.
@@ -77,7 +91,7 @@ pub(crate) fn reply(out: &mut Vec<u8>, noreply: bool, text: &str) {
     }
 }
 
-/// Runs one request.
+/// Runs one request of a connection whose descriptor is not known (its `watch` lines say `cfd=-1`).
 pub fn dispatch(
     server: &ServerContext,
     stats: &ThreadStats,
@@ -85,15 +99,28 @@ pub fn dispatch(
     request: Request<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
-    dispatch_from(server, stats, tenancy, request, 0, out)
+    dispatch_conn(server, stats, tenancy, -1, request, out)
 }
 
-/// Runs one request, a multi-key retrieval from its key `resume_at` (0: a request run for the first
-/// time; otherwise what an earlier [`Flow::Suspended`] said). Only retrievals suspend.
+/// Runs one request of connection `fd`.
+pub fn dispatch_conn(
+    server: &ServerContext,
+    stats: &ThreadStats,
+    tenancy: &Tenancy,
+    fd: i32,
+    request: Request<'_>,
+    out: &mut Vec<u8>,
+) -> Flow {
+    dispatch_from(server, stats, tenancy, fd, request, 0, out)
+}
+
+/// Runs one request of connection `fd`, a multi-key retrieval from its key `resume_at` (0: a request
+/// run for the first time; otherwise what an earlier [`Flow::Suspended`] said). Only retrievals suspend.
 pub fn dispatch_from(
     server: &ServerContext,
     stats: &ThreadStats,
     tenancy: &Tenancy,
+    fd: i32,
     request: Request<'_>,
     resume_at: usize,
     out: &mut Vec<u8>,
@@ -103,6 +130,7 @@ pub fn dispatch_from(
         stats,
         clock: server.clock(),
         tenancy,
+        fd,
     };
     match request {
         Request::Store(r) => storage::store(&ctx, &r, out),
@@ -126,9 +154,9 @@ pub fn dispatch_from(
         }
         Request::Stats(r) => admin::stats(&ctx, r, out),
         Request::Slabs(r) => admin::slabs(&ctx, r, out),
-        Request::Lru(r) => admin::lru(r, out),
+        Request::Lru(r) => admin::lru(&ctx, r, out),
         Request::LruCrawler(r) => admin::lru_crawler(&ctx, r, out),
-        Request::Watch => admin::watch(&ctx, out),
+        Request::Watch { streams } => admin::watch(&ctx, streams, out),
     }
 }
 
@@ -139,6 +167,7 @@ pub fn refuse_store(
     server: &ServerContext,
     stats: &ThreadStats,
     tenancy: &Tenancy,
+    fd: i32,
     request: Request<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
@@ -147,10 +176,11 @@ pub fn refuse_store(
         stats,
         clock: server.clock(),
         tenancy,
+        fd,
     };
     match request {
         Request::Store(r) => storage::refuse_no_memory(&ctx, &r, out),
         Request::MetaSet(r) => meta::refuse_no_memory(&ctx, &r, out),
-        other => dispatch(server, stats, tenancy, other, out),
+        other => dispatch_conn(server, stats, tenancy, fd, other, out),
     }
 }

@@ -7,19 +7,22 @@
 use mrcache_engine::{StoreArgs, StoreMode, StoreOutcome};
 use mrcache_protocol::{Data, StoreCommand, StoreRequest};
 
-use super::{reply, Ctx, Flow};
+use super::{Ctx, Flow};
+use crate::stats::detail::Op;
+use crate::watch::{log_store, stream, StoreEvent};
 
 pub(crate) const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
 pub(crate) const NO_MEMORY: &str = "SERVER_ERROR out of memory storing object";
 
 pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    ctx.server.detail.record(r.key, Op::Set);
     let value = match r.data {
         Data::TooLarge { swallow } => {
             ctx.count(|s| &s.store_too_large);
             if r.command == StoreCommand::Set {
                 drop_item(ctx, r.key);
             }
-            reply(out, r.noreply, TOO_LARGE);
+            ctx.reply(out, r.noreply, TOO_LARGE);
             return Flow::Swallow(swallow);
         }
         Data::Value(v) => v,
@@ -42,7 +45,11 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
         invalidate: false,
         key_binary: false,
     };
-    let text = match engine_store(ctx, &args) {
+    let outcome = engine_store(ctx, &args);
+    if ctx.server.log.wants(stream::MUTATIONS) {
+        log_mutation(ctx, &args, r.key, &outcome);
+    }
+    let text = match outcome {
         StoreOutcome::Stored { .. } => "STORED",
         StoreOutcome::NotStored => "NOT_STORED",
         StoreOutcome::Exists => "EXISTS",
@@ -50,7 +57,7 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
         StoreOutcome::TooLarge => TOO_LARGE,
         StoreOutcome::OutOfMemory => NO_MEMORY,
     };
-    reply(out, r.noreply, text);
+    ctx.reply(out, r.noreply, text);
     Flow::Continue
 }
 
@@ -78,8 +85,55 @@ pub(crate) fn refuse_no_memory(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Ve
     if r.command == StoreCommand::Set {
         drop_item(ctx, r.key);
     }
-    reply(out, r.noreply, NO_MEMORY);
+    ctx.reply(out, r.noreply, NO_MEMORY);
     Flow::Swallow(swallow)
+}
+
+/// The slab class an item of these sizes takes, as `watch` lines report it (`clsid`).
+pub(crate) fn class_id(ctx: &Ctx<'_>, key_len: usize, client_flags: u32, value_len: usize) -> u8 {
+    let g = ctx.server.engine.geometry();
+    g.class_for(g.item_total_bytes(key_len, client_flags, value_len))
+        .map_or(0, |c| c.0)
+}
+
+/// memcached's `watch mutations` line for a storage command (text or meta) that reached the cache.
+pub(crate) fn log_mutation(
+    ctx: &Ctx<'_>,
+    args: &StoreArgs<'_>,
+    key: &[u8],
+    outcome: &StoreOutcome,
+) {
+    let expiry = ctx.clock.expiry(args.exptime);
+    log_store(
+        &ctx.server.log,
+        &StoreEvent {
+            key,
+            status: match outcome {
+                StoreOutcome::Stored { .. } => "stored",
+                StoreOutcome::NotStored => "not_stored",
+                StoreOutcome::Exists => "exists",
+                StoreOutcome::NotFound => "not_found",
+                StoreOutcome::TooLarge => "too_large",
+                StoreOutcome::OutOfMemory => "no_memory",
+            },
+            cmd: match args.mode {
+                StoreMode::Set => "set",
+                StoreMode::Add => "add",
+                StoreMode::Replace => "replace",
+                StoreMode::Append => "append",
+                StoreMode::Prepend => "prepend",
+                StoreMode::Cas => "cas",
+            },
+            ttl: if expiry == 0 {
+                0
+            } else {
+                i64::from(expiry) - i64::from(ctx.clock.now)
+            },
+            class: class_id(ctx, key.len(), args.client_flags, args.value.len()),
+            fd: ctx.fd,
+            size: args.value.len(),
+        },
+    );
 }
 
 /// Unlinks a key without counting a delete (memcached's `item_unlink` after a failed allocation).

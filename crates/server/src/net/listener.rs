@@ -31,6 +31,7 @@ use crate::context::ServerContext;
 use crate::net::registry::ListenerInfo;
 use crate::net::worker::NewConn;
 use crate::settings::Settings;
+use crate::tenants::ServerBounds;
 
 /// memcached's reply to a connection over `-c`.
 pub const TOO_MANY_CONNECTIONS: &[u8] = b"ERROR Too many open connections\r\n";
@@ -154,6 +155,9 @@ pub struct Listener {
     reload: Option<UnixStream>,
     workers: Vec<WorkerPort>,
     next_worker: usize,
+    /// The ports of the main listeners (all bound ports but the start-up tenants'): a reload may give
+    /// none of them to a tenant.
+    main_ports: Vec<u16>,
 }
 
 impl Listener {
@@ -179,6 +183,19 @@ impl Listener {
                 .register(&mut l, Token(i), Interest::READABLE)?;
             listeners.push(l);
         }
+        let tenant_ports: Vec<u16> = ctx
+            .settings
+            .tenants
+            .tenants
+            .iter()
+            .filter_map(|t| t.port)
+            .collect();
+        let mut main_ports: Vec<u16> = infos
+            .iter()
+            .map(|i| i.addr.port())
+            .filter(|p| !tenant_ports.contains(p))
+            .collect();
+        main_ports.dedup();
         let _ = ctx.listeners.set(infos);
         let SignalPipes {
             stop: mut signals,
@@ -207,6 +224,7 @@ impl Listener {
             reload,
             workers,
             next_worker: 0,
+            main_ports,
         })
     }
 
@@ -298,7 +316,12 @@ impl Listener {
             let mut buf = [0u8; 64];
             while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
         }
-        if let Err(e) = self.ctx.tenants.reload() {
+        let bounds = ServerBounds {
+            main_ports: self.main_ports.clone(),
+            memory_limit_bytes: self.ctx.engine.page_limit() as u64
+                * self.ctx.engine.geometry().page_size_bytes() as u64,
+        };
+        if let Err(e) = self.ctx.tenants.reload(&bounds) {
             eprintln!(
                 "mrcached: SIGHUP: tenant configuration not reloaded, keeping the old one: {e}"
             );

@@ -9,6 +9,8 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::Relaxed};
+
+use mrcache_engine::TenantId;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -67,7 +69,13 @@ pub struct ConnInfo {
     last_cmd_secs: AtomicU32,
     read_buf_bytes: AtomicUsize,
     write_buf_bytes: AtomicUsize,
+    /// The tenant the connection is fixed to ([`NO_TENANT`] while routed or not yet authenticated), so
+    /// that a tenant's `stats conns` lists only its own connections.
+    tenant: AtomicU32,
 }
+
+/// [`ConnInfo`]'s tenant while the connection is not fixed to one.
+const NO_TENANT: u32 = u32::MAX;
 
 impl ConnInfo {
     pub(crate) fn new(fd: i32, peer: SocketAddr, local: SocketAddr, now_secs: u32) -> ConnInfo {
@@ -79,7 +87,19 @@ impl ConnInfo {
             last_cmd_secs: AtomicU32::new(now_secs),
             read_buf_bytes: AtomicUsize::new(0),
             write_buf_bytes: AtomicUsize::new(0),
+            tenant: AtomicU32::new(NO_TENANT),
         }
+    }
+
+    /// Records the tenant the connection is now fixed to.
+    pub fn set_tenant(&self, tenant: TenantId) {
+        self.tenant.store(u32::from(tenant.0), Relaxed);
+    }
+
+    /// The tenant the connection is fixed to, if any.
+    pub fn tenant(&self) -> Option<TenantId> {
+        let t = self.tenant.load(Relaxed);
+        (t != NO_TENANT).then_some(TenantId(t as u16))
     }
 
     #[inline]
@@ -151,6 +171,14 @@ impl ConnRegistry {
         if let Some(s) = self.workers[worker].lock().get_mut(slot) {
             *s = None;
         }
+    }
+
+    /// The open connection on descriptor `fd` (descriptors are unique among open connections). A scan
+    /// of every worker's list: used once per connection that becomes a tenant's, never per request.
+    pub fn find(&self, fd: i32) -> Option<Arc<ConnInfo>> {
+        self.workers
+            .iter()
+            .find_map(|w| w.lock().iter().flatten().find(|c| c.fd == fd).cloned())
     }
 
     /// Every open connection, in file descriptor order.

@@ -61,7 +61,7 @@ impl ProtocolSession for TestProtocol {
                     consumed += n;
                     out.extend_from_slice(format!("{n}\r\n").as_bytes());
                 }
-                "conns" => crate::stats::conns(&self.ctx, out),
+                "conns" => crate::stats::conns(&self.ctx, None, out),
                 "quit" => return progress(consumed + line_len, true, false, None),
                 "shutdown" => self.ctx.request_shutdown(),
                 _ => out.extend_from_slice(b"ERROR\r\n"),

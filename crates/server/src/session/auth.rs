@@ -66,6 +66,7 @@ impl Session {
                     Some(id) => {
                         self.tenancy = Tenancy::Fixed(id);
                         self.auth = Auth::Done;
+                        self.publish_tenant();
                         response::line(out, "STORED");
                     }
                     None => {

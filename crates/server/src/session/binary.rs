@@ -129,12 +129,25 @@ impl Session {
                         flow
                     }
                     Command::Noop => {
-                        let flow =
-                            dispatch_binary(&self.ctx, &self.stats, &self.tenancy, &packet, out);
+                        let flow = dispatch_binary(
+                            &self.ctx,
+                            &self.stats,
+                            &self.tenancy,
+                            self.fd,
+                            &packet,
+                            out,
+                        );
                         self.flushed = out.len();
                         flow
                     }
-                    _ => dispatch_binary(&self.ctx, &self.stats, &self.tenancy, &packet, out),
+                    _ => dispatch_binary(
+                        &self.ctx,
+                        &self.stats,
+                        &self.tenancy,
+                        self.fd,
+                        &packet,
+                        out,
+                    ),
                 };
                 match flow {
                     Flow::Continue => false,
@@ -149,6 +162,8 @@ impl Session {
                     // Only multi-key text retrievals suspend; a binary get is one key per packet and
                     // the session's output bound is checked before every packet.
                     Flow::Suspended { .. } => false,
+                    // `watch` is a text command; no binary opcode asks for it.
+                    Flow::Watch(_) => false,
                 }
             }
         }

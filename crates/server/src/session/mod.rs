@@ -13,6 +13,9 @@
 //!   connection's packets go to `mrcache_protocol::binary` and `dispatch_binary` (`binary.rs`), and it
 //!   authenticates with SASL PLAIN under `-S`. A connection that must authenticate without `-S` speaks
 //!   text only, as memcached's `-Y` connections do.
+//! - `watcher`: once `watch` succeeded, the log bus (`crate::watch`) writes to the connection and its
+//!   input is read and dropped; the session's drop ends the watcher. Opening and dropping a session
+//!   are `watch connevents`' `conn_new` and `conn_close`.
 //!
 //! At verbosity 2 (`-vv`, or `verbosity 2`) each command line and the first line of its reply go to
 //! stderr as memcached writes them (`verbose.rs`); below that the cost is one relaxed load per request.
@@ -37,6 +40,7 @@ mod partial;
 mod verbose;
 
 pub use partial::PartialValueBudget;
+pub(crate) use verbose::log_noreply;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -104,6 +108,12 @@ pub struct Session {
     resume: usize,
     /// Bytes granted from `ctx.partial_values` to the storage request at the front of the input.
     partial: usize,
+    /// Set once `watch` made the connection a log watcher (`crate::watch`): from then on its input is
+    /// read and ignored, and the log bus writes to it.
+    watcher: Option<u64>,
+    /// The client's address (`watch connevents`, and whether there is a real connection to log as
+    /// closed at `-vv`); `None` when the descriptor is no connected socket (unit tests).
+    peer: Option<SocketAddr>,
 }
 
 impl Session {
@@ -145,7 +155,7 @@ impl Session {
             Protocol::Auto if auth != Auth::Done && !ctx.settings.sasl => Mode::Text,
             Protocol::Auto => Mode::Negotiate,
         };
-        Session {
+        let mut session = Session {
             ctx,
             stats,
             limits,
@@ -158,6 +168,71 @@ impl Session {
             fd,
             resume: 0,
             partial: 0,
+            watcher: None,
+            peer: None,
+        };
+        session.peer = peer_of(fd).or_else(|| session.ctx.connections.find(fd).map(|c| c.peer));
+        if session.auth == Auth::Done {
+            session.publish_tenant();
+        }
+        session.conn_event(b"conn_new", None);
+        verbose::conn_opened(
+            &session.ctx,
+            fd,
+            session.ctx.settings.protocol != Protocol::Ascii,
+        );
+        session
+    }
+
+    /// memcached's `watch connevents` lines: `conn_new` and `conn_close` with the peer's address.
+    fn conn_event(&self, kind: &[u8], reason: Option<&str>) {
+        use std::io::Write as _;
+        let log = &self.ctx.log;
+        if !log.wants(crate::watch::stream::CONNEVENTS) {
+            return;
+        }
+        let Some(peer) = self.peer else {
+            return;
+        };
+        log.emit(crate::watch::stream::CONNEVENTS, |line| {
+            line.extend_from_slice(b"type=");
+            line.extend_from_slice(kind);
+            let _ = write!(
+                line,
+                " rip={} rport={} transport=tcp",
+                peer.ip(),
+                peer.port()
+            );
+            if let Some(reason) = reason {
+                let _ = write!(line, " reason={reason}");
+            }
+            let _ = write!(line, " cfd={}", self.fd);
+        });
+    }
+
+    /// Handles [`Flow::Watch`]: memcached refuses it while replies to earlier commands are still
+    /// pending; otherwise the connection becomes a watcher.
+    fn start_watching(&mut self, mask: u32, out: &mut Vec<u8>) {
+        if !out.is_empty() {
+            response::line(out, "ERROR cannot pipeline other commands before watch");
+            return;
+        }
+        match self.ctx.log.add_watcher(self.fd, mask) {
+            Ok(id) => {
+                self.watcher = Some(id);
+                self.ctx.watchers_changed();
+            }
+            Err(e) => response::line(out, e.reply()),
+        }
+    }
+
+    /// Records a fixed tenancy on the connection's registry entry (`stats conns` of a tenant lists
+    /// only its own connections).
+    fn publish_tenant(&self) {
+        if let Tenancy::Fixed(id) = self.tenancy {
+            if let Some(info) = self.ctx.connections.find(self.fd) {
+                info.set_tenant(id);
+            }
         }
     }
 
@@ -189,6 +264,11 @@ impl Session {
     pub fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress {
         let mut progress = Progress::default();
         let mut requests = 0;
+        if self.watcher.is_some() {
+            // A watcher only listens (memcached stops reading it); what it sends is dropped.
+            progress.consumed = input.len();
+            return progress;
+        }
         self.flushed = out.len();
         loop {
             let rest = &input[progress.consumed..];
@@ -218,6 +298,7 @@ impl Session {
                 self.mode = if rest[0] == REQUEST_MAGIC {
                     Mode::Binary
                 } else {
+                    verbose::negotiated(&self.ctx, self.fd);
                     Mode::Text
                 };
             }
@@ -265,13 +346,14 @@ impl Session {
             match parsed {
                 Parsed::Request { request, consumed } => {
                     let flow = if refused {
-                        refuse_store(&self.ctx, &self.stats, &self.tenancy, request, out)
+                        refuse_store(&self.ctx, &self.stats, &self.tenancy, self.fd, request, out)
                     } else {
                         let resume_at = std::mem::take(&mut self.resume);
                         dispatch_from(
                             &self.ctx,
                             &self.stats,
                             &self.tenancy,
+                            self.fd,
                             request,
                             resume_at,
                             out,
@@ -295,6 +377,13 @@ impl Session {
                             self.resume = keys_done;
                             progress.output_full = true;
                             return progress;
+                        }
+                        Flow::Watch(mask) => {
+                            self.start_watching(mask, out);
+                            if self.watcher.is_some() {
+                                progress.consumed = input.len();
+                                return progress;
+                            }
                         }
                     }
                 }
@@ -321,9 +410,31 @@ impl Session {
     }
 }
 
+/// The peer of socket `fd` (`getpeername`, one syscall; the connection registry would need a scan).
+fn peer_of(fd: i32) -> Option<SocketAddr> {
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor is the connection's, open for the whole call; it is only borrowed.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    socket2::SockRef::from(&borrowed)
+        .peer_addr()
+        .ok()?
+        .as_socket()
+}
+
 impl Drop for Session {
+    /// The connection is closing: a watcher stops, and `watch connevents` hears of it.
     fn drop(&mut self) {
+        if let Some(id) = self.watcher.take() {
+            self.ctx.log.remove(id);
+            self.ctx.watchers_changed();
+        }
+        self.conn_event(b"conn_close", Some("normal"));
         self.release_partial();
+        if self.peer.is_some() {
+            verbose::conn_closed(&self.ctx, self.fd);
+        }
     }
 }
 

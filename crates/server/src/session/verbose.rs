@@ -1,12 +1,18 @@
 //! memcached's `-vv` command log: at verbosity 2 or more, each client command line goes to stderr as
-//! `<FD line` and the first line of its reply as `>FD line`, FD being the connection's descriptor, as
-//! memcached 1.6 writes them.
+//! `<FD line` and its reply as memcached 1.6.18 logs it, FD being the connection's descriptor:
+//! - a reply line memcached writes with `out_string` is logged as `>FD line` (its first line);
+//! - a retrieval logs `>FD sending key K` per value sent, then `>FD END`;
+//! - replies memcached writes without `out_string` are not logged: `stats` listings (`STAT`, `PREFIX`,
+//!   `ITEM` lines and their `END`) and the meta commands' replies (`mg`, `ms`, `md`, `ma`, `me`; `mn`'s
+//!   `MN` is logged);
+//! - connections: `<FD new auto-negotiating client connection` (`<FD new ascii client connection.`
+//!   under `-B ascii`), `FD: Client using the ascii protocol` at the first command of an
+//!   auto-negotiating connection, and `<FD connection closed.`.
 //!
-//! Differences from memcached, all in what is left out: memcached also logs connection events (`<FD new
-//! auto-negotiating client connection`, `<FD connection closed.`), a `>FD sending key K` line per value
-//! of a `get`, and `>FD NOREPLY …` for replies a client suppressed; we log the reply's first line as
-//! sent (`VALUE …` for a `get` hit) and nothing for a suppressed reply. Auth exchanges are never logged
-//! (their data line holds a password).
+//! - a reply the client suppressed with `noreply` is logged `>FD NOREPLY <reply>` (by the dispatcher,
+//!   which knows the reply it did not send: `Ctx::reply`).
+//!
+//! Auth exchanges are never logged (their data line holds a password).
 //!
 //! Binary connections ([`BinaryLog`]) log as memcached's `proto_bin.c` does: `<FD Read binary protocol
 //! data:` and the 24 header bytes in rows of four, `<FD GET key` / `<FD SET key Value len is N` for
@@ -34,6 +40,65 @@ pub(super) struct CommandLog<'a> {
     ctx: &'a ServerContext,
     fd: i32,
     reply_start: usize,
+    /// How memcached logs this command's reply.
+    kind: ReplyKind,
+}
+
+/// How memcached logs a command's reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReplyKind {
+    /// Its first line (`out_string`), or `sending key` lines for values.
+    Line,
+    /// A `stats` command: only a one-line status (`OK`, `RESET`, errors), not its listing.
+    Stats,
+    /// A meta command other than `mn`: not at all.
+    Silent,
+}
+
+impl ReplyKind {
+    fn of(input: &[u8]) -> ReplyKind {
+        let command = first_line(input)
+            .split(|&b| b == b' ')
+            .next()
+            .unwrap_or_default();
+        match command {
+            b"stats" => ReplyKind::Stats,
+            b"mg" | b"ms" | b"md" | b"ma" | b"me" => ReplyKind::Silent,
+            _ => ReplyKind::Line,
+        }
+    }
+}
+
+/// `<FD new … client connection` when a connection opens (at verbosity 2).
+pub(super) fn conn_opened(ctx: &ServerContext, fd: i32, auto_negotiating: bool) {
+    if ctx.verbosity.load(Relaxed) >= LOG_COMMANDS_VERBOSITY {
+        emit(&if auto_negotiating {
+            format!("<{fd} new auto-negotiating client connection")
+        } else {
+            format!("<{fd} new ascii client connection.")
+        });
+    }
+}
+
+/// `FD: Client using the ascii protocol` when an auto-negotiating connection's first command arrives.
+pub(super) fn negotiated(ctx: &ServerContext, fd: i32) {
+    if ctx.verbosity.load(Relaxed) >= LOG_COMMANDS_VERBOSITY {
+        emit(&format!("{fd}: Client using the ascii protocol"));
+    }
+}
+
+/// `>FD NOREPLY <reply>`: the reply a client suppressed with `noreply`, as memcached logs it.
+pub(crate) fn log_noreply(ctx: &ServerContext, fd: i32, reply: &str) {
+    if ctx.verbosity.load(Relaxed) >= LOG_COMMANDS_VERBOSITY {
+        emit(&format!(">{fd} NOREPLY {reply}"));
+    }
+}
+
+/// `<FD connection closed.` when a connection closes.
+pub(super) fn conn_closed(ctx: &ServerContext, fd: i32) {
+    if ctx.verbosity.load(Relaxed) >= LOG_COMMANDS_VERBOSITY {
+        emit(&format!("<{fd} connection closed."));
+    }
 }
 
 impl<'a> CommandLog<'a> {
@@ -54,6 +119,7 @@ impl<'a> CommandLog<'a> {
             ctx,
             fd,
             reply_start: out.len(),
+            kind: ReplyKind::of(input),
         })
     }
 
@@ -63,7 +129,7 @@ impl<'a> CommandLog<'a> {
         if self.ctx.verbosity.load(Relaxed) < LOG_COMMANDS_VERBOSITY {
             return;
         }
-        if let Some(line) = reply_line(self.fd, &out[self.reply_start.min(out.len())..]) {
+        for line in reply_lines(self.fd, self.kind, &out[self.reply_start.min(out.len())..]) {
             emit(&line);
         }
     }
@@ -167,6 +233,46 @@ fn binary_command_line(fd: i32, input: &[u8]) -> Option<String> {
     Some(format!("<{fd} {name} {key} Value len is {value_len}"))
 }
 
+/// The lines memcached logs for `reply` (see the module doc).
+fn reply_lines(fd: i32, kind: ReplyKind, reply: &[u8]) -> Vec<String> {
+    let first = first_line(reply);
+    let listing = [&b"STAT "[..], b"PREFIX ", b"ITEM "]
+        .iter()
+        .any(|p| first.starts_with(p))
+        || first == b"END";
+    match kind {
+        ReplyKind::Silent => return Vec::new(),
+        ReplyKind::Stats if listing => return Vec::new(),
+        _ => {}
+    }
+    if !first.starts_with(b"VALUE ") {
+        return reply_line(fd, reply).into_iter().collect();
+    }
+    // Values: `sending key K` for each, then the `END`.
+    let mut lines = Vec::new();
+    let mut rest = reply;
+    while let Some(header) = rest.strip_prefix(b"VALUE ") {
+        let line = first_line(header);
+        let mut fields = line.split(|&b| b == b' ');
+        let key = fields.next().unwrap_or_default();
+        let bytes = fields
+            .nth(1)
+            .and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok());
+        lines.push(format!(
+            ">{fd} sending key {}",
+            String::from_utf8_lossy(key)
+        ));
+        // Past the header line, the data and its CRLF.
+        let Some(bytes) = bytes else { break };
+        let skip = "VALUE ".len() + line.len() + 2 + bytes + 2;
+        rest = rest.get(skip..).unwrap_or_default();
+    }
+    if first_line(rest) == b"END" {
+        lines.push(format!(">{fd} END"));
+    }
+    lines
+}
+
 /// The first line of `bytes` without its `\r\n`, at most [`MAX_LOGGED_LINE_BYTES`].
 fn first_line(bytes: &[u8]) -> &[u8] {
     let end = bytes
@@ -203,9 +309,24 @@ mod tests {
         assert_eq!(request_line(9, b"get a"), "<9 get a");
         assert_eq!(reply_line(24, b"STORED\r\n").as_deref(), Some(">24 STORED"));
         assert_eq!(
-            reply_line(24, b"VALUE a 0 1\r\nx\r\nEND\r\n").as_deref(),
-            Some(">24 VALUE a 0 1")
+            reply_lines(
+                24,
+                ReplyKind::Line,
+                b"VALUE a 0 1\r\nx\r\nVALUE bb 5 3 77\r\nx\r\n\r\nEND\r\n"
+            ),
+            [">24 sending key a", ">24 sending key bb", ">24 END"]
         );
+        assert_eq!(reply_lines(24, ReplyKind::Line, b"END\r\n"), [">24 END"]);
+        assert!(reply_lines(24, ReplyKind::Stats, b"STAT pid 1\r\nEND\r\n").is_empty());
+        assert!(reply_lines(24, ReplyKind::Stats, b"END\r\n").is_empty());
+        assert_eq!(
+            reply_lines(24, ReplyKind::Stats, b"RESET\r\n"),
+            [">24 RESET"]
+        );
+        assert!(reply_lines(24, ReplyKind::Silent, b"VA 1\r\nx\r\n").is_empty());
+        assert_eq!(ReplyKind::of(b"mg a v\r\n"), ReplyKind::Silent);
+        assert_eq!(ReplyKind::of(b"mn\r\n"), ReplyKind::Line);
+        assert_eq!(ReplyKind::of(b"stats detail on\r\n"), ReplyKind::Stats);
         assert_eq!(reply_line(24, b""), None);
         let long = vec![b'k'; 3 * MAX_LOGGED_LINE_BYTES];
         assert_eq!(

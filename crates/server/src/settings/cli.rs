@@ -44,7 +44,7 @@ Extended options (-o key[=value],...):
                            hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor,
                            worker_logbuf_size, watcher_logbuf_size
 
-Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P, -D.
+Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P.
 Binary protocol and SASL: under -B auto (the default) a connection whose first byte is 0x80 speaks
 memcached's binary protocol, any other the text and meta protocols; -B binary and -B ascii allow only
 one. -S makes binary clients authenticate with SASL PLAIN as a tenant of -Y or --config (the same
@@ -125,7 +125,7 @@ pub(super) struct Cli {
     /// disable stats cachedump and lru_crawler metadump
     #[arg(short = 'X', long = "disable-dumping")]
     disable_dumping: bool,
-    /// disable watch commands
+    /// disable watch commands (live log streams: fetchers, mutations, evictions, connevents)
     #[arg(short = 'W', long = "disable-watch")]
     disable_watch: bool,
     /// extended options, comma-separated key[=value] (see below)
@@ -176,8 +176,9 @@ pub(super) struct Cli {
     /// ignored: only used with -d
     #[arg(short = 'P', long = "pidfile", hide = true)]
     pidfile: Option<String>,
-    /// ignored: no per-prefix stats
-    #[arg(short = 'D', hide = true)]
+    /// Use <char> as the delimiter between key prefixes and IDs; used for per-prefix stats reporting
+    /// (`stats detail on|off|dump`). The default is ":"
+    #[arg(short = 'D', value_name = "char")]
     prefix_delimiter: Option<String>,
     /// not supported
     #[arg(short = 'd', long = "daemon", hide = true)]
@@ -198,7 +199,9 @@ pub(super) struct Cli {
     #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
     auth_file: Option<PathBuf>,
     /// tenant configuration (TOML: tenant_policy, and [[tenant]] name, password, prefix, port, reserved,
-    /// max, target_hit_ratio, weight); SIGHUP reloads it and the -Y file
+    /// max, target_hit_ratio, weight, admin); SIGHUP reloads it and the -Y file, checked as at start-up.
+    /// Server-wide commands (stats of all, cache_memlimit, slabs, lru_crawler, verbosity, watch,
+    /// shutdown, ...) are for operators: connections that are no single tenant, and admin = true tenants
     #[arg(long = "config", value_name = "FILE")]
     config: Option<PathBuf>,
     /// warm restart (memcached's restartable cache): SIGUSR1 or `shutdown graceful` (with -A) saves
@@ -309,6 +312,12 @@ impl Settings {
             dump_enabled: !cli.disable_dumping,
             watch_enabled: !cli.disable_watch,
             verbose: u32::from(cli.verbose),
+            // memcached takes the first byte of the argument.
+            prefix_delimiter: cli
+                .prefix_delimiter
+                .as_deref()
+                .and_then(|d| d.bytes().next())
+                .unwrap_or(b':'),
             slab_reassign: true,
             slab_automove: DEFAULT_SLAB_AUTOMOVE,
             slab_automove_ratio: DEFAULT_SLAB_AUTOMOVE_RATIO,

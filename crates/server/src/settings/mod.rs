@@ -6,6 +6,7 @@
 //! - `extended` — memcached's `-o key[=value]` options
 //! - `listen` — `-l` ([`ListenSpec`]) and `-B` ([`Protocol`])
 //! - `error` — [`SettingsError`], each variant naming the flag
+//! - `rlimit` — the open-files limit raised to what `-c` needs (at start-up, by the binary)
 //! - this module — [`Settings`], the checks across flags, and the printed configuration
 //!   (`--print-config`; `stats settings` prints memcached's names from the same fields)
 //!
@@ -18,6 +19,7 @@ mod cli;
 mod error;
 mod extended;
 mod listen;
+pub mod rlimit;
 
 use std::path::PathBuf;
 
@@ -30,6 +32,7 @@ pub use error::SettingsError;
 pub use listen::{ListenSpec, Protocol};
 
 use crate::memory;
+use crate::tenants::config::ServerBounds;
 use crate::tenants::TenantsConfig;
 
 /// The memcached release whose behaviour and `stats` we reproduce.
@@ -133,6 +136,8 @@ pub struct Settings {
     pub watch_enabled: bool,
     /// `-v` count (`verbosity N` changes the live value in the context).
     pub verbose: u32,
+    /// `-D`: the byte ending a key's prefix in `stats detail` (memcached's default `:`).
+    pub prefix_delimiter: u8,
     /// `-o slab_reassign` (default on; `no_modern` turns it off): `slabs reassign` is allowed.
     pub slab_reassign: bool,
     /// `-o slab_automove=0|1|2`.
@@ -241,18 +246,26 @@ impl Settings {
         if self.item_size_max_bytes as u64 > self.memory_limit_bytes / 2 {
             return err("-I/--max-item-size", "cannot be larger than half of -m");
         }
-        for t in &self.tenants.tenants {
-            if t.port.is_some() && t.port == Some(self.port) {
-                return err(
-                    "--config",
-                    &format!(
-                        "tenant {}: port {} is the main port (-p)",
-                        t.name, self.port
-                    ),
-                );
-            }
+        if let Err(e) = self.tenants.check_server(&self.server_bounds()) {
+            let flag = if self.config_file.is_some() {
+                "--config"
+            } else {
+                "-Y/--auth-file"
+            };
+            return err(flag, &e.to_string());
         }
         Ok(())
+    }
+
+    /// What the tenant configuration must fit at start-up: the main ports (`-p` and each `-l
+    /// host:port`) and `-m`. A reload checks the same against the ports bound and the limit in force.
+    pub fn server_bounds(&self) -> ServerBounds {
+        let mut main_ports = vec![self.port];
+        main_ports.extend(self.listen.iter().filter_map(|l| l.port));
+        ServerBounds {
+            main_ports,
+            memory_limit_bytes: self.memory_limit_bytes,
+        }
     }
 
     /// Tenant pools the engine keeps (1: one memory for everyone); see `crate::memory::pool_count`.

@@ -334,6 +334,27 @@ fn bad_tenant_files_name_the_flag_and_the_problem() {
     assert!(err(&["-Y", "/nonexistent/auth"]).contains("/nonexistent/auth"));
     let clash = temp_file("clash.toml", "[[tenant]]\nname = \"a\"\nport = 11211\n");
     assert!(err(&["--config", &clash]).contains("main port"));
+    // A `-l host:port` names a main port too.
+    let on_listen = temp_file("clash-l.toml", "[[tenant]]\nname = \"a\"\nport = 4000\n");
+    let e = err(&["-l", "127.0.0.1:4000", "--config", &on_listen]);
+    assert!(e.contains("port 4000 is the main port"), "{e}");
+    // Reserves above -m.
+    let reserves = temp_file(
+        "reserves.toml",
+        "[[tenant]]\nname = \"a\"\nreserved = \"48m\"\n[[tenant]]\nname = \"b\"\nreserved = \"17m\"\n",
+    );
+    let e = err(&["-m", "64", "--config", &reserves]);
+    assert!(
+        e.starts_with("--config:") && e.contains("reserves sum to 68157440 bytes"),
+        "{e}"
+    );
+    assert!(run(&["-m", "65", "--config", &reserves]).is_ok());
+}
+
+#[test]
+fn the_prefix_delimiter_is_the_first_byte_of_d() {
+    assert_eq!(run(&[]).unwrap().prefix_delimiter, b':');
+    assert_eq!(run(&["-D", "/x"]).unwrap().prefix_delimiter, b'/');
 }
 
 #[test]

@@ -2,6 +2,13 @@
 //! `class="<id>"`): the [`ITEMS`] and [`SLABS`] tables over one class's [`ClassSnapshot`], and
 //! [`SLAB_TOTALS`] over the whole engine.
 //!
+//! Layout: under the default compact accounting every figure here describes mrcached's own slab layout
+//! (its classes, chunk sizes and the bytes items occupy), not the figures memcached would print for the
+//! same data: reported together they stay consistent (`used_chunks * chunk_size >= mem_requested`), so a
+//! tool that derives memory or fragmentation from them (memcached-tool, Prometheus exporters) judges it
+//! right, where memcached's larger `mem_requested` beside our smaller chunks would not. Under
+//! `-o item_accounting=memcached` they equal memcached's (README "Slab figures"; `tests/ops.rs`).
+//!
 //! `stats items` lists the classes that hold items, `stats slabs` those that hold pages, and each
 //! table's `/metrics` families list the same classes. memcached's segmented-LRU figures are printed as
 //! memcached prints them in flat LRU mode: our one LRU per class is its `cold` segment.
@@ -14,7 +21,6 @@ use crate::context::ServerContext;
 const NO_SEGMENTED_LRU: &str = "memcached's segmented LRU; we keep one exact LRU per class";
 const NO_TAIL_REPAIR: &str =
     "memcached's tail repair of leaked references; we hold no item references";
-const NO_BACKGROUND_CRAWLER: &str = "the reaper runs on the maintenance thread, not per class";
 const NO_FREE_CHUNK_END: &str = "pages are carved into chunks whole, leaving no unused end";
 
 /// `stats items`: `items:<class>:<name>`, for classes that hold items.
@@ -27,6 +33,8 @@ pub(crate) const ITEMS: &[Figure<ClassSnapshot>] = &[
     fixed("age_hot", 0, NO_SEGMENTED_LRU),
     fixed("age_warm", 0, NO_SEGMENTED_LRU),
     gauge("age", "class_tail_age_seconds", "Seconds since the LRU tail item of each class was used.", |c| c.tail_age_secs.into()),
+    // The bytes items occupy in mrcached's layout (memcached's accounting under -o item_accounting=memcached);
+    // see the module doc for why not memcached's figure under compact accounting.
     gauge("mem_requested", "class_requested_bytes", "Bytes requested by the items of each class.", |c| c.requested_bytes.into()),
     counter("evicted", "class_evictions_total", "Live items evicted from each class.", |c| c.counters.evicted.into()),
     counter("evicted_nonzero", "class_evicted_nonzero_total", "Evicted items of each class that had an expiry time.",
@@ -43,8 +51,10 @@ pub(crate) const ITEMS: &[Figure<ClassSnapshot>] = &[
     counter("evicted_unfetched", "class_evicted_unfetched_total", "Items of each class evicted unread.",
         |c| c.counters.evicted_unfetched.into()),
     fixed("evicted_active", 0, NO_SEGMENTED_LRU),
-    fixed("crawler_reclaimed", 0, NO_BACKGROUND_CRAWLER),
-    fixed("crawler_items_checked", 0, NO_BACKGROUND_CRAWLER),
+    counter("crawler_reclaimed", "class_crawler_reclaimed_total", "Expired or flushed items of each class the reaper (LRU crawler) unlinked.",
+        |c| c.counters.crawler_reclaimed.into()),
+    counter("crawler_items_checked", "class_crawler_items_checked_total", "Items of each class the reaper (LRU crawler) inspected.",
+        |c| c.counters.crawler_items_checked.into()),
     fixed("lrutail_reflocked", 0, NO_SEGMENTED_LRU),
     fixed("moves_to_cold", 0, NO_SEGMENTED_LRU),
     fixed("moves_to_warm", 0, NO_SEGMENTED_LRU),
@@ -59,6 +69,7 @@ pub(crate) const ITEMS: &[Figure<ClassSnapshot>] = &[
 /// `stats slabs`: `<class>:<name>`, for classes that hold pages.
 #[rustfmt::skip]
 pub(crate) const SLABS: &[Figure<ClassSnapshot>] = &[
+    // Our real chunks (memcached's sizes under -o item_accounting=memcached; see the module doc).
     gauge("chunk_size", "class_chunk_size_bytes", "Chunk size of each slab class.", |c| c.chunk_size_bytes.into()),
     gauge("chunks_per_page", "class_chunks_per_page", "Chunks in one page of each class.", |c| c.chunks_per_page.into()),
     gauge("total_pages", "class_pages", "Pages held by each slab class.", |c| c.total_pages.into()),
@@ -80,6 +91,7 @@ pub(crate) const SLABS: &[Figure<ClassSnapshot>] = &[
 #[rustfmt::skip]
 pub(crate) const SLAB_TOTALS: &[Figure<EngineStats>] = &[
     gauge("active_slabs", "active_slabs", "Slab classes holding pages.", |e| active(e).count().into()),
+    // Pages x page size: memcached's meaning under either accounting.
     gauge("total_malloced", "total_malloced_bytes", "Bytes of the pages slab classes hold.",
         |e| active(e).map(|c| c.total_pages as u64 * e.page_size_bytes as u64).sum::<u64>().into()),
 ];

@@ -1,7 +1,9 @@
 //! `stats conns`: every listening socket and client connection, keyed by file descriptor, with
-//! memcached's address forms and state names.
+//! memcached's address forms and state names. A tenant's connection sees only its tenant's connections.
 
 use std::net::SocketAddr;
+
+use mrcache_engine::TenantId;
 
 use super::stat;
 use crate::context::ServerContext;
@@ -14,21 +16,23 @@ fn conn_addr(a: &SocketAddr) -> String {
     }
 }
 
-/// `stats conns`: every listening socket and client connection, keyed by file descriptor.
-pub(crate) fn conns(ctx: &ServerContext, out: &mut Vec<u8>) {
+/// `stats conns`: every listening socket and client connection, keyed by file descriptor; for `only`
+/// (a tenant's own view) just the connections fixed to that tenant, no listeners.
+pub(crate) fn conns(ctx: &ServerContext, only: Option<TenantId>, out: &mut Vec<u8>) {
     let now = ctx.clock().now;
     enum Row<'a> {
         Listener(&'a crate::net::registry::ListenerInfo),
         Client(std::sync::Arc<crate::net::registry::ConnInfo>),
     }
     let mut rows: Vec<(i32, Row<'_>)> = Vec::new();
-    if let Some(ls) = ctx.listeners.get() {
+    if let (Some(ls), None) = (ctx.listeners.get(), only) {
         rows.extend(ls.iter().map(|l| (l.fd, Row::Listener(l))));
     }
     rows.extend(
         ctx.connections
             .snapshot()
             .into_iter()
+            .filter(|c| only.is_none() || c.tenant() == only)
             .map(|c| (c.fd, Row::Client(c))),
     );
     rows.sort_by_key(|r| r.0);

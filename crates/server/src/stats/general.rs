@@ -34,7 +34,8 @@ const NO_CHUNKED_ITEMS: &str = "memcached's chunked items and inline reclaim dur
 const PAGE_MOVES_ARE_INLINE: &str = "a page move runs to completion under its shard lock";
 const NO_BACKGROUND_CRAWLER: &str = "the reaper runs on the maintenance thread, not as a crawler";
 const NO_MALLOC: &str = "every page is counted against -m up front";
-const NO_LOGGER: &str = "memcached's logger and watch streams, which mrcached does not have";
+const NO_LOG_WORKER_BUFFER: &str =
+    "memcached's per-thread log buffers; lines go straight to each watcher's bounded buffer";
 const NO_NAPI: &str = "memcached's NAPI-id thread placement";
 const NO_GLOBAL_PAGE_POOL: &str = "free pages stay with their pool; none are parked globally";
 const NO_SEGMENTED_LRU: &str = "memcached's segmented LRU; we keep one exact LRU per class";
@@ -126,6 +127,11 @@ pub(crate) struct General {
     pub partial_value_limit: usize,
     pub partial_value_bytes: usize,
     pub partial_value_refused: u64,
+    /// The log bus (`watch`): lines written, skipped and sent, and watchers now.
+    pub log_written: u64,
+    pub log_skipped: u64,
+    pub log_sent: u64,
+    pub log_watchers: u32,
 }
 
 impl General {
@@ -171,6 +177,10 @@ impl General {
             partial_value_limit: ctx.partial_values.limit(),
             partial_value_bytes: ctx.partial_values.in_use(),
             partial_value_refused: ctx.partial_values.refused(),
+            log_written: load(&ctx.log.counters().written),
+            log_skipped: load(&ctx.log.counters().skipped),
+            log_sent: load(&ctx.log.counters().sent),
+            log_watchers: ctx.log.watchers(),
         }
     }
 
@@ -253,11 +263,12 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
     counter("lru_crawler_starts", "lru_crawler_starts_total", "Reaper passes started.", |s| s.reaper_starts.into()),
     counter("lru_maintainer_juggles", "lru_maintainer_juggles_total", "Maintenance thread ticks.", |s| s.maintainer_runs.into()),
     fixed("malloc_fails", 0, NO_MALLOC),
-    fixed("log_worker_dropped", 0, NO_LOGGER),
-    fixed("log_worker_written", 0, NO_LOGGER),
-    fixed("log_watcher_skipped", 0, NO_LOGGER),
-    fixed("log_watcher_sent", 0, NO_LOGGER),
-    fixed("log_watchers", 0, NO_LOGGER),
+    fixed("log_worker_dropped", 0, NO_LOG_WORKER_BUFFER),
+    counter("log_worker_written", "log_lines_total", "Log lines emitted to watchers (watch).", |s| s.log_written.into()),
+    counter("log_watcher_skipped", "log_watcher_skipped_total", "Log lines a slow watcher missed (its buffer was full).",
+        |s| s.log_skipped.into()),
+    counter("log_watcher_sent", "log_watcher_sent_total", "Log lines queued to watchers.", |s| s.log_sent.into()),
+    gauge("log_watchers", "log_watchers", "Connections watching log streams.", |s| s.log_watchers.into()),
     fixed("unexpected_napi_ids", 0, NO_NAPI),
     fixed("round_robin_fallback", 0, NO_NAPI),
     gauge("bytes", "bytes", "Bytes of items under memcached's accounting.", |s| s.engine.bytes.into()),
@@ -272,7 +283,8 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
     counter("reclaimed", "reclaimed_total", "Expired or flushed items whose memory was reused.", |s| s.classes.reclaimed.into()),
     counter("crawler_reclaimed", "crawler_reclaimed_total", "Expired or flushed items the reaper unlinked.",
         |s| s.engine.counters.expired_reaped.into()),
-    fixed("crawler_items_checked", 0, NO_BACKGROUND_CRAWLER),
+    counter("crawler_items_checked", "crawler_items_checked_total", "Items the reaper (LRU crawler) inspected.",
+        |s| s.classes.crawler_items_checked.into()),
     fixed("lrutail_reflocked", 0, NO_SEGMENTED_LRU),
     fixed("moves_to_cold", 0, NO_SEGMENTED_LRU),
     fixed("moves_to_warm", 0, NO_SEGMENTED_LRU),
@@ -320,4 +332,13 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
 pub(crate) fn general(ctx: &ServerContext, out: &mut Vec<u8>) {
     super::registry::write_stats(out, "", GENERAL, &General::take(ctx));
     super::end(out);
+}
+
+/// The rows at the head of [`GENERAL`] that identify the process (pid, uptime, time, versions, pointer
+/// size): all of the general figures a tenant's `stats` shows, the rest being server-wide.
+pub(crate) const IDENTITY_ROWS: usize = 6;
+
+/// The identity rows of the general figures (what a tenant's `stats` starts with).
+pub(crate) fn identity(ctx: &ServerContext, out: &mut Vec<u8>) {
+    super::registry::write_stats(out, "", &GENERAL[..IDENTITY_ROWS], &General::take(ctx));
 }

@@ -7,6 +7,8 @@
 //! - `tenants`  — `stats tenants`; per-tenant series (`tenant` label)
 //! - `settings` — `stats settings` (configuration, not in the registry)
 //! - `conns`    — `stats conns`
+//! - `detail`   — `stats detail on|off|dump` (per-prefix counts, not registry figures: their names are
+//!   the clients' prefixes)
 //!
 //! Each `stats` function appends `STAT <name> <value>\r\n` lines and `END\r\n` to `out`; dispatch calls
 //! them, and [`reset`] for `stats reset`. [`prometheus`] renders `/metrics` from the same tables, so
@@ -20,6 +22,7 @@
 
 mod classes;
 mod conns;
+pub mod detail;
 mod general;
 mod registry;
 mod settings;
@@ -35,7 +38,7 @@ pub(crate) use classes::{items, sizes, slabs};
 pub(crate) use conns::conns;
 pub(crate) use general::general;
 pub(crate) use settings::settings;
-pub(crate) use tenants::tenants;
+pub(crate) use tenants::{tenant_general, tenants};
 
 fn stat(out: &mut Vec<u8>, name: &str, value: impl Display) {
     // Writing to a Vec cannot fail.
@@ -68,6 +71,7 @@ pub(crate) fn prometheus(ctx: &ServerContext) -> String {
 /// racing with the reset may survive it; memcached has the same property.
 pub(crate) fn reset(ctx: &ServerContext) {
     ctx.engine.reset_stats();
+    ctx.detail.clear();
     for t in &ctx.thread_stats {
         for c in [
             &t.bytes_read,

@@ -59,8 +59,8 @@ pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
     stat(out, "chunk_size", s.min_chunk_data_bytes);
     stat(out, "num_threads", s.threads);
     stat(out, "num_threads_per_udp", s.threads);
-    stat(out, "stat_key_prefix", ":");
-    stat(out, "detail_enabled", "no");
+    stat(out, "stat_key_prefix", char::from(s.prefix_delimiter));
+    stat(out, "detail_enabled", yes_no(ctx.detail.enabled()));
     stat(out, "reqs_per_event", s.reqs_per_event);
     stat(out, "cas_enabled", yes_no(s.use_cas));
     stat(out, "tcp_backlog", s.listen_backlog);

@@ -7,7 +7,7 @@
 
 use mrcache_engine::{TenantCounters, TenantId, UNLIMITED};
 
-use super::registry::{counter, gauge, write_stats, Exposition, Figure};
+use super::registry::{alias, counter, gauge, write_stats, Exposition, Figure};
 use crate::context::ServerContext;
 
 /// One tenant as `stats tenants` and `/metrics` report it.
@@ -33,6 +33,8 @@ pub(crate) struct TenantRow {
     pub target_pages: usize,
     pub reserved_pages: usize,
     pub max_pages: usize,
+    /// The most memory it may hold: its `max`, else the server's limit (a tenant's `limit_maxbytes`).
+    pub limit_bytes: u64,
 }
 
 /// `stats tenants`: `tenant:<name>:<field>`. `max` and `target_hit_ratio` are 0 when not set. The
@@ -66,12 +68,38 @@ pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
         |r| r.counters.shadow_hits.into()),
 ];
 
+/// A tenant's `stats`: memcached's general names for the figures of its own (the rest of `stats` is
+/// server-wide and for operators only; see `crate::tenants::Scope`). Each is the value of a
+/// [`TENANTS`] family but `limit_maxbytes`: the tenant's `max`, or the server's limit when it has none
+/// (or a larger one), so a client computing its usage never divides by 0.
+#[rustfmt::skip]
+pub(crate) const TENANT_GENERAL: &[Figure<TenantRow>] = &[
+    alias("curr_items", "tenant_items", |r| r.counters.items.into()),
+    alias("bytes", "tenant_bytes", |r| r.counters.bytes.into()),
+    alias("cmd_get", "tenant_get_hits_total", |r| (r.counters.get_hits + r.counters.get_misses).into()),
+    alias("cmd_set", "tenant_sets_total", |r| r.counters.set_cmds.into()),
+    alias("get_hits", "tenant_get_hits_total", |r| r.counters.get_hits.into()),
+    alias("get_misses", "tenant_get_misses_total", |r| r.counters.get_misses.into()),
+    gauge("limit_maxbytes", "tenant_limit_bytes", "The most memory each tenant may hold: its max, else the server's limit.",
+        |r| r.limit_bytes.into()),
+];
+
+/// `stats` on a connection that is one (non-admin) tenant: the process identity, then its own figures.
+pub(crate) fn tenant_general(ctx: &ServerContext, id: TenantId, out: &mut Vec<u8>) {
+    super::general::identity(ctx, out);
+    if let Some(row) = tenant_rows(ctx, Some(id)).first() {
+        write_stats(out, "", TENANT_GENERAL, row);
+    }
+    super::end(out);
+}
+
 /// Every tenant ever known (or only `only`), by id: configuration in force and engine counters.
 fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
     let stats = ctx.engine.stats(ctx.clock());
     let table = ctx.tenants.current();
     let engine = &ctx.engine;
     let limit = |pages: usize| if pages == UNLIMITED { 0 } else { pages };
+    let server_limit = engine.page_limit() as u64 * engine.geometry().page_size_bytes() as u64;
     ctx.tenants
         .known()
         .into_iter()
@@ -92,6 +120,9 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
                 target_pages: own.map_or(0, |p| limit(p.target)),
                 reserved_pages: own.map_or(0, |p| p.reserved),
                 max_pages: own.map_or(0, |p| limit(p.max)),
+                limit_bytes: spec
+                    .and_then(|s| s.max_bytes)
+                    .map_or(server_limit, |m| m.min(server_limit)),
                 name,
             }
         })

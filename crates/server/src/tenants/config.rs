@@ -13,6 +13,7 @@
 //! max = "1GiB"             # the most it may hold
 //! target_hit_ratio = 0.95  # lama-qos: the least memory meeting it
 //! weight = 2.0             # share of the unreserved memory at the start; Memshare's credit multiplier
+//! admin = false            # true: may run server-wide commands (stats of all, cache_memlimit, ...)
 //! ```
 //! The memory fields take effect through the tenant arbiter (`crate::memory`).
 //! Unknown keys are errors that name the key; every error is a [`ConfigError`]. A `-Y` line `user:password` is a tenant with that password
@@ -24,6 +25,8 @@
 //! prefix of another (so a key belongs to at most one prefix tenant); ports are unique and non-zero;
 //! `reserved <= max`; `0 < target_hit_ratio <= 1`; `weight > 0`; `tenant_policy`, when given, is a valid
 //! tenant arbiter spec (it is read as a `TenantPolicySpec`, so the file is refused with the spec's reason).
+//! Against the server ([`TenantsConfig::check_server`], at start-up and on every reload alike): no
+//! tenant port is a main port, and the reserves sum to at most the memory limit.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -148,6 +151,21 @@ pub enum ConfigError {
     },
     /// More distinct tenant names than ids over the process's life.
     TooManyNames,
+    /// A tenant's `port` is one the main listeners use (`-p`, or a `-l host:port`): connections there
+    /// would be that tenant without authenticating.
+    MainPort {
+        /// The tenant.
+        tenant: String,
+        /// The port.
+        port: u16,
+    },
+    /// The tenants' `reserved` sum to more than the memory limit: the reserves could not all be kept.
+    ReservesOverLimit {
+        /// The sum of `reserved`, in bytes.
+        total: u64,
+        /// The memory limit (`-m`, or `cache_memlimit`), in bytes.
+        limit: u64,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -222,6 +240,13 @@ impl fmt::Display for ConfigError {
             ConfigError::TooManyNames => {
                 f.write_str("too many tenant names (65536) in this process's life")
             }
+            ConfigError::MainPort { tenant, port } => {
+                write!(f, "tenant {tenant}: port {port} is the main port (-p)")
+            }
+            ConfigError::ReservesOverLimit { total, limit } => write!(
+                f,
+                "tenant reserves sum to {total} bytes, more than the memory limit of {limit} bytes (-m)"
+            ),
         }
     }
 }
@@ -249,6 +274,9 @@ pub struct ConfiguredTenant {
     /// Its share of the unreserved memory at the start, and Memshare's credit multiplier (> 0; default
     /// [`DEFAULT_WEIGHT`]).
     pub weight: f64,
+    /// `admin = true`: the tenant's connections may run server-wide commands (see
+    /// `crate::tenants::Scope`); other tenants see and change only their own.
+    pub admin: bool,
 }
 
 impl ConfiguredTenant {
@@ -262,8 +290,18 @@ impl ConfiguredTenant {
             max_bytes: None,
             target_hit_ratio: None,
             weight: DEFAULT_WEIGHT,
+            admin: false,
         }
     }
+}
+
+/// What a tenant configuration must fit besides itself ([`TenantsConfig::check_server`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerBounds {
+    /// The ports of the main listeners (`-p`, and the ports `-l host:port` names).
+    pub main_ports: Vec<u16>,
+    /// The memory limit in force, in bytes.
+    pub memory_limit_bytes: u64,
 }
 
 /// Every configured tenant, in file order (config tenants, then `-Y` users without a config entry), and
@@ -304,6 +342,7 @@ struct FileTenant {
     max: Option<ByteSize>,
     target_hit_ratio: Option<f64>,
     weight: Option<f64>,
+    admin: Option<bool>,
 }
 
 /// A size in bytes: an integer, or a string such as `"64MiB"`, `"512k"`, `"1g"`.
@@ -390,6 +429,32 @@ impl TenantsConfig {
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// Checks the configuration against the server it is to run in: no tenant port is a main port,
+    /// and the reserves fit in the memory limit. The one check both start-up (`Settings`) and a
+    /// SIGHUP reload (`Tenants::reload`) make, so a reload can put in force nothing that start-up
+    /// would refuse.
+    pub fn check_server(&self, server: &ServerBounds) -> Result<(), ConfigError> {
+        for t in &self.tenants {
+            if let Some(port) = t.port.filter(|p| server.main_ports.contains(p)) {
+                return Err(ConfigError::MainPort {
+                    tenant: t.name.clone(),
+                    port,
+                });
+            }
+        }
+        let total = self
+            .tenants
+            .iter()
+            .fold(0u64, |sum, t| sum.saturating_add(t.reserved_bytes));
+        if total > server.memory_limit_bytes {
+            return Err(ConfigError::ReservesOverLimit {
+                total,
+                limit: server.memory_limit_bytes,
+            });
+        }
+        Ok(())
     }
 
     /// Whether any tenant has a password: then connections on the main listeners must authenticate.
@@ -511,6 +576,7 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
                 port: t.port,
                 target_hit_ratio: t.target_hit_ratio,
                 weight: t.weight.unwrap_or(DEFAULT_WEIGHT),
+                admin: t.admin.unwrap_or(false),
             })
         })
         .collect::<Result<_, ConfigError>>()?;

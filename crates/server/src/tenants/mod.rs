@@ -37,7 +37,7 @@ use std::sync::Arc;
 use mrcache_engine::{Key, TenantId};
 use parking_lot::RwLock;
 
-pub use config::{ConfigError, ConfiguredTenant, TenantsConfig, DEFAULT_TENANT_NAME};
+pub use config::{ConfigError, ConfiguredTenant, ServerBounds, TenantsConfig, DEFAULT_TENANT_NAME};
 
 /// The configuration in force: each configured tenant with its id, and the lookups built from them.
 #[derive(Debug)]
@@ -170,9 +170,12 @@ impl Tenants {
             .collect()
     }
 
-    /// Re-reads the files and puts the new configuration in force. On error the old one stays.
-    pub fn reload(&self) -> Result<(), ConfigError> {
+    /// Re-reads the files and puts the new configuration in force if it passes every check start-up
+    /// makes (the files' own, then [`TenantsConfig::check_server`] against `server`: the main ports
+    /// bound and the memory limit in force). On error the old one stays.
+    pub fn reload(&self, server: &ServerBounds) -> Result<(), ConfigError> {
         let config = TenantsConfig::load(self.config_path.as_deref(), self.auth_file.as_deref())?;
+        config.check_server(server)?;
         self.replace(config)
     }
 
@@ -282,6 +285,22 @@ impl Tenancy {
         }
     }
 
+    /// What the connection may see and change beyond its own keys (see [`Scope`]).
+    pub fn scope(&self, tenants: &Tenants) -> Scope {
+        match self {
+            Tenancy::Routed { .. } => Scope::Operator,
+            Tenancy::Fixed(id) => {
+                let table = tenants.current();
+                match table.spec(*id) {
+                    Some(spec) if spec.admin => Scope::Operator,
+                    Some(spec) => Scope::Tenant(*id, spec.name.clone()),
+                    // A tenant a reload removed keeps its identity, and no more rights than before.
+                    None => Scope::Tenant(*id, format!("#{}", id.0)),
+                }
+            }
+        }
+    }
+
     /// The tenant `flush_all` flushes.
     pub fn flush_tenant(&self) -> TenantId {
         match self {
@@ -289,6 +308,24 @@ impl Tenancy {
             Tenancy::Routed { .. } => TenantId::DEFAULT,
         }
     }
+}
+
+/// What a connection may do beyond its own keys.
+///
+/// - [`Scope::Operator`]: every command, server-wide (`stats` of everything, `stats reset`,
+///   `cache_memlimit`, `slabs`, `lru`, `lru_crawler`, `verbosity`, `shutdown`, `watch`, `stats detail`,
+///   dumps). Routed connections (the main port when no tenant has a password: whoever reaches it can
+///   reach every prefix tenant's keys anyway) and connections of a tenant with `admin = true`.
+/// - [`Scope::Tenant`]: its own figures only (`stats` shows the process identity and its own counters,
+///   `stats conns` its own connections, `stats tenants`/`stats mrc` its own row), its own `flush_all`,
+///   and the read-only `stats settings`; every server-wide command is refused with `CLIENT_ERROR <command>
+///   not allowed for tenant <name>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// May run server-wide commands.
+    Operator,
+    /// One tenant (id and name), limited to its own figures and data.
+    Tenant(TenantId, String),
 }
 
 #[cfg(test)]

@@ -209,3 +209,61 @@ fn routed_keys_follow_prefixes() {
     assert_eq!(fixed.key(b"a:1").tenant, TenantId(2));
     assert_eq!(fixed.flush_tenant(), TenantId(2));
 }
+
+#[test]
+fn the_server_check_refuses_main_ports_and_reserves_above_the_limit() {
+    let c = config(
+        "[[tenant]]\nname = \"a\"\nport = 11311\nreserved = \"40m\"\nadmin = true\n\
+         [[tenant]]\nname = \"b\"\nreserved = \"24m\"\n",
+    )
+    .unwrap();
+    assert!(c.tenants[0].admin && !c.tenants[1].admin);
+    let bounds = |ports: &[u16], mb: u64| ServerBounds {
+        main_ports: ports.to_vec(),
+        memory_limit_bytes: mb << 20,
+    };
+    assert_eq!(c.check_server(&bounds(&[11211], 64)), Ok(()));
+    assert_eq!(
+        c.check_server(&bounds(&[11211, 11311], 64)),
+        Err(ConfigError::MainPort {
+            tenant: "a".into(),
+            port: 11311
+        })
+    );
+    let err = c.check_server(&bounds(&[11211], 63)).unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::ReservesOverLimit {
+            total: 64 << 20,
+            limit: 63 << 20
+        }
+    );
+    assert!(err.to_string().contains("reserves sum to 67108864 bytes"));
+}
+
+#[test]
+fn a_removed_or_plain_tenant_is_no_operator() {
+    let t = Tenants::new(
+        config("[[tenant]]\nname = \"ops\"\nadmin = true\n[[tenant]]\nname = \"app\"\n").unwrap(),
+        None,
+        None,
+    )
+    .unwrap();
+    let id = |name: &str| {
+        t.known()
+            .into_iter()
+            .find(|(_, n)| n == name)
+            .map(|(id, _)| id)
+            .unwrap()
+    };
+    assert_eq!(Tenancy::Fixed(id("ops")).scope(&t), Scope::Operator);
+    assert_eq!(
+        Tenancy::Fixed(id("app")).scope(&t),
+        Scope::Tenant(id("app"), "app".into())
+    );
+    assert_eq!(Tenancy::routed(&t).scope(&t), Scope::Operator);
+    let app = id("app");
+    t.replace(config("[[tenant]]\nname = \"ops\"\nadmin = true\n").unwrap())
+        .unwrap();
+    assert!(matches!(Tenancy::Fixed(app).scope(&t), Scope::Tenant(..)));
+}

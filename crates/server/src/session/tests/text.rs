@@ -310,11 +310,12 @@ fn quit_http_binary_and_watch() {
     assert_eq!(
         run(
             &mut s,
-            b"watch\r\nwatch fetchers mutations\r\nset a 0 0 1\r\nx\r\nget a\r\n"
+            b"watch deletions\r\nget a\r\nwatch fetchers\r\nset a 0 0 1\r\nx\r\nget a\r\n"
         ),
-        "SERVER_ERROR watch is not supported\r\nSERVER_ERROR watch is not supported\r\n\
+        "ERROR\r\nEND\r\nERROR cannot pipeline other commands before watch\r\n\
          STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n",
-        "refused, and the connection keeps serving commands"
+        "an unknown stream is memcached's ERROR; a watch behind pending replies is refused as \
+         memcached refuses it; the connection keeps serving commands"
     );
     let mut s = session_with(Settings {
         watch_enabled: false,

@@ -154,13 +154,15 @@ fn every_stats_figure_is_on_metrics() {
             .unwrap()
             .split_once(':')
             .unwrap();
+        // `age` is seconds since the tail item's last access: on a loaded machine it moves on between
+        // the exposition and this listing.
         check_on_metrics(
             classes::ITEMS,
             field,
             value,
             Some(("class", class)),
             &exposition,
-            &[],
+            &["age"],
         );
     }
 

@@ -214,7 +214,7 @@ fn sizes_disabled_and_conns_empty() {
     sizes(&ctx, &mut out);
     assert_eq!(out, b"STAT sizes_status disabled\r\nEND\r\n");
     let mut out = Vec::new();
-    conns(&ctx, &mut out);
+    conns(&ctx, None, &mut out);
     assert_eq!(out, b"END\r\n");
 }
 
