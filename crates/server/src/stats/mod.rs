@@ -68,6 +68,7 @@ pub(crate) fn prometheus(ctx: &ServerContext) -> String {
 /// racing with the reset may survive it; memcached has the same property.
 pub(crate) fn reset(ctx: &ServerContext) {
     ctx.engine.reset_stats();
+    ctx.tenants.reset_counters();
     for t in &ctx.thread_stats {
         for c in [
             &t.bytes_read,
