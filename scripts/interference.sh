@@ -5,35 +5,48 @@
 # core, then with each isolation measure; and of one mrcached tenant beside a flooding neighbour tenant,
 # with and without the neighbour's rate limit. docs/results.md §17.
 #
-#   scripts/interference.sh [-d DURATION] [-w WARMUP] [-c CONFIGS] OUT_DIR
+#   scripts/interference.sh [-d DURATION] [-w WARMUP] [-c CONFIGS] [-q] OUT_DIR
 #
-# Placement (2 cores): the server on CPU 0, the load generator on CPU 1, the batch job (a busy loop,
-# nice 0, as the paper's CPU antagonist of Table 3) on CPU 0. Every server runs one worker (-t 1).
+# Placement (2 cores): the server on CPU 0 (one worker, -t 1), the load generator on CPU 1, the batch
+# job (a busy loop at nice 0, the paper's CPU antagonist of Table 3) on CPU 0.
+#
+# A shared machine: other work on CPU 0 is interference the rows cannot tell from the batch job, and
+# other work on CPU 1 delays the load generator, whose delays count as latency (it measures from each
+# request's intended send time). So by default the load generator runs under SCHED_FIFO (chrt -f 60;
+# it busy-polls, so CPU 1 is taken while a search runs), and the "alone" baselines run the server under
+# SCHED_FIFO too, which keeps the machine's other work off its core: the baseline is the server with its
+# core to itself, as on the paper's dedicated machine. -q (quiet machine) runs the load generator and the
+# baselines under the normal policy instead.
+#
 # CONFIGS (comma-separated, default all) picks rows by name:
-#   memcached            memcached alone
-#   memcached+batch      memcached with the batch job on its core
-#   memcached+batch+fifo memcached under SCHED_FIFO (chrt -f 50, the paper's measure) with the batch job
-#   mrcached             mrcached alone (-o worker_cpus=0)
-#   mrcached+batch       mrcached with the batch job on its core
+#   memcached            memcached alone (chrt -f 50 unless -q)
+#   memcached+batch      memcached, normal policy, with the batch job on its core
+#   memcached+batch+fifo memcached under chrt -f 50 (the paper's measure) with the batch job
+#   mrcached             mrcached alone (-o worker_cpus=0, plus sched=fifo:50 unless -q)
+#   mrcached+load        mrcached, normal policy, no batch job: the machine's own load only
+#   mrcached+batch       mrcached, normal policy, with the batch job on its core
 #   mrcached+batch+fifo  mrcached -o worker_cpus=0,sched=fifo:50 with the batch job
 #   mrcached+batch+rr    mrcached -o worker_cpus=0,sched=rr:50 with the batch job
-#   mrcached+flood       tenant v measured while tenant n floods the same worker (closed loop, pipelined)
+#   mrcached+flood       tenant v measured while tenant n floods the same worker (closed loop, 4
+#                        connections x 16 pipelined, from CPU 0 under the normal policy; server as in
+#                        the mrcached row)
 #   mrcached+flood+limit the same with rate_limit = 2000 (burst 200) on tenant n
 # OUT_DIR receives one bench report per row (ROW.json), the table (interference.txt, interference.md)
 # and the figure (interference.svg). Bounded: each search is at most 1 + 12 x 3 runs of WARMUP +
-# DURATION (defaults 500ms + 1s), every server, batch job and flood is stopped on exit.
+# DURATION (defaults 500ms + 1s); every server, batch job and flood is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-duration=1s warmup=500ms configs=all
-while getopts "d:w:c:" opt; do
+duration=1s warmup=500ms configs=all quiet=0
+usage="usage: $0 [-d DURATION] [-w WARMUP] [-c CONFIGS] [-q] OUT_DIR"
+while getopts "d:w:c:q" opt; do
     case "$opt" in
-        d) duration=$OPTARG ;; w) warmup=$OPTARG ;; c) configs=$OPTARG ;;
-        *) echo "usage: $0 [-d DURATION] [-w WARMUP] [-c CONFIGS] OUT_DIR" >&2; exit 64 ;;
+        d) duration=$OPTARG ;; w) warmup=$OPTARG ;; c) configs=$OPTARG ;; q) quiet=1 ;;
+        *) echo "$usage" >&2; exit 64 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 1 ] || { echo "usage: $0 [-d DURATION] [-w WARMUP] [-c CONFIGS] OUT_DIR" >&2; exit 64; }
+[ $# -eq 1 ] || { echo "$usage" >&2; exit 64; }
 out=$1
 mkdir -p "$out"
 
@@ -47,6 +60,13 @@ mrcached=target/release/mrcached
 # shellcheck source=scripts/lib/ports.sh
 . scripts/lib/ports.sh
 bench_placement
+client_cpu=(taskset -c 1)
+baseline_fifo=(chrt -f 50) baseline_sched=(-o sched=fifo:50)
+if [ "$quiet" = 0 ]; then
+    client_cpu=(taskset -c 1 chrt -f 60)
+else
+    baseline_fifo=() baseline_sched=()
+fi
 
 pids=()
 stop_all() {
@@ -56,6 +76,7 @@ stop_all() {
 }
 tmp=$(mktemp -d)
 trap 'stop_all; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 
 wanted() { [ "$configs" = all ] || [[ ",$configs," == *",$1,"* ]]; }
 
@@ -99,7 +120,7 @@ start_mrcached() { # start_mrcached PREFIX... -- FLAGS...: sets $port
 for row in memcached memcached+batch memcached+batch+fifo; do
     wanted "$row" || continue
     case $row in
-        memcached) start_memcached taskset -c 0 ;;
+        memcached) start_memcached taskset -c 0 "${baseline_fifo[@]}" ;;
         memcached+batch) start_memcached taskset -c 0; start_batch ;;
         memcached+batch+fifo) start_memcached taskset -c 0 chrt -f 50; start_batch ;;
     esac
@@ -107,10 +128,11 @@ for row in memcached memcached+batch memcached+batch+fifo; do
     stop_all
 done
 
-for row in mrcached mrcached+batch mrcached+batch+fifo mrcached+batch+rr; do
+for row in mrcached mrcached+load mrcached+batch mrcached+batch+fifo mrcached+batch+rr; do
     wanted "$row" || continue
     case $row in
-        mrcached) start_mrcached -- -o worker_cpus=0 ;;
+        mrcached) start_mrcached -- -o worker_cpus=0 "${baseline_sched[@]}" ;;
+        mrcached+load) start_mrcached -- -o worker_cpus=0 ;;
         mrcached+batch) start_mrcached -- -o worker_cpus=0; start_batch ;;
         mrcached+batch+fifo) start_mrcached -- -o worker_cpus=0,sched=fifo:50; start_batch ;;
         mrcached+batch+rr) start_mrcached -- -o worker_cpus=0,sched=rr:50; start_batch ;;
@@ -119,16 +141,17 @@ for row in mrcached mrcached+batch mrcached+batch+fifo mrcached+batch+rr; do
     stop_all
 done
 
-# A neighbour tenant floods the same worker: 4 connections, 16 requests pipelined each, closed loop
-# (from CPU 1, where the measuring client runs too: it mostly waits for the server).
+# A neighbour tenant floods the same worker: 4 connections, 16 requests pipelined each, closed loop,
+# from CPU 0 under the normal policy (CPU 1 is the measuring client's).
 for row in mrcached+flood mrcached+flood+limit; do
     wanted "$row" || continue
     limit=""
     [ "$row" = mrcached+flood+limit ] && limit=$'rate_limit = 2000\nrate_burst = 200'
     printf '[[tenant]]\nname = "victim"\nprefix = "v:"\n\n[[tenant]]\nname = "noisy"\nprefix = "n:"\n%s\n' \
         "$limit" > "$tmp/tenants.toml"
-    start_mrcached -- -o worker_cpus=0 --config "$tmp/tenants.toml" --tenant-policy pooled
-    "${client_cpu[@]}" "$mrcache" bench --server "127.0.0.1:$port" --tenant ::1:n: --connections 4 \
+    start_mrcached -- -o worker_cpus=0 "${baseline_sched[@]}" --config "$tmp/tenants.toml" \
+        --tenant-policy pooled
+    taskset -c 0 "$mrcache" bench --server "127.0.0.1:$port" --tenant ::1:n: --connections 4 \
         --pipeline 16 --keys 10000 --key-size 32 --value-size 200 --get-ratio 0.9 --warmup 0s \
         --duration 300s --timeout 5s > "$tmp/flood.txt" 2>&1 &
     pids+=($!)
@@ -136,16 +159,19 @@ for row in mrcached+flood mrcached+flood+limit; do
     stop_all
 done
 
-/usr/bin/python3 - "$out" <<'PY'
+/usr/bin/python3 - "$out" "$quiet" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-order = ["memcached", "memcached+batch", "memcached+batch+fifo", "mrcached", "mrcached+batch",
-         "mrcached+batch+fifo", "mrcached+batch+rr", "mrcached+flood", "mrcached+flood+limit"]
+quiet = sys.argv[2] == "1"
+order = ["memcached", "memcached+batch", "memcached+batch+fifo", "mrcached", "mrcached+load",
+         "mrcached+batch", "mrcached+batch+fifo", "mrcached+batch+rr", "mrcached+flood",
+         "mrcached+flood+limit"]
 what = {
-    "memcached": "memcached alone",
+    "memcached": "memcached alone" + ("" if quiet else " (`chrt -f 50`)"),
     "memcached+batch": "memcached + batch job on its core",
     "memcached+batch+fifo": "memcached + batch, `chrt -f 50` (SCHED_FIFO)",
-    "mrcached": "mrcached alone (`worker_cpus=0`)",
+    "mrcached": "mrcached alone (`worker_cpus=0" + ("`)" if quiet else ",sched=fifo:50`)"),
+    "mrcached+load": "mrcached, normal policy, no batch job",
     "mrcached+batch": "mrcached + batch job on its core",
     "mrcached+batch+fifo": "mrcached + batch, `worker_cpus=0,sched=fifo:50`",
     "mrcached+batch+rr": "mrcached + batch, `worker_cpus=0,sched=rr:50`",
@@ -163,7 +189,8 @@ for name in order:
     lat = r["latency_us"]["total"]
     rows.append((name, qps, lat["p95"] if best else None, lat["p99"] if best else None,
                  len(r["qos"]["steps"])))
-base = {"memcached": dict(rows).get("memcached"), "mrcached": dict(rows).get("mrcached")}
+qos_of = {name: qps for name, qps, *_ in rows}
+base = {"memcached": qos_of.get("memcached"), "mrcached": qos_of.get("mrcached")}
 lines = ["| configuration | QoS throughput (req/s, p95 ≤ 500 µs) | of alone | p95 (µs) | p99 (µs) | steps |",
          "|---|---|---|---|---|---|"]
 txt = []
@@ -191,6 +218,8 @@ for i, (name, qps, p95, p99, _) in enumerate(rows):
     color = "#999999" if name.startswith("memcached") else "#1f77b4"
     if "batch" in name or "flood" in name:
         color = "#d62728" if name in ("memcached+batch", "mrcached+batch", "mrcached+flood") else "#2ca02c"
+    if name == "mrcached+load":
+        color = "#ff7f0e"
     alone = base["memcached" if name.startswith("memcached") else "mrcached"]
     share = f" ({qps / alone:.0%} of alone)" if alone else ""
     label = what[name].replace("`", "")

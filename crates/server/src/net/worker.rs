@@ -126,31 +126,7 @@ where
                 }
             }
             // One turn for each connection that was ready when this round started.
-            let batch = self.ready.len();
-            if self.ctx.settings.get_first && batch > 1 {
-                // EXPERIMENT (-o get_first): connections whose next request is a GET run first.
-                let mut gets = Vec::with_capacity(batch);
-                let mut rest = Vec::with_capacity(batch);
-                for slot in self.ready.drain(..batch) {
-                    let is_get = match self.conns.get_mut(slot) {
-                        Some(Some(s)) => {
-                            let mut head = [0u8; 3];
-                            matches!(s.conn.stream_mut().peek(&mut head), Ok(3) if &head == b"get" || &head[..2] == b"mg")
-                        }
-                        _ => false,
-                    };
-                    if is_get {
-                        gets.push(slot);
-                    } else {
-                        rest.push(slot);
-                    }
-                }
-                for slot in gets.into_iter().chain(rest) {
-                    self.run_turn(slot, now_secs);
-                }
-                continue;
-            }
-            for _ in 0..batch {
+            for _ in 0..self.ready.len() {
                 let Some(slot) = self.ready.pop_front() else {
                     break;
                 };

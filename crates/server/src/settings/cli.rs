@@ -330,7 +330,6 @@ impl Settings {
             tenants,
             tenant_policy: cli.tenant_policy,
             isolation: Default::default(),
-            get_first: false,
         };
         let mut shards = None;
         for group in &cli.extended {

@@ -137,7 +137,6 @@ impl Settings {
                 self.isolation.sched = SchedPolicy::parse(need("fifo:PRIO, rr:PRIO or other")?)
                     .map_err(|e| bad(&e))?;
             }
-            "get_first" => self.get_first = true,
             "no_hashexpand"
             | "hash_algorithm"
             | "maxconns_fast"

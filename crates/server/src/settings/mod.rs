@@ -172,8 +172,6 @@ pub struct Settings {
     /// `-o worker_cpus`, `-o service_cpus`, `-o sched` (ours): where the threads run and the workers'
     /// scheduling policy (`crate::isolation`).
     pub isolation: Isolation,
-    /// EXPERIMENT `-o get_first`: within one batch of ready connections, GETs first.
-    pub get_first: bool,
     /// `--tenant-policy` (ours): the tenant arbiter, overriding the config file's `tenant_policy`; see
     /// `crate::memory` for when tenants have memory of their own.
     pub tenant_policy: Option<TenantPolicySpec>,
