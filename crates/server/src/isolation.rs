@@ -99,7 +99,8 @@ impl CpuList {
     }
 
     /// A list of these CPUs (which must be non-empty and in range).
-    pub fn of(cpus: impl IntoIterator<Item = usize>) -> CpuList {
+    #[cfg(test)]
+    fn of(cpus: impl IntoIterator<Item = usize>) -> CpuList {
         let mut cpus: Vec<usize> = cpus.into_iter().collect();
         cpus.sort_unstable();
         cpus.dedup();

@@ -16,7 +16,8 @@
 //!
 //! Each tenant name keeps one [`TenantLimiter`] for the life of the process (like its id), so its
 //! `rate_limited` count survives reloads; a reload that changes the tenant's rate or burst re-arms the
-//! bucket full, one that leaves them alone keeps its state.
+//! bucket full, one that leaves them alone keeps its state. (The limit's fields are separate atomics: a
+//! request racing with a reload may be judged once by a mix of the old and the new limit.)
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
