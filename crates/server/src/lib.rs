@@ -10,6 +10,7 @@
 //! - `memory`   — the memory model: tenant pools under a tenant arbiter, slab classes under a class policy
 //! - `admin`    — the admin HTTP port (the dashboard `/`, `/mrc`, `/history`, `/metrics`)
 //! - `restart`  — warm restart (`-e`): the cache saved at a graceful stop and loaded at start-up
+//! - `isolation` — latency isolation: thread pinning (`-o worker_cpus`) and the workers' policy (`-o sched`)
 //! - `tenants`  — tenant identity (password, prefix, port), the `--config`/`-Y` files, reload
 
 #![warn(missing_docs)]
@@ -17,6 +18,7 @@
 pub mod admin;
 pub mod context;
 pub mod dispatch;
+pub mod isolation;
 pub mod memory;
 pub mod mrc_report;
 pub mod net;

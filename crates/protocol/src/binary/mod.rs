@@ -108,6 +108,9 @@ pub enum Status {
     UnknownCommand = 0x81,
     /// 0x82 `Out of memory`.
     OutOfMemory = 0x82,
+    /// 0x86 `Temporary failure` (the protocol's ETMPFAIL; memcached 1.6.18 never sends it, mrcached sends
+    /// it for a request its tenant's rate limit refuses).
+    TemporaryFailure = 0x86,
 }
 
 impl Status {
@@ -124,6 +127,7 @@ impl Status {
             Status::AuthError => "Auth failure.",
             Status::UnknownCommand => "Unknown command",
             Status::OutOfMemory => "Out of memory",
+            Status::TemporaryFailure => "Temporary failure",
         }
     }
 }

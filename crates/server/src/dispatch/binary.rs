@@ -41,6 +41,26 @@ pub fn dispatch_binary(
     };
     let h = &packet.header;
     let quiet = packet.quiet;
+    // The tenant's rate limit, as for text requests (`super::charged_key`): keyed commands only.
+    let charged = match &packet.command {
+        Command::Get { key, .. }
+        | Command::Store { key, .. }
+        | Command::Delete { key }
+        | Command::Arith { key, .. } => Some(*key),
+        _ => None,
+    };
+    if let Some(key) = charged {
+        if !server.tenants.admit(tenancy, key) {
+            response::error(out, h, Status::TemporaryFailure);
+            return match packet.command {
+                Command::Store {
+                    data: mrcache_protocol::Data::TooLarge { swallow },
+                    ..
+                } => Flow::Swallow(swallow),
+                _ => Flow::Continue,
+            };
+        }
+    }
     match packet.command {
         Command::Get { key, kind } => get(&ctx, h, quiet, key, kind, out),
         Command::Store {

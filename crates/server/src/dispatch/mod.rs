@@ -8,6 +8,11 @@
 //! The binary protocol has its own entry point, [`dispatch_binary`] (`binary.rs`), over the same handlers'
 //! engine calls and the same [`Ctx`].
 //!
+//! Rate limits: before a request that names a key runs, its tenant's token bucket is asked
+//! (`crate::tenants::rate_limit`); a refused request is answered `SERVER_ERROR tenant rate limit
+//! exceeded` (even with `noreply`, as memcached sends its other `SERVER_ERROR`s) and does nothing else.
+//! A request is charged to the tenant of its (first) key; commands without a key are not limited.
+//!
 //! Counting: the engine counts key-level figures (hits, misses, touches, sets); handlers count what the
 //! engine cannot see: `cmd_flush`, `cmd_meta`, `store_too_large`, `store_no_memory`.
 
@@ -91,6 +96,35 @@ pub(crate) fn reply(out: &mut Vec<u8>, noreply: bool, text: &str) {
     }
 }
 
+/// The key whose tenant a request is charged to under the rate limits; `None` for commands without a
+/// key, which are not limited.
+fn charged_key<'r>(request: &'r Request<'_>) -> Option<&'r [u8]> {
+    match request {
+        Request::Store(r) => Some(r.key),
+        Request::Get(r) => r.keys.clone().next(),
+        Request::Arith(r) => Some(r.key),
+        Request::Delete(r) => Some(r.key),
+        Request::Touch(r) => Some(r.key),
+        Request::MetaGet(r) => Some(r.key.bytes()),
+        Request::MetaSet(r) => Some(r.key.bytes()),
+        Request::MetaDelete(r) => Some(r.key.bytes()),
+        Request::MetaArith(r) => Some(r.key.bytes()),
+        Request::MetaDebug(r) => Some(r.key.bytes()),
+        Request::MetaNoop
+        | Request::FlushAll { .. }
+        | Request::Version
+        | Request::Verbosity { .. }
+        | Request::Quit
+        | Request::Shutdown(_)
+        | Request::CacheMemlimit { .. }
+        | Request::Stats(_)
+        | Request::Slabs(_)
+        | Request::Lru(_)
+        | Request::LruCrawler(_)
+        | Request::Watch { .. } => None,
+    }
+}
+
 /// Runs one request of a connection whose descriptor is not known (its `watch` lines say `cfd=-1`).
 pub fn dispatch(
     server: &ServerContext,
@@ -125,6 +159,15 @@ pub fn dispatch_from(
     resume_at: usize,
     out: &mut Vec<u8>,
 ) -> Flow {
+    // A retrieval resumed after its output drained was charged when it first ran.
+    if resume_at == 0 {
+        if let Some(key) = charged_key(&request) {
+            if !server.tenants.admit(tenancy, key) {
+                response::line(out, crate::tenants::RATE_LIMITED_REPLY);
+                return Flow::Continue;
+            }
+        }
+    }
     let ctx = Ctx {
         server,
         stats,

@@ -9,6 +9,11 @@
 //! - **maintenance** (`maintenance.rs`, one thread): reaper, page release, tenant arbiter and automove, once
 //!   a second.
 //!
+//! Placement (`crate::isolation`, `-o worker_cpus/service_cpus/sched`): each thread pins itself and sets
+//! its policy first thing, and [`Server::start`] waits for that before it goes on, so a placement the
+//! machine refuses stops start-up with an error naming the option (the workers already running are
+//! woken and joined; nothing has been accepted yet).
+//!
 //! Locks: on the request path only the engine's shard locks (inside the session). The connection
 //! registry's per-worker mutex (`registry.rs`) is a leaf taken on connection open/close and by
 //! `stats conns`. Everything else shared is atomics in `ServerContext`.
@@ -31,6 +36,7 @@ use std::thread::JoinHandle;
 use mio::{Poll, Waker};
 
 use crate::context::{ServerContext, ThreadStats};
+use crate::isolation::ThreadPlacement;
 use crate::session::{Progress, Session};
 use listener::{Listener, WorkerPort};
 use maintenance::Maintenance;
@@ -122,8 +128,13 @@ impl Server {
             .map(|l| l.local_addr())
             .collect::<io::Result<Vec<_>>>()?;
 
+        let isolation = &ctx.settings.isolation;
+        if let Some(warning) = isolation.warning(ctx.thread_stats.len()) {
+            eprintln!("mrcached: warning: {warning}");
+        }
         let mut ports = Vec::new();
         let mut workers = Vec::new();
+        let mut placed = Ok(());
         for id in 0..ctx.thread_stats.len() {
             let poll = Poll::new()?;
             let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
@@ -136,12 +147,26 @@ impl Server {
                 inbox,
                 new_session.clone(),
             );
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("mrcached-worker-{id}"))
-                    .spawn(move || worker.run())?,
-            );
             ports.push(WorkerPort { sender, waker });
+            let spawned = spawn_placed(
+                format!("mrcached-worker-{id}"),
+                isolation.worker(id),
+                || Ok(()),
+                move || worker.run(),
+            );
+            match spawned {
+                Ok(handle) => workers.push(handle),
+                Err(e) => {
+                    placed = Err(e);
+                    break;
+                }
+            }
+        }
+        // Kept to stop the workers should a later thread fail to start (the listener owns the ports).
+        let wakers: Vec<Arc<Waker>> = ports.iter().map(|p| p.waker.clone()).collect();
+        if let Err(e) = placed {
+            stop_workers(&ctx, &wakers, workers);
+            return Err(e);
         }
 
         let mut signal_ids = Vec::new();
@@ -199,18 +224,44 @@ impl Server {
             },
             ports,
         )?;
-        let listener = std::thread::Builder::new()
-            .name("mrcached-listener".into())
-            .spawn(move || listener.run())?;
-
-        let maintenance = if let Some(m) = maintenance {
-            let (stop, stop_rx) = mpsc::channel();
-            let handle = std::thread::Builder::new()
-                .name("mrcached-maintenance".into())
-                .spawn(move || m.run(stop_rx))?;
-            Some((stop, handle))
-        } else {
-            None
+        // The service threads' CPUs were checked against the allowed set at start-up and they keep the
+        // normal policy, so placing them can only fail if the allowed set shrank since; then the
+        // server stops here, as for a worker.
+        let service = isolation.service();
+        let maintenance = match maintenance {
+            Some(m) => {
+                let (stop, stop_rx) = mpsc::channel();
+                let placed = spawn_placed(
+                    "mrcached-maintenance".into(),
+                    service.clone(),
+                    || (),
+                    move || m.run(stop_rx),
+                );
+                match placed {
+                    Ok(handle) => Some((stop, handle)),
+                    Err(e) => {
+                        stop_workers(&ctx, &wakers, workers);
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
+        let listener = match spawn_placed(
+            "mrcached-listener".into(),
+            service,
+            || Ok(()),
+            move || listener.run(),
+        ) {
+            Ok(handle) => handle,
+            Err(e) => {
+                stop_workers(&ctx, &wakers, workers);
+                if let Some((stop, handle)) = maintenance {
+                    drop(stop);
+                    let _ = handle.join();
+                }
+                return Err(e);
+            }
         };
 
         Ok(Server {
@@ -252,6 +303,55 @@ impl Server {
             signal_hook::low_level::unregister(id);
         }
         result
+    }
+}
+
+/// Stops the workers of a server whose start-up failed: nothing was accepted yet, so they hold no
+/// connection; each wakes, sees the shutdown and exits.
+fn stop_workers(
+    ctx: &ServerContext,
+    wakers: &[Arc<Waker>],
+    workers: Vec<JoinHandle<io::Result<()>>>,
+) {
+    ctx.request_shutdown();
+    for waker in wakers {
+        let _ = waker.wake();
+    }
+    for w in workers {
+        let _ = join(w);
+    }
+}
+
+/// Spawns a thread that places itself (`crate::isolation`) before it runs `body`, and waits until it
+/// has: when the placement fails the thread returns `skipped()` without running `body`, and the error
+/// (which names the option) is returned here.
+fn spawn_placed<T: Send + 'static>(
+    name: String,
+    placement: ThreadPlacement,
+    skipped: fn() -> T,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> io::Result<JoinHandle<T>> {
+    let (placed_tx, placed_rx) = mpsc::sync_channel(1);
+    let handle = std::thread::Builder::new().name(name).spawn(move || {
+        let placed = placement.apply_to_current_thread();
+        let ok = placed.is_ok();
+        let _ = placed_tx.send(placed);
+        if ok {
+            body()
+        } else {
+            skipped()
+        }
+    })?;
+    match placed_rx.recv() {
+        Ok(Ok(())) => Ok(handle),
+        Ok(Err(e)) => {
+            let _ = handle.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = handle.join();
+            Err(io::Error::other("a server thread died while being placed"))
+        }
     }
 }
 

@@ -39,6 +39,16 @@ Extended options (-o key[=value],...):
                            classes, as in the simulator). -I limits items as memcached does either way
    mrc_sample_rate=F       mrcached: initial sampling rate of the per-class miss-ratio-curve profilers,
                            in [0, 1]; 0 turns profiling off (default: {}; profilers use at most 1% of -m)
+   worker_cpus=LIST        mrcached: pin worker i to the i-th CPU of LIST (taskset syntax: 0,2,4-7; in
+                           turn when -t is larger, which makes workers time-share: a warning says so).
+                           Every CPU must be one this process may run on (Leverich & Kozyrakis §2.5)
+   service_cpus=LIST|any   mrcached: CPUs of the listener and maintenance threads (default: the
+                           workers' CPUs when worker_cpus is given; any: unpinned)
+   sched=POLICY            mrcached: the workers' scheduling policy: fifo:PRIO or rr:PRIO (real time,
+                           PRIO 1-99: a batch job on the same CPU cannot make them time-share; needs
+                           root, CAP_SYS_NICE or RLIMIT_RTPRIO >= PRIO, else start-up fails naming the
+                           option) or other (the normal scheduler). Default: the policy mrcached started
+                           with (e.g. from chrt)
    ignored for compatibility: hashpower=N, no_hashexpand, hash_algorithm, maxconns_fast,
                            lru_maintainer, no_lru_maintainer, lru_crawler_sleep, lru_crawler_tocrawl,
                            hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor,
@@ -337,11 +347,12 @@ impl Settings {
             memory_file: cli.memory_file,
             tenants,
             tenant_policy: cli.tenant_policy,
+            isolation: Default::default(),
         };
         let mut shards = None;
         for group in &cli.extended {
-            for opt in group.split(',').map(str::trim).filter(|o| !o.is_empty()) {
-                s.apply_extended(opt, &mut shards)?;
+            for opt in extended_options(group) {
+                s.apply_extended(&opt, &mut shards)?;
             }
         }
         s.validate()?;
@@ -355,6 +366,22 @@ impl Settings {
             .map_err(|e| SettingsError::Engine(e.to_string()))?;
         Ok(s)
     }
+}
+
+/// The options of one `-o` group: comma-separated, except that a piece starting with a digit continues
+/// the option before it (no option name starts with one), so `worker_cpus=0,2-3` is one option.
+fn extended_options(group: &str) -> Vec<String> {
+    let mut opts: Vec<String> = Vec::new();
+    for piece in group.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+        match opts.last_mut() {
+            Some(last) if piece.starts_with(|c: char| c.is_ascii_digit()) => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => opts.push(piece.to_string()),
+        }
+    }
+    opts
 }
 
 /// `-m` in bytes; `-h` shows it in the largest exact unit (`64MiB`), which [`parse_memory_limit`] reads.

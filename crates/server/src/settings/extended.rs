@@ -6,6 +6,7 @@
 use mrcache_engine::ItemAccounting;
 
 use super::{Settings, SettingsError, HASHPOWER_RANGE, MAX_SHARDS};
+use crate::isolation::{allowed_cpus, CpuList, SchedPolicy, ServiceCpus};
 
 /// `-o slab_automove_window=N` accepts memcached's range of seconds.
 const SLAB_AUTOMOVE_WINDOW_RANGE: std::ops::RangeInclusive<u32> = 3..=1800;
@@ -121,6 +122,21 @@ impl Settings {
                 }
                 *shards = Some(n);
             }
+            // Latency isolation (crate::isolation): CPU lists must lie in the process's allowed set.
+            "worker_cpus" => {
+                self.isolation.worker_cpus =
+                    Some(allowed_cpu_list(need("a CPU list")?).map_err(|e| bad(&e))?);
+            }
+            "service_cpus" => {
+                self.isolation.service_cpus = match need("a CPU list or any")? {
+                    "any" => ServiceCpus::Any,
+                    list => ServiceCpus::List(allowed_cpu_list(list).map_err(|e| bad(&e))?),
+                };
+            }
+            "sched" => {
+                self.isolation.sched = SchedPolicy::parse(need("fifo:PRIO, rr:PRIO or other")?)
+                    .map_err(|e| bad(&e))?;
+            }
             "no_hashexpand"
             | "hash_algorithm"
             | "maxconns_fast"
@@ -142,5 +158,22 @@ impl Settings {
             }
         }
         Ok(())
+    }
+}
+
+/// A CPU list whose every CPU this process may run on.
+fn allowed_cpu_list(text: &str) -> Result<CpuList, String> {
+    let list = CpuList::parse(text)?;
+    let allowed = allowed_cpus().map_err(|e| format!("cannot read the allowed CPUs: {e}"))?;
+    match list.outside(&allowed).as_slice() {
+        [] => Ok(list),
+        outside => Err(format!(
+            "CPU {} not in this process's allowed CPUs ({allowed})",
+            outside
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        )),
     }
 }

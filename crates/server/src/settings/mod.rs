@@ -31,6 +31,7 @@ use mrcache_policy::{ClassPolicySpec, TenantPolicySpec};
 pub use error::SettingsError;
 pub use listen::{ListenSpec, Protocol};
 
+use crate::isolation::Isolation;
 use crate::memory;
 use crate::tenants::config::ServerBounds;
 use crate::tenants::TenantsConfig;
@@ -175,6 +176,9 @@ pub struct Settings {
     pub memory_file: Option<PathBuf>,
     /// The tenants the two files above give, as loaded at start-up (SIGHUP reloads them).
     pub tenants: TenantsConfig,
+    /// `-o worker_cpus`, `-o service_cpus`, `-o sched` (ours): where the threads run and the workers'
+    /// scheduling policy (`crate::isolation`).
+    pub isolation: Isolation,
     /// `--tenant-policy` (ours): the tenant arbiter, overriding the config file's `tenant_policy`; see
     /// `crate::memory` for when tenants have memory of their own.
     pub tenant_policy: Option<TenantPolicySpec>,
@@ -395,6 +399,15 @@ impl Settings {
                 memory::describe_spec(self.tenant_policy_spec().as_ref()),
             ),
             ("tenant_pools", self.tenant_pools().to_string()),
+            (
+                "worker_cpus",
+                self.isolation
+                    .worker_cpus
+                    .as_ref()
+                    .map_or("any".to_string(), ToString::to_string),
+            ),
+            ("service_cpus", self.isolation.service_cpus.to_string()),
+            ("sched", self.isolation.sched.to_string()),
         ]
     }
 }

@@ -612,3 +612,33 @@ fn protocol_and_sasl_follow_memcached_rules() {
         "{help}"
     );
 }
+
+#[test]
+fn isolation_options_parse_and_name_themselves() {
+    use crate::isolation::{allowed_cpus, SchedPolicy, ServiceCpus};
+    let first = allowed_cpus().unwrap().cpus()[0];
+    let s = run(&[
+        "-o",
+        &format!("worker_cpus={first},sched=fifo:20,service_cpus=any"),
+    ])
+    .unwrap();
+    assert_eq!(s.isolation.worker_cpus.unwrap().cpus(), &[first]);
+    assert_eq!(s.isolation.sched, SchedPolicy::Fifo(20));
+    assert_eq!(s.isolation.service_cpus, ServiceCpus::Any);
+    // A comma inside the list continues it (no option name starts with a digit).
+    let all = allowed_cpus().unwrap();
+    let list = all.to_string();
+    let s = run(&[
+        "-o",
+        &format!("slab_reassign,worker_cpus={list},lru_crawler"),
+    ])
+    .unwrap();
+    assert_eq!(s.isolation.worker_cpus.as_ref(), Some(&all));
+    let d = Settings::default();
+    assert_eq!(d.isolation.sched, SchedPolicy::Inherit);
+    assert!(d.describe().contains(&("sched", "inherit".to_string())));
+    assert!(err(&["-o", "worker_cpus=1-0"]).starts_with("-o worker_cpus: "));
+    assert!(err(&["-o", "worker_cpus"]).starts_with("-o worker_cpus: needs a value"));
+    assert!(err(&["-o", "service_cpus=4096"]).starts_with("-o service_cpus: "));
+    assert!(err(&["-o", "sched=deadline"]).starts_with("-o sched: "));
+}

@@ -72,6 +72,7 @@ pub(crate) fn prometheus(ctx: &ServerContext) -> String {
 pub(crate) fn reset(ctx: &ServerContext) {
     ctx.engine.reset_stats();
     ctx.detail.clear();
+    ctx.tenants.reset_counters();
     for t in &ctx.thread_stats {
         for c in [
             &t.bytes_read,

@@ -35,13 +35,18 @@ pub(crate) struct TenantRow {
     pub max_pages: usize,
     /// The most memory it may hold: its `max`, else the server's limit (a tenant's `limit_maxbytes`).
     pub limit_bytes: u64,
+    /// Its rate limit in force (ops/s, burst; zeros: none) and the requests it refused.
+    pub rate_limit: f64,
+    pub rate_burst: u64,
+    pub rate_limited: u64,
 }
 
 /// `stats tenants`: `tenant:<name>:<field>`. `max` and `target_hit_ratio` are 0 when not set. The
 /// memory it holds, in pages: `pool` (the pool it stores into), and its own pool's `pages`,
 /// `target_pages` (the arbiter's), `reserved_pages` and `max_pages` (0: none), as in [`TenantRow`];
 /// `shadow_hits` counts its GET misses on recently evicted keys (Memshare's shadow queues; 0 without
-/// them).
+/// them); `rate_limit` (requests a second) and `rate_burst` are its rate limit in force (0: none) and
+/// `rate_limited` counts the requests it refused.
 #[rustfmt::skip]
 pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
     gauge("id", "tenant_id", "Numeric id of each tenant.", |r| u64::from(r.id.0).into()),
@@ -66,6 +71,12 @@ pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
     gauge("max_pages", "tenant_max_pages", "Most pages each tenant's pool may hold (0: no limit).", |r| r.max_pages.into()),
     counter("shadow_hits", "tenant_shadow_hits_total", "GET misses of each tenant on keys its shadow queue remembers (Memshare).",
         |r| r.counters.shadow_hits.into()),
+    gauge("rate_limit", "tenant_rate_limit_ops_per_second", "Configured request-rate limit of each tenant, requests a second (0: none).",
+        |r| r.rate_limit.into()),
+    gauge("rate_burst", "tenant_rate_burst_requests", "Requests each tenant may send at once under its rate limit (0: no limit).",
+        |r| r.rate_burst.into()),
+    counter("rate_limited", "tenant_rate_limited_total", "Requests of each tenant refused by its rate limit (SERVER_ERROR tenant rate limit exceeded).",
+        |r| r.rate_limited.into()),
 ];
 
 /// A tenant's `stats`: memcached's general names for the figures of its own (the rest of `stats` is
@@ -107,7 +118,12 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
         .map(|(id, name)| {
             let spec = table.spec(id);
             let own = (id.index() < engine.pool_count()).then(|| engine.pool(id.index()));
+            let limiter = ctx.tenants.limiter(id);
+            let (rate_limit, rate_burst) = limiter.as_ref().map_or((0.0, 0), |l| l.limit());
             TenantRow {
+                rate_limit,
+                rate_burst,
+                rate_limited: limiter.map_or(0, |l| l.limited()),
                 id,
                 configured: spec.is_some() || id == TenantId::DEFAULT,
                 counters: stats.tenant(id),

@@ -14,6 +14,9 @@
 //! target_hit_ratio = 0.95  # lama-qos: the least memory meeting it
 //! weight = 2.0             # share of the unreserved memory at the start; Memshare's credit multiplier
 //! admin = false            # true: may run server-wide commands (stats of all, cache_memlimit, ...)
+//! rate_limit = 5000        # requests a second it may sustain, over all its connections (token bucket);
+//!                          # beyond it a request gets `SERVER_ERROR tenant rate limit exceeded`
+//! rate_burst = 500         # requests it may send at once after being idle (default: 0.1 s of rate_limit)
 //! ```
 //! The memory fields take effect through the tenant arbiter (`crate::memory`).
 //! Unknown keys are errors that name the key; every error is a [`ConfigError`]. A `-Y` line `user:password` is a tenant with that password
@@ -23,7 +26,8 @@
 //! Invariants of a validated [`TenantsConfig`]: names are unique and valid; no tenant but `default` is
 //! named `default`, and `default` has no password, prefix or port; prefixes are non-empty and none is a
 //! prefix of another (so a key belongs to at most one prefix tenant); ports are unique and non-zero;
-//! `reserved <= max`; `0 < target_hit_ratio <= 1`; `weight > 0`; `tenant_policy`, when given, is a valid
+//! `reserved <= max`; `0 < target_hit_ratio <= 1`; `weight > 0`; `0 < rate_limit <= 1e9`, `rate_burst >= 1` and
+//! only with a `rate_limit`; `tenant_policy`, when given, is a valid
 //! tenant arbiter spec (it is read as a `TenantPolicySpec`, so the file is refused with the spec's reason).
 //! Against the server ([`TenantsConfig::check_server`], at start-up and on every reload alike): no
 //! tenant port is a main port, and the reserves sum to at most the memory limit.
@@ -33,6 +37,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use mrcache_policy::TenantPolicySpec;
+
+use super::rate_limit::{RateLimit, MAX_RATE_PER_SEC};
 use mrcache_units::{parse_size, SizeError, SizeSyntax, Unit};
 use serde::Deserialize;
 
@@ -149,6 +155,20 @@ pub enum ConfigError {
         /// The value given.
         value: f64,
     },
+    /// `rate_limit` not in (0, 1e9] requests a second.
+    RateLimit {
+        /// The tenant.
+        tenant: String,
+        /// The value given.
+        value: f64,
+    },
+    /// `rate_burst` of 0, or without a `rate_limit`.
+    RateBurst {
+        /// The tenant.
+        tenant: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// More distinct tenant names than ids over the process's life.
     TooManyNames,
     /// A tenant's `port` is one the main listeners use (`-p`, or a `-l host:port`): connections there
@@ -237,6 +257,13 @@ impl fmt::Display for ConfigError {
                 f,
                 "tenant {tenant}: weight must be a positive number, not {value}"
             ),
+            ConfigError::RateLimit { tenant, value } => write!(
+                f,
+                "tenant {tenant}: rate_limit must be a number of requests a second in (0, {MAX_RATE_PER_SEC:e}], not {value}"
+            ),
+            ConfigError::RateBurst { tenant, reason } => {
+                write!(f, "tenant {tenant}: rate_burst {reason}")
+            }
             ConfigError::TooManyNames => {
                 f.write_str("too many tenant names (65536) in this process's life")
             }
@@ -277,6 +304,8 @@ pub struct ConfiguredTenant {
     /// `admin = true`: the tenant's connections may run server-wide commands (see
     /// `crate::tenants::Scope`); other tenants see and change only their own.
     pub admin: bool,
+    /// Its request-rate limit (`rate_limit`, `rate_burst`), if any (`super::rate_limit`).
+    pub rate_limit: Option<RateLimit>,
 }
 
 impl ConfiguredTenant {
@@ -291,6 +320,7 @@ impl ConfiguredTenant {
             target_hit_ratio: None,
             weight: DEFAULT_WEIGHT,
             admin: false,
+            rate_limit: None,
         }
     }
 }
@@ -343,6 +373,8 @@ struct FileTenant {
     target_hit_ratio: Option<f64>,
     weight: Option<f64>,
     admin: Option<bool>,
+    rate_limit: Option<f64>,
+    rate_burst: Option<u64>,
 }
 
 /// A size in bytes: an integer, or a string such as `"64MiB"`, `"512k"`, `"1g"`.
@@ -539,6 +571,21 @@ impl TenantsConfig {
                     value: t.weight,
                 });
             }
+            if let Some(limit) = t.rate_limit {
+                let rate = limit.ops_per_sec;
+                if !(rate > 0.0 && rate <= MAX_RATE_PER_SEC) {
+                    return Err(ConfigError::RateLimit {
+                        tenant: n.clone(),
+                        value: rate,
+                    });
+                }
+                if limit.burst == 0 {
+                    return Err(ConfigError::RateBurst {
+                        tenant: n.clone(),
+                        reason: "must be at least 1",
+                    });
+                }
+            }
         }
         Ok(())
     }
@@ -561,7 +608,21 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
         .into_iter()
         .map(|t| {
             let name = t.name.clone();
+            let rate_limit = match (t.rate_limit, t.rate_burst) {
+                (Some(ops_per_sec), burst) => Some(RateLimit {
+                    ops_per_sec,
+                    burst: burst.unwrap_or_else(|| RateLimit::default_burst(ops_per_sec)),
+                }),
+                (None, Some(_)) => {
+                    return Err(ConfigError::RateBurst {
+                        tenant: name,
+                        reason: "needs a rate_limit",
+                    })
+                }
+                (None, None) => None,
+            };
             Ok(ConfiguredTenant {
+                rate_limit,
                 reserved_bytes: match &t.reserved {
                     Some(s) => s.bytes("reserved", &name)?,
                     None => 0,

@@ -21,6 +21,11 @@
 //! and keeps it for the life of the process, through reloads that remove and re-add it. Items carry the
 //! id, so a re-added tenant finds its data again and a new tenant can never inherit another's items.
 //!
+//! Rate limits (`rate_limit` in the config; `rate_limit`): each name keeps one [`TenantLimiter`] for the
+//! process's life, next to its id; a table lists those of its tenants that have a limit. The request
+//! path checks them lock-free through a routed connection's table, and through the current table under
+//! the read lock for a fixed one, only while some tenant has a limit (one relaxed load otherwise).
+//!
 //! Concurrency: the directory is read when a connection opens or authenticates, by routed connections
 //! once per request to compare the generation (one relaxed load), and by `stats tenants`; it is written
 //! by a reload (the listener thread, on SIGHUP). One `parking_lot::RwLock` around an `Arc<TenantTable>`;
@@ -28,16 +33,19 @@
 //! is held.
 
 pub mod config;
+pub mod rate_limit;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+use std::time::Instant;
 
 use mrcache_engine::{Key, TenantId};
 use parking_lot::RwLock;
 
 pub use config::{ConfigError, ConfiguredTenant, ServerBounds, TenantsConfig, DEFAULT_TENANT_NAME};
+pub use rate_limit::{RateLimit, TenantLimiter, RATE_LIMITED_REPLY};
 
 /// The configuration in force: each configured tenant with its id, and the lookups built from them.
 #[derive(Debug)]
@@ -49,6 +57,8 @@ pub struct TenantTable {
     /// Prefix routes for routed connections; prefixes never overlap (validated).
     prefixes: Vec<(Vec<u8>, TenantId)>,
     auth_required: bool,
+    /// By id: the limiter of each tenant of this table that has a `rate_limit`.
+    limiters: Vec<Option<Arc<TenantLimiter>>>,
 }
 
 impl TenantTable {
@@ -72,6 +82,16 @@ impl TenantTable {
         self.tenants().find(|(_, s)| s.port == Some(port))
     }
 
+    /// Whether tenant `id` may run a request at `now_ns` (nanoseconds from the directory's epoch):
+    /// always, unless this table gives it a rate limit whose bucket is empty.
+    #[inline]
+    pub fn admit(&self, id: TenantId, now_ns: u64) -> bool {
+        match self.limiters.get(id.index()) {
+            Some(Some(limiter)) => limiter.admit(now_ns),
+            _ => true,
+        }
+    }
+
     /// The tenant a routed connection's key belongs to.
     #[inline]
     pub fn route(&self, key: &[u8]) -> TenantId {
@@ -90,6 +110,8 @@ struct Names {
     ids: HashMap<String, TenantId>,
     /// Names by id (index 0 is the default tenant).
     names: Vec<String>,
+    /// Rate limiters by id, one per name for the process's life.
+    limiters: Vec<Arc<TenantLimiter>>,
 }
 
 impl Names {
@@ -102,6 +124,7 @@ impl Names {
             .map_err(|_| ConfigError::TooManyNames)?;
         self.ids.insert(name.to_string(), id);
         self.names.push(name.to_string());
+        self.limiters.push(Arc::default());
         Ok(id)
     }
 }
@@ -115,6 +138,10 @@ pub struct Tenants {
     current: RwLock<Arc<TenantTable>>,
     /// Bumped by every successful reload, so routed connections pick up new prefixes.
     generation: AtomicU64,
+    /// Whether the table in force gives any tenant a rate limit.
+    any_rate_limit: AtomicBool,
+    /// Time zero of the rate limiters' clock.
+    epoch: Instant,
 }
 
 impl Tenants {
@@ -127,14 +154,17 @@ impl Tenants {
         let mut names = Names {
             ids: HashMap::from([(DEFAULT_TENANT_NAME.to_string(), TenantId::DEFAULT)]),
             names: vec![DEFAULT_TENANT_NAME.to_string()],
+            limiters: vec![Arc::default()],
         };
         let table = build(config, &mut names)?;
         Ok(Tenants {
             config_path,
             auth_file,
             names: parking_lot::Mutex::new(names),
+            any_rate_limit: AtomicBool::new(table.limiters.iter().any(Option::is_some)),
             current: RwLock::new(Arc::new(table)),
             generation: AtomicU64::new(0),
+            epoch: Instant::now(),
         })
     }
 
@@ -185,9 +215,38 @@ impl Tenants {
             let mut names = self.names.lock();
             build(config, &mut names)?
         };
+        let limited = table.limiters.iter().any(Option::is_some);
         *self.current.write() = Arc::new(table);
+        self.any_rate_limit.store(limited, Relaxed);
         self.generation.fetch_add(1, Relaxed);
         Ok(())
+    }
+
+    /// Whether the request of a connection that is `tenancy`, charged to the tenant of `key`, may run
+    /// now under its tenant's rate limit (see the module doc for what it costs). A refused request is
+    /// counted in the tenant's `rate_limited`.
+    #[inline]
+    pub fn admit(&self, tenancy: &Tenancy, key: &[u8]) -> bool {
+        if !self.any_rate_limit.load(Relaxed) {
+            return true;
+        }
+        let now_ns = self.epoch.elapsed().as_nanos() as u64;
+        match tenancy {
+            Tenancy::Routed { table, .. } => table.admit(table.route(key), now_ns),
+            Tenancy::Fixed(id) => self.current.read().admit(*id, now_ns),
+        }
+    }
+
+    /// Tenant `id`'s limiter (its limit in force and its `rate_limited` count), if the id is known.
+    pub fn limiter(&self, id: TenantId) -> Option<Arc<TenantLimiter>> {
+        self.names.lock().limiters.get(id.index()).cloned()
+    }
+
+    /// `stats reset`: every tenant's `rate_limited` back to 0.
+    pub fn reset_counters(&self) {
+        for l in &self.names.lock().limiters {
+            l.reset_counters();
+        }
     }
 
     /// memcached's `authfile_check` against the current table: the tenant `user` names, if its password is
@@ -218,7 +277,23 @@ fn build(config: TenantsConfig, names: &mut Names) -> Result<TenantTable, Config
         .zip(&ids)
         .filter_map(|(t, id)| t.prefix.as_ref().map(|p| (p.as_bytes().to_vec(), *id)))
         .collect();
+    // Every known name's limiter follows the new table: a name it does not limit is unlimited (a
+    // connection still holding the old table then sees no limit either).
+    let mut limiters = vec![None; names.limiters.len()];
+    for (i, limiter) in names.limiters.iter().enumerate() {
+        let spec = config
+            .tenants
+            .iter()
+            .zip(&ids)
+            .find(|(_, id)| id.index() == i)
+            .and_then(|(t, _)| t.rate_limit);
+        limiter.configure(spec);
+        if spec.is_some() {
+            limiters[i] = Some(limiter.clone());
+        }
+    }
     Ok(TenantTable {
+        limiters,
         auth_required: config.auth_required(),
         config,
         ids,

@@ -267,3 +267,62 @@ fn a_removed_or_plain_tenant_is_no_operator() {
         .unwrap();
     assert!(matches!(Tenancy::Fixed(app).scope(&t), Scope::Tenant(..)));
 }
+
+#[test]
+fn rate_limits_parse_validate_and_follow_reloads() {
+    use super::rate_limit::RateLimit;
+    let c = config("[[tenant]]\nname = \"a\"\nprefix = \"a:\"\nrate_limit = 5000\n").unwrap();
+    assert_eq!(
+        c.tenants[0].rate_limit,
+        Some(RateLimit {
+            ops_per_sec: 5000.0,
+            burst: 500
+        })
+    );
+    let c = config("[[tenant]]\nname = \"a\"\nrate_limit = 2.5\nrate_burst = 3\n").unwrap();
+    assert_eq!(c.tenants[0].rate_limit.unwrap().burst, 3);
+    for (text, why) in [
+        ("rate_limit = 0", "rate_limit must be"),
+        ("rate_limit = -1", "rate_limit must be"),
+        ("rate_limit = 2e9", "rate_limit must be"),
+        (
+            "rate_limit = 10\nrate_burst = 0",
+            "rate_burst must be at least 1",
+        ),
+        ("rate_burst = 4", "rate_burst needs a rate_limit"),
+        ("rate_limit = \"fast\"", "rate_limit"),
+    ] {
+        let e = config(&format!("[[tenant]]\nname = \"a\"\n{text}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(why), "{text}: {e}");
+    }
+
+    // The directory charges a routed key to its prefix tenant; a reload changes the limit in force and
+    // keeps the count; a tenant the reload no longer limits is unlimited.
+    let tenants = Tenants::new(
+        config("[[tenant]]\nname = \"a\"\nprefix = \"a:\"\nrate_limit = 1\nrate_burst = 2\n")
+            .unwrap(),
+        None,
+        None,
+    )
+    .unwrap();
+    let routed = Tenancy::routed(&tenants);
+    assert!(tenants.admit(&routed, b"a:1") && tenants.admit(&routed, b"a:2"));
+    assert!(!tenants.admit(&routed, b"a:3"));
+    assert!((0..100).all(|_| tenants.admit(&routed, b"other")));
+    let a = TenantId(1);
+    assert!(!tenants.admit(&Tenancy::Fixed(a), b"x"));
+    assert_eq!(tenants.limiter(a).unwrap().limited(), 2);
+    tenants
+        .replace(config("[[tenant]]\nname = \"a\"\nprefix = \"a:\"\n").unwrap())
+        .unwrap();
+    assert!((0..100).all(|_| tenants.admit(&Tenancy::Fixed(a), b"x")));
+    assert!(
+        (0..100).all(|_| tenants.admit(&routed, b"a:1")),
+        "an old table sees no limit either"
+    );
+    assert_eq!(tenants.limiter(a).unwrap().limited(), 2);
+    tenants.reset_counters();
+    assert_eq!(tenants.limiter(a).unwrap().limited(), 0);
+}

@@ -7,8 +7,13 @@ use super::*;
 /// has something to show.
 fn busy_server() -> ServerContext {
     let server = ctx_with_tenants(
-        "[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\ntarget_hit_ratio = 0.9\nweight = 2.5\n",
+        "[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\ntarget_hit_ratio = 0.9\nweight = 2.5\n\
+         rate_limit = 100\nrate_burst = 3\n",
     );
+    // Tenant a sends past its burst: the refusals are a figure too.
+    let a = crate::tenants::Tenancy::Fixed(mrcache_engine::TenantId(1));
+    let admitted = (0..10).filter(|_| server.tenants.admit(&a, b"k")).count();
+    assert!((3..10).contains(&admitted), "{admitted}");
     let clock = server.clock();
     for i in 0..100 {
         let key = format!("key{i}");
@@ -126,6 +131,15 @@ fn every_stats_figure_is_on_metrics() {
     let server = busy_server();
     let exposition = prometheus(&server);
     let moving = ["uptime", "time", "rusage_user", "rusage_system"];
+    let sample = samples(&exposition);
+    assert_ne!(
+        sample["mrcached_tenant_rate_limited_total{tenant=\"a\"}"],
+        "0"
+    );
+    assert_eq!(
+        sample["mrcached_tenant_rate_limit_ops_per_second{tenant=\"a\"}"],
+        "100"
+    );
 
     let mut out = Vec::new();
     general(&server, &mut out);
