@@ -379,6 +379,7 @@ impl Session {
                             return progress;
                         }
                         Flow::Watch(mask) => {
+                            progress.consumed += consumed;
                             self.start_watching(mask, out);
                             if self.watcher.is_some() {
                                 progress.consumed = input.len();
