@@ -39,6 +39,10 @@ Extended options (-o key[=value],...):
                            classes, as in the simulator). -I limits items as memcached does either way
    mrc_sample_rate=F       mrcached: initial sampling rate of the per-class miss-ratio-curve profilers,
                            in [0, 1]; 0 turns profiling off (default: {}; profilers use at most 1% of -m)
+   io=P                    mrcached: the network I/O path: uring (io_uring: multishot accept and receive
+                           into provided buffers, sends batched into one system call per event-loop turn),
+                           epoll, or auto (default: uring where the kernel supports it, else epoll; the
+                           path in use is logged at start-up and shown as `io` in `stats settings`)
    ignored for compatibility: hashpower=N, no_hashexpand, hash_algorithm, maxconns_fast,
                            lru_maintainer, no_lru_maintainer, lru_crawler_sleep, lru_crawler_tocrawl,
                            hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor,
@@ -312,6 +316,7 @@ impl Settings {
             shards: 1,
             item_accounting: DEFAULT_ITEM_ACCOUNTING,
             mrc_sample_rate: mrcache_engine::profiling::DEFAULT_SAMPLE_RATE,
+            io: IoMode::Auto,
             admin_port: cli.admin_port,
             admin_listen: cli.admin_listen,
             auth_file: cli.auth_file,
