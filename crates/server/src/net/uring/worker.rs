@@ -310,12 +310,12 @@ where
             sock.recv_cancelling = false;
         }
         if res > 0 {
-            ThreadStats::add(&self.stats.bytes_read, res as u64);
             s.conn.on_event(true, false, false);
         } else if res == 0 {
             sock.set_eof();
             s.conn.on_event(true, false, true);
-        } else if res != -libc::ENOBUFS && res != -libc::ECANCELED {
+        } else if ![libc::ENOBUFS, libc::ECANCELED, libc::EAGAIN, libc::EINTR].contains(&-res) {
+            // Out of buffers, cancelled (backpressure) or interrupted: re-armed after the next turn.
             sock.set_error(-res);
             s.conn.on_event(true, true, true);
         }
@@ -331,14 +331,16 @@ where
         }
         let sock = s.conn.stream_mut();
         if res >= 0 {
-            ThreadStats::add(&self.stats.bytes_written, res as u64);
             if sock.sent(res as usize) {
                 s.conn.on_event(false, true, false);
             }
         } else {
+            // EAGAIN/EINTR: nothing was sent; the bytes stay staged and go again (`progress_io`).
             sock.sent(0);
-            sock.set_error(-res);
-            s.conn.on_event(true, true, true);
+            if res != -libc::EAGAIN && res != -libc::EINTR {
+                sock.set_error(-res);
+                s.conn.on_event(true, true, true);
+            }
         }
         self.schedule(slot);
     }
@@ -446,6 +448,9 @@ where
         } = new;
         // SAFETY: the descriptor comes straight out of the mio socket, which gives up ownership.
         let stream = unsafe { std::net::TcpStream::from_raw_fd(stream.into_raw_fd()) };
+        // io_uring waits for readiness itself; a blocking socket keeps a retried operation from failing
+        // with EAGAIN.
+        let _ = stream.set_nonblocking(false);
         let fd = stream.as_raw_fd();
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.conns.push(None);
