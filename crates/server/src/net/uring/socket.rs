@@ -33,6 +33,9 @@ pub struct UringSocket {
     pub(super) send_in_flight: bool,
     pub(super) recv_armed: bool,
     pub(super) recv_cancelling: bool,
+    /// A `write` returned `WouldBlock` since the last send completion: `Conn` holds output and needs a
+    /// turn when the send completes (otherwise a completed send needs no turn at all).
+    write_blocked: bool,
 }
 
 impl UringSocket {
@@ -48,6 +51,7 @@ impl UringSocket {
             send_in_flight: false,
             recv_armed: false,
             recv_cancelling: false,
+            write_blocked: false,
         }
     }
 
@@ -92,6 +96,11 @@ impl UringSocket {
         } else {
             &self.send_buf[self.send_pos..]
         }
+    }
+
+    /// Whether a `write` was refused since the last call (and forgets it).
+    pub(super) fn take_write_blocked(&mut self) -> bool {
+        std::mem::take(&mut self.write_blocked)
     }
 
     /// A send completed having sent `n` bytes of [`UringSocket::to_send`]. Returns true when all staged
@@ -152,6 +161,7 @@ impl Write for UringSocket {
         }
         let room = MAX_SEND_BYTES.saturating_sub(self.send_buf.len());
         if self.send_in_flight || room == 0 {
+            self.write_blocked = true;
             return Err(ErrorKind::WouldBlock.into());
         }
         let n = room.min(buf.len());

@@ -332,7 +332,12 @@ where
         let sock = s.conn.stream_mut();
         if res >= 0 {
             if sock.sent(res as usize) {
+                let blocked = sock.take_write_blocked();
                 s.conn.on_event(false, true, false);
+                if !blocked && !s.closing {
+                    // The usual case: the turn's replies are out and `Conn` holds no more; nothing to run.
+                    return;
+                }
             }
         } else {
             // EAGAIN/EINTR: nothing was sent; the bytes stay staged and go again (`progress_io`).
