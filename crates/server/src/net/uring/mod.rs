@@ -27,10 +27,12 @@ pub use worker::spawn;
 /// keeps overflowing completions rather than dropping them).
 const RING_ENTRIES: u32 = 1024;
 /// Receive buffers in a worker's provided-buffer ring (a power of two). Each is recycled as soon as its
-/// bytes are copied out, so this bounds bytes in flight per turn, not per connection.
-const RECV_BUFFERS: u16 = 256;
-/// Bytes per receive buffer.
-const RECV_BUFFER_BYTES: usize = 16 * 1024;
+/// bytes are copied out, so this bounds bytes received per event-loop turn, not per connection; a receive
+/// that finds the ring empty ends (`ENOBUFS`) and is re-armed after the turn. 512 x 4 KiB: 2 MiB per
+/// worker.
+const RECV_BUFFERS: u16 = 512;
+/// Bytes per receive buffer: a typical request fits one; a large value takes several completions.
+const RECV_BUFFER_BYTES: usize = 4 * 1024;
 /// The buffer group the receive buffers form.
 const BUFFER_GROUP: u16 = 0;
 
