@@ -2,7 +2,11 @@
 # mrcached's two network I/O paths side by side with Debian's memcached, in one run (docs/results.md §4,
 # "io_uring against epoll").
 #
-#   scripts/io-paths.sh [-d DURATION] [-r ROUNDS] [-n REPEATS] [-q QOS_STEP_DURATION]
+#   scripts/io-paths.sh [-d DURATION] [-r ROUNDS] [-n REPEATS] [-q QOS_STEP_DURATION] [-c CLIENT_IO]
+#
+# -c picks the load generator's own I/O path (mrcache bench --io epoll|uring; default epoll, as in the
+# other §4 measurements): with uring the client spends less of its core in the kernel per request, so an
+# unpipelined run is less limited by the one client core.
 #
 # Three servers, each -t 1 -m 64 on core 0 (the load generator on core 1), listening on 127.0.0.1 only:
 # memcached, `mrcached -o io=epoll` and `mrcached -o io=uring`. The load is scripts/compare-memcached.sh's:
@@ -18,11 +22,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-duration=5s rounds=3 repeats=3 qos_duration=2s
-while getopts "d:r:n:q:" opt; do
+duration=5s rounds=3 repeats=3 qos_duration=2s client_io=epoll
+while getopts "d:r:n:q:c:" opt; do
     case "$opt" in
         d) duration=$OPTARG ;; r) rounds=$OPTARG ;; n) repeats=$OPTARG ;; q) qos_duration=$OPTARG ;;
-        *) echo "usage: $0 [-d DURATION] [-r ROUNDS] [-n REPEATS] [-q QOS_STEP_DURATION]" >&2; exit 64 ;;
+        c) client_io=$OPTARG ;;
+        *) echo "usage: $0 [-d DURATION] [-r ROUNDS] [-n REPEATS] [-q QOS_STEP_DURATION] [-c CLIENT_IO]" >&2
+           exit 64 ;;
     esac
 done
 
@@ -52,7 +58,8 @@ for name in "${names[@]}"; do
     wait_port "${port[$name]}"
 done
 
-load=(--threads 1 --connections 50 --keys 100000 --key-size 32 --value-size 200 --get-ratio 0.9 --json)
+load=(--threads 1 --connections 50 --keys 100000 --key-size 32 --value-size 200 --get-ratio 0.9 --json
+    --io "$client_io")
 for name in "${names[@]}"; do
     "${client_cpu[@]}" "$mrcache" bench --server "127.0.0.1:${port[$name]}" "${load[@]}" --preload \
         --rate 1000 --warmup 0s --duration 1s > /dev/null 2>&1
@@ -74,7 +81,8 @@ print(int(r["throughput_ops"]), r["latency_us"]["total"]["p99"], r.get("client_c
 }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); -m 64 -t 1;" \
-    "closed loop $duration x $rounds rounds; open loop ${duration} x $repeats; qos steps $qos_duration"
+    "closed loop $duration x $rounds rounds; open loop ${duration} x $repeats; qos steps $qos_duration;" \
+    "client --io $client_io; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 : > "$tmp/closed.txt"
 for round in $(seq 1 "$rounds"); do
     for mode in unpipelined pipelined; do

@@ -42,6 +42,8 @@ use crate::net::ProtocolSession;
 
 /// `IORING_ENTER_GETEVENTS`: run deferred completions even when not waiting for any.
 const ENTER_GETEVENTS: u32 = 1;
+/// The longest a wait that also counts the turn's sends lasts (see `UringWorker::enter`).
+const SEND_WAIT_CAP: Duration = Duration::from_millis(1);
 /// How long shutdown waits for cancelled operations to complete before closing the sockets anyway.
 const SHUTDOWN_DRAIN: Duration = Duration::from_secs(1);
 
@@ -123,6 +125,8 @@ struct UringWorker<S, F> {
     free_slots: Vec<usize>,
     ready: VecDeque<usize>,
     completions: Vec<(u64, i32, u32)>,
+    /// Sends queued since the last enter.
+    sends_queued: usize,
     id: usize,
     ctx: Arc<ServerContext>,
     stats: Arc<ThreadStats>,
@@ -162,6 +166,7 @@ where
             free_slots: Vec::new(),
             ready: VecDeque::new(),
             completions: Vec::with_capacity(RING_ENTRIES as usize),
+            sends_queued: 0,
             id,
             ctx,
             stats,
@@ -209,7 +214,21 @@ where
     }
 
     /// Submits what is queued and collects completions, waiting for one when `wait`.
+    ///
+    /// A send to a socket with room completes during the submission, so a plain wait for one completion
+    /// would return at once with the turn's own sends, and the worker would enter again to wait for the
+    /// next request. Waiting for the sends plus one makes a single enter do both; a send that could not
+    /// complete at once leaves the count short, so that wait is capped at [`SEND_WAIT_CAP`].
     fn enter(&mut self, wait: bool) -> io::Result<()> {
+        let sends = std::mem::take(&mut self.sends_queued);
+        if wait && sends > 0 {
+            let ts = types::Timespec::from(SEND_WAIT_CAP);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            return match self.ring.submitter().submit_with_args(sends + 1, &args) {
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => Ok(()),
+                r => r.map(drop),
+            };
+        }
         if wait {
             self.ring.submit_and_wait(1).map(drop)
         } else {
@@ -407,6 +426,7 @@ where
                     .user_data(user_data(KIND_SEND, slot, gen)),
             );
             sock.send_in_flight = true;
+            self.sends_queued += 1;
         }
         let pause = sock.unread() >= RECV_PAUSE_BYTES;
         if sock.recv_armed && !sock.recv_cancelling && (closing || pause) {
