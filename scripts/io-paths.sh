@@ -146,8 +146,8 @@ opened = [l.split() for l in open(f"{tmp}/open.txt")]
 print(f"{'load':<6} {'rate':>8} " + " ".join(f"{n:>10}" for n in names))
 for pct in ("50", "80"):
     rows = [r for r in opened if r[0] == pct]
-    cells = [statistics.median(float(r[5]) for r in rows if r[3] == n) for n in names]
-    print(f"{pct + '%':<6} {rows[0][2]:>8} " + " ".join(f"{c:>10.0f}" for c in cells))
+    cells = [statistics.median(float(r[4]) for r in rows if r[2] == n) for n in names]
+    print(f"{pct + '%':<6} {rows[0][1]:>8} " + " ".join(f"{c:>10.0f}" for c in cells))
 print()
 print("QoS throughput (p95 < 500 us), ops/s")
 for l in open(f"{tmp}/qos.txt"):
