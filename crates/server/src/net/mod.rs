@@ -273,6 +273,10 @@ impl Server {
             },
             ports,
         )?;
+        let listener = match io {
+            IoBackend::Uring => listener.with_uring_accept(),
+            IoBackend::Epoll => listener,
+        };
         let listener = std::thread::Builder::new()
             .name("mrcached-listener".into())
             .spawn(move || listener.run())?;

@@ -3,9 +3,9 @@
 //! buffer ring (`bufring.rs`) and a transport (`socket.rs`) that lets the epoll path's `Conn` run unchanged
 //! on top: same protocol session, buffers, `-R` fairness, output backpressure and `stats conns` state.
 //!
-//! What stays shared with the epoll path: the listener thread (accept, `-c`, tenant ports, SIGHUP, shutdown)
-//! hands connections over exactly as it does to epoll workers. Accepting is not on the request path, so it
-//! stays on mio; the listener's accept loop is the same on both paths.
+//! What stays shared with the epoll path: the listener thread (`-c`, tenant ports, SIGHUP, shutdown) hands
+//! connections over exactly as it does to epoll workers; on this path it accepts with multishot accepts on
+//! a ring of its own (`net/listener.rs`, `accept_loop_uring`).
 //!
 //! [`probe`] checks at start-up that this kernel does what the workers need (ring creation, a provided
 //! buffer ring, a multishot receive), so `-o io=auto` can fall back to epoll where io_uring is missing,
