@@ -52,6 +52,12 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = defaults::CONNECTIONS)]
     pub connections: usize,
 
+    /// The load threads' network I/O: epoll (mio; a read and a write per connection and turn) or uring
+    /// (io_uring: every connection's send and receive of a turn in one system call, so that where the
+    /// client's own kernel time limits an unpipelined run, the server is what is measured).
+    #[arg(long, value_enum, default_value = "epoll")]
+    pub io: crate::worker::ClientIo,
+
     /// Client event-loop threads; each drives its share of the connections with mio.
     #[arg(long, default_value_t = defaults::THREADS)]
     pub threads: usize,

@@ -18,6 +18,7 @@ use mio::Registry;
 
 use crate::reply::{parse_item, ReplyItem};
 use crate::stats::RunStats;
+use crate::uring::RingState;
 use crate::worker::{Plan, Window};
 use crate::OpKind;
 
@@ -105,6 +106,8 @@ pub(crate) struct Conn {
     pub preload: std::ops::Range<u64>,
     /// The wake-up time this connection has in the worker's timer heap, if any.
     pub heap_wake: Option<Instant>,
+    /// `--io uring`: the connection's operations in flight (`None` on the epoll path).
+    pub ring: Option<RingState>,
 }
 
 impl Conn {
@@ -125,6 +128,7 @@ impl Conn {
             next_intended: None,
             preload: 0..0,
             heap_wake: None,
+            ring: None,
         }
     }
 
@@ -145,8 +149,16 @@ impl Conn {
         });
     }
 
-    /// Writes as much of `wbuf` as the socket takes.
+    /// Writes as much of `wbuf` as the socket takes. On the io_uring path the worker sends `wbuf` at
+    /// the end of its turn; this only reports a failed send.
     pub fn flush(&mut self) -> Result<(), Fault> {
+        if let Some(r) = &self.ring {
+            return if r.send_error {
+                Err(Fault::Reset)
+            } else {
+                Ok(())
+            };
+        }
         let Some(stream) = self.stream.as_mut() else {
             return Ok(());
         };
@@ -178,6 +190,19 @@ impl Conn {
         stats: &mut RunStats,
         peer_closed: bool,
     ) -> Result<(), Fault> {
+        if let Some(r) = self.ring.as_mut() {
+            // io_uring: a receive completed; its bytes are already at the end of `rbuf`.
+            match r.received.take() {
+                None => return Ok(()),
+                Some(n) if n <= 0 => return Err(Fault::Reset),
+                Some(_) => {}
+            }
+            let now = Instant::now();
+            while let Some(item) = self.next_item(plan)? {
+                self.on_item(item, now, plan, window, stats)?;
+            }
+            return Ok(());
+        }
         loop {
             self.make_room();
             let Some(stream) = self.stream.as_mut() else {
@@ -203,6 +228,25 @@ impl Conn {
                 return Ok(());
             }
         }
+    }
+
+    /// io_uring: room at the end of the read buffer for the next receive (compacted or grown first).
+    /// The buffer must not be touched again until that receive completes.
+    pub fn recv_target(&mut self) -> (*mut u8, usize) {
+        self.make_room();
+        let room = self.rbuf.len() - self.rend;
+        (self.rbuf[self.rend..].as_mut_ptr(), room)
+    }
+
+    /// io_uring: a receive put `n` bytes at the end of the read buffer.
+    pub fn ring_received(&mut self, n: usize) {
+        self.rend += n;
+    }
+
+    /// io_uring: hands over the read buffer (an abandoned socket's receive may still write to it) and
+    /// starts a fresh one.
+    pub fn take_rbuf(&mut self) -> Vec<u8> {
+        std::mem::replace(&mut self.rbuf, vec![0; READ_CHUNK])
     }
 
     /// Compacts or grows the read buffer so a read has room; a large value may need growth.

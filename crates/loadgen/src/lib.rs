@@ -26,6 +26,7 @@ mod report;
 mod request;
 mod runner;
 mod stats;
+mod uring;
 mod worker;
 
 pub use args::{

@@ -260,6 +260,7 @@ fn plan(args: &BenchArgs, setup: &Setup, mode: LoadMode) -> Result<Plan, BenchEr
         sizer,
         tenants,
         timeout: args.timeout.0,
+        io: args.io,
     })
 }
 

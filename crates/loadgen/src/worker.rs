@@ -12,6 +12,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,7 @@ use crate::conn::{Conn, ConnState, Fault, PendingOp};
 use crate::dist::{GapSampler, KeySampler, ValueSizer};
 use crate::request::{push_auth, push_get, push_set, KeySpace};
 use crate::stats::{RunStats, Tick};
+use crate::uring::{self, Retired, Ring, RingState};
 use crate::OpKind;
 
 /// Sleep in epoll only when the next timer is further than this; spin closer to it.
@@ -58,6 +60,18 @@ pub(crate) struct Plan {
     pub value: Vec<u8>,
     pub tenants: Vec<TenantPlan>,
     pub timeout: Duration,
+    /// `--io`: the client's network I/O path.
+    pub io: ClientIo,
+}
+
+/// `mrcache bench --io`: how the load threads do their network I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientIo {
+    /// epoll through mio: a `read` and a `write` per connection and turn.
+    Epoll,
+    /// io_uring: every connection's send and receive of a turn in one system call (`uring.rs`).
+    Uring,
 }
 
 pub(crate) struct TenantPlan {
@@ -91,6 +105,13 @@ impl Window {
 }
 
 pub(crate) struct Worker<'a> {
+    /// `--io uring`: declared first, so it is torn down before the buffers its operations point at.
+    ring: Option<Ring>,
+    /// Sockets and buffers of abandoned connections whose operations are still finishing.
+    retired: Vec<Retired>,
+    /// Connections with requests to send at the end of this turn (io_uring).
+    dirty: Vec<usize>,
+    completions: Vec<(u64, i32, u32)>,
     plan: &'a Plan,
     window: Window,
     poll: Poll,
@@ -137,14 +158,25 @@ impl<'a> Worker<'a> {
         progress: Sender<Tick>,
     ) -> std::io::Result<Self> {
         let poll = Poll::new()?;
+        let ring = match plan.io {
+            ClientIo::Epoll => None,
+            ClientIo::Uring => Some(Ring::new()?),
+        };
         let mut conns = Vec::with_capacity(specs.len());
         for (i, (spec, mut stream)) in specs.iter().zip(streams).enumerate() {
-            poll.registry().register(
-                &mut stream,
-                Token(i),
-                Interest::READABLE | Interest::WRITABLE,
-            )?;
-            let mut conn = Conn::new(spec.addr, spec.tenant, stream);
+            let mut conn = if ring.is_some() {
+                uring::set_blocking(&stream)?;
+                let mut conn = Conn::new(spec.addr, spec.tenant, stream);
+                conn.ring = Some(RingState::default());
+                conn
+            } else {
+                poll.registry().register(
+                    &mut stream,
+                    Token(i),
+                    Interest::READABLE | Interest::WRITABLE,
+                )?;
+                Conn::new(spec.addr, spec.tenant, stream)
+            };
             conn.preload = spec.preload.clone();
             conns.push(conn);
         }
@@ -158,6 +190,10 @@ impl<'a> Worker<'a> {
             drain_deadline: now,
         };
         Ok(Worker {
+            ring,
+            retired: Vec::new(),
+            dirty: Vec::new(),
+            completions: Vec::new(),
             plan,
             window,
             poll,
@@ -180,6 +216,14 @@ impl<'a> Worker<'a> {
     pub fn run(mut self, start: Instant, window: Window) -> RunStats {
         self.window = window;
         let mut events = Events::with_capacity(1024);
+        if let Some(ring) = self.ring.as_mut() {
+            // Connects in progress (reconnects) are watched by the mio poll, whose descriptor the ring
+            // polls.
+            ring.poll_multi(self.poll.as_raw_fd());
+            for i in 0..self.conns.len() {
+                self.arm_recv(i);
+            }
+        }
         for i in 0..self.conns.len() {
             if let Some(g) = self.gaps[i] {
                 let first = start + Duration::from_secs_f64(g.sample(&mut self.rng));
@@ -238,6 +282,15 @@ impl<'a> Worker<'a> {
                 }
                 _ => until_wake,
             };
+            if self.ring.is_some() {
+                self.submit_sends();
+                let entered = self.ring.as_mut().map(|r| r.enter(timeout));
+                if let Some(Err(_)) = entered {
+                    continue; // EINTR; anything else recurs and the deadline still ends the loop.
+                }
+                self.reap(&mut events);
+                continue;
+            }
             if self.poll.poll(&mut events, Some(timeout)).is_err() {
                 continue; // EINTR; anything else recurs and the deadline still ends the loop.
             }
@@ -323,6 +376,23 @@ impl<'a> Worker<'a> {
         if let Some(s) = conn.stream.as_ref() {
             let _ = s.set_nodelay(true);
         }
+        if self.ring.is_some() {
+            // From now on the ring does this connection's I/O.
+            if let Some(s) = conn.stream.as_mut() {
+                let _ = self.poll.registry().deregister(s);
+                if uring::set_blocking(s).is_err() {
+                    self.fault(i, Fault::ConnectFailed, now);
+                    return;
+                }
+            }
+            let gen = conn.ring.as_ref().map_or(0, |r| r.gen);
+            conn.ring = Some(RingState {
+                gen,
+                ..RingState::default()
+            });
+            self.arm_recv(i);
+        }
+        let conn = &mut self.conns[i];
         let tenant = &self.plan.tenants[conn.tenant];
         if tenant.user.is_empty() {
             conn.state = ConnState::Ready;
@@ -334,6 +404,34 @@ impl<'a> Worker<'a> {
     }
 
     fn fault(&mut self, i: usize, fault: Fault, now: Instant) {
+        if let Some(ring) = self.ring.as_mut() {
+            let conn = &mut self.conns[i];
+            if let Some(state) = conn.ring.as_mut() {
+                let (recv_in_flight, send_in_flight) = (state.recv_in_flight, state.send_in_flight);
+                let gen = state.gen;
+                let sending = std::mem::take(&mut state.sending);
+                *state = RingState {
+                    gen: (gen + 1) & 0xff_ffff,
+                    ..RingState::default()
+                };
+                if recv_in_flight || send_in_flight {
+                    // The kernel may still write to the read buffer or read the send buffer: keep them
+                    // (and the socket, so the cancel can name it) until those operations complete.
+                    if let Some(stream) = conn.stream.take() {
+                        ring.cancel_fd(stream.as_raw_fd());
+                        self.retired.push(Retired {
+                            conn: i,
+                            gen,
+                            recv_in_flight,
+                            send_in_flight,
+                            _stream: stream,
+                            _rbuf: conn.take_rbuf(),
+                            _sending: sending,
+                        });
+                    }
+                }
+            }
+        }
         self.conns[i].abandon(
             fault,
             now,
@@ -347,6 +445,13 @@ impl<'a> Worker<'a> {
     fn service(&mut self, i: usize, now: Instant) {
         if self.conns[i].state == ConnState::Ready {
             self.issue(i, now);
+        }
+        let conn = &mut self.conns[i];
+        if let Some(state) = conn.ring.as_mut() {
+            if !state.dirty && !conn.wbuf.is_empty() {
+                state.dirty = true;
+                self.dirty.push(i);
+            }
         }
         if let Err(f) = self.conns[i].flush() {
             self.fault(i, f, now);
@@ -505,6 +610,168 @@ impl<'a> Worker<'a> {
             Err(_) => self.stats.errors.connect_failures += 1,
         }
         conn.state = ConnState::Down(now + crate::conn::RECONNECT_BACKOFF);
+    }
+
+    /// io_uring: queues connection `i`'s next receive, into the end of its read buffer.
+    fn arm_recv(&mut self, i: usize) {
+        let Some(ring) = self.ring.as_mut() else {
+            return;
+        };
+        let conn = &mut self.conns[i];
+        let Some(fd) = conn.stream.as_ref().map(|s| s.as_raw_fd()) else {
+            return;
+        };
+        let (ptr, len) = conn.recv_target();
+        let Some(state) = conn.ring.as_mut() else {
+            return;
+        };
+        if state.recv_in_flight {
+            return;
+        }
+        state.recv_in_flight = true;
+        ring.recv(fd, ptr, len, i, state.gen);
+    }
+
+    /// io_uring: sends what each connection issued this turn, one send per connection, all submitted
+    /// by the next enter.
+    fn submit_sends(&mut self) {
+        let Some(ring) = self.ring.as_mut() else {
+            return;
+        };
+        for i in self.dirty.drain(..) {
+            let conn = &mut self.conns[i];
+            let Some(fd) = conn.stream.as_ref().map(|s| s.as_raw_fd()) else {
+                continue;
+            };
+            let Some(state) = conn.ring.as_mut() else {
+                continue;
+            };
+            state.dirty = false;
+            if state.send_in_flight || conn.wbuf.is_empty() {
+                continue;
+            }
+            // The write buffer goes out whole; requests issued meanwhile fill the other one.
+            state.sending.clear();
+            std::mem::swap(&mut state.sending, &mut conn.wbuf);
+            state.send_pos = 0;
+            state.send_in_flight = true;
+            ring.send(fd, &state.sending, i, state.gen);
+        }
+    }
+
+    /// io_uring: handles every completion that is ready.
+    fn reap(&mut self, events: &mut Events) {
+        let mut completions = std::mem::take(&mut self.completions);
+        if let Some(ring) = self.ring.as_mut() {
+            ring.drain(&mut completions);
+        }
+        for &(ud, res, flags) in &completions {
+            let (kind, i, gen) = uring::split_user_data(ud);
+            let now = Instant::now();
+            match kind {
+                uring::KIND_POLL => {
+                    if self.poll.poll(events, Some(Duration::ZERO)).is_ok() {
+                        let ready: Vec<(usize, bool, bool)> = events
+                            .iter()
+                            .map(|ev| {
+                                let peer_closed = ev.is_read_closed() || ev.is_error();
+                                (ev.token().0, ev.is_readable() || peer_closed, peer_closed)
+                            })
+                            .collect();
+                        for (i, readable, peer_closed) in ready {
+                            self.on_event(i, readable, peer_closed);
+                        }
+                    }
+                    if !io_uring::cqueue::more(flags) {
+                        let fd = self.poll.as_raw_fd();
+                        if let Some(ring) = self.ring.as_mut() {
+                            ring.poll_multi(fd);
+                        }
+                    }
+                }
+                uring::KIND_RECV | uring::KIND_SEND => {
+                    let live = self
+                        .conns
+                        .get(i)
+                        .and_then(|c| c.ring.as_ref())
+                        .map(|r| r.gen);
+                    if live != Some(gen) {
+                        self.retire_done(kind, i, gen);
+                    } else if kind == uring::KIND_RECV {
+                        self.on_recv(i, res);
+                    } else {
+                        self.on_send(i, res, now);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.completions = completions;
+    }
+
+    fn on_recv(&mut self, i: usize, res: i32) {
+        let conn = &mut self.conns[i];
+        let Some(state) = conn.ring.as_mut() else {
+            return;
+        };
+        state.recv_in_flight = false;
+        if res == -libc::EINTR || res == -libc::EAGAIN {
+            self.arm_recv(i);
+            return;
+        }
+        state.received = Some(res);
+        if res > 0 {
+            conn.ring_received(res as usize);
+        }
+        self.on_event(i, true, res <= 0);
+        // After a fault the connection is down (its socket gone); it is re-armed once reconnected.
+        if !matches!(self.conns[i].state, ConnState::Down(_)) {
+            self.arm_recv(i);
+        }
+    }
+
+    fn on_send(&mut self, i: usize, res: i32, now: Instant) {
+        let conn = &mut self.conns[i];
+        let Some(state) = conn.ring.as_mut() else {
+            return;
+        };
+        state.send_in_flight = false;
+        if res < 0 && res != -libc::EINTR && res != -libc::EAGAIN {
+            state.send_error = true;
+        } else {
+            state.send_pos += res.max(0) as usize;
+            if state.send_pos < state.sending.len() {
+                // A partial send: the rest goes first, before anything issued since.
+                let fd = conn.stream.as_ref().map(|s| s.as_raw_fd());
+                if let (Some(fd), Some(ring)) = (fd, self.ring.as_mut()) {
+                    state.send_in_flight = true;
+                    ring.send(fd, &state.sending[state.send_pos..], i, state.gen);
+                }
+                return;
+            }
+            state.sending.clear();
+            state.send_pos = 0;
+        }
+        self.service(i, now);
+    }
+
+    /// A completion for an abandoned socket: forget its leftovers once nothing is in flight on them.
+    fn retire_done(&mut self, kind: u64, i: usize, gen: u32) {
+        if let Some(k) = self
+            .retired
+            .iter()
+            .position(|r| r.conn == i && r.gen == gen)
+        {
+            let r = &mut self.retired[k];
+            if kind == uring::KIND_RECV {
+                r.recv_in_flight = false;
+            } else {
+                r.send_in_flight = false;
+            }
+            if !r.recv_in_flight && !r.send_in_flight {
+                self.retired.swap_remove(k);
+            }
+        }
     }
 
     fn send_tick(&mut self) {

@@ -1,5 +1,6 @@
 //! Failure handling against small misbehaving servers run in-process: errors are counted, dropped
-//! connections are reopened, silent servers time out, and every run ends on time.
+//! connections are reopened, silent servers time out, and every run ends on time. Each test runs on both
+//! of the load generator's I/O paths (`--io epoll` and `--io uring`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -10,8 +11,10 @@ use mrcache_loadgen::Report;
 mod common;
 
 /// A run that must complete, however the server misbehaves.
-fn bench(addr: &str, duration: &str, options: &[&str]) -> Report {
-    common::bench(addr, duration, "0s", options)
+fn bench(addr: &str, duration: &str, io: &str, options: &[&str]) -> Report {
+    let mut options = options.to_vec();
+    options.extend(["--io", io]);
+    common::bench(addr, duration, "0s", &options)
         .0
         .expect("bench runs")
 }
@@ -59,12 +62,12 @@ fn silent(mut stream: TcpStream) {
     while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
 }
 
-#[test]
-fn server_errors_and_hang_ups_are_counted_and_connections_reopened() {
+fn server_errors_and_hang_ups_are_counted_and_connections_reopened(io: &str) {
     let addr = serve(flaky);
     let report = bench(
         &addr,
         "500ms",
+        io,
         &["--connections", "2", "--get-ratio", "0.5"],
     );
     assert!(report.errors.server_errors > 0, "{report}");
@@ -85,13 +88,13 @@ fn server_errors_and_hang_ups_are_counted_and_connections_reopened() {
     assert_eq!(report.hit_ratio, Some(0.0));
 }
 
-#[test]
-fn a_silent_server_times_out_within_the_run_bound() {
+fn a_silent_server_times_out_within_the_run_bound(io: &str) {
     let addr = serve(silent);
     let started = Instant::now();
     let report = bench(
         &addr,
         "300ms",
+        io,
         &["--timeout", "200ms", "--connections", "3"],
     );
     // Bound: duration + one timeout of drain, plus start-up slack.
@@ -104,10 +107,14 @@ fn a_silent_server_times_out_within_the_run_bound() {
     assert_eq!(report.ops.total, 0);
 }
 
-#[test]
-fn an_open_loop_against_a_silent_server_reports_its_backlog_as_unsent() {
+fn an_open_loop_against_a_silent_server_reports_its_backlog_as_unsent(io: &str) {
     let addr = serve(silent);
-    let report = bench(&addr, "300ms", &["--timeout", "100ms", "--rate", "1000"]);
+    let report = bench(
+        &addr,
+        "300ms",
+        io,
+        &["--timeout", "100ms", "--rate", "1000"],
+    );
     // 300 arrivals were due; the few sent time out, the rest could never be sent.
     assert!(
         report.errors.unsent + report.errors.timeouts > 200,
@@ -115,3 +122,28 @@ fn an_open_loop_against_a_silent_server_reports_its_backlog_as_unsent() {
     );
     assert_eq!(report.throughput_ops, 0.0);
 }
+
+/// Runs each test body once per client I/O path.
+macro_rules! on_both_io_paths {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn epoll() {
+                    super::$name("epoll");
+                }
+
+                #[test]
+                fn uring() {
+                    super::$name("uring");
+                }
+            }
+        )*
+    };
+}
+
+on_both_io_paths!(
+    server_errors_and_hang_ups_are_counted_and_connections_reopened,
+    a_silent_server_times_out_within_the_run_bound,
+    an_open_loop_against_a_silent_server_reports_its_backlog_as_unsent,
+);

@@ -127,6 +127,35 @@ fn closed_loop_after_preload_hits_everything_without_errors() {
 }
 
 #[test]
+fn io_uring_closed_loop_pipelined_multiget_matches_every_reply() {
+    let mc = Memcached::start(&[]);
+    let opts = [
+        "--io",
+        "uring",
+        "--connections",
+        "8",
+        "--keys",
+        "2000",
+        "--preload",
+        "--pipeline",
+        "4",
+        "--multiget",
+        "3",
+        "--value-size",
+        "uniform:100-3000",
+        "--json",
+    ];
+    let (report, _) = bench(&mc.addr, "1s", "200ms", &opts);
+    let report = report.expect("bench runs");
+    assert_eq!(report.errors.total(), 0, "{report}");
+    assert_eq!(report.preload.unwrap().keys_set, 2000);
+    assert_eq!(report.hit_ratio, Some(1.0), "{report}");
+    assert!(report.ops.multiget > 0 && report.ops.set > 0, "{report}");
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["config"]["io"], "uring");
+}
+
+#[test]
 fn a_trace_replays_its_keys_and_lookaside_fills_them() {
     let mc = Memcached::start(&[]);
     // A cache2k-format trace (big-endian u32 ids) cycling over 50 keys, 1,000 requests a pass.

@@ -77,9 +77,13 @@ pub struct Turn<'a> {
     pub now_secs: u32,
 }
 
-/// One client connection running protocol session `S`; owned by one worker for its whole life.
-pub struct Conn<S> {
-    stream: TcpStream,
+/// One client connection running protocol session `S` over transport `T` (a mio socket on the epoll
+/// path, `net::uring::UringSocket` on the io_uring path); owned by one worker for its whole life.
+///
+/// The transport is any `Read + Write` that follows the readiness contract above: `read`/`write` return
+/// `WouldBlock` when they cannot make progress, and the worker calls [`Conn::on_event`] when they can again.
+pub struct Conn<S, T = TcpStream> {
+    stream: T,
     session: S,
     info: Arc<ConnInfo>,
     rbuf: Vec<u8>,
@@ -100,9 +104,9 @@ pub struct Conn<S> {
     closing: bool,
 }
 
-impl<S: ProtocolSession> Conn<S> {
+impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
     pub(crate) fn new(
-        stream: TcpStream,
+        stream: T,
         session: S,
         info: Arc<ConnInfo>,
         max_read_buffer_bytes: usize,
@@ -128,7 +132,11 @@ impl<S: ProtocolSession> Conn<S> {
         }
     }
 
-    pub(crate) fn stream_mut(&mut self) -> &mut TcpStream {
+    pub(crate) fn stream(&self) -> &T {
+        &self.stream
+    }
+
+    pub(crate) fn stream_mut(&mut self) -> &mut T {
         &mut self.stream
     }
 

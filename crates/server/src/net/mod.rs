@@ -4,8 +4,10 @@
 //! - **listener** (`listener.rs`, one thread): owns the listening sockets; accepts, enforces `-c`, hands each
 //!   connection to a worker round-robin (mpsc channel + `mio::Waker`); owns shutdown (signals, the
 //!   context's waker) and wakes the workers when it stops.
-//! - **workers** (`worker.rs`, `-t` threads): each owns its `mio::Poll`, its connections (`conn.rs`: socket,
-//!   session, buffers) and its `ThreadStats`. A connection never moves between workers.
+//! - **workers** (`-t` threads): each owns its connections (`conn.rs`: socket, session, buffers) and its
+//!   `ThreadStats`. A connection never moves between workers. Two I/O paths run the same `Conn`
+//!   (`-o io=`, resolved once at start by [`resolve_io`]): epoll (`worker.rs`, a `mio::Poll` per worker)
+//!   and io_uring (`uring/`, a ring per worker, one `io_uring_enter` per event-loop turn).
 //! - **maintenance** (`maintenance.rs`, one thread): reaper, page release, tenant arbiter and automove, once
 //!   a second.
 //!
@@ -22,6 +24,7 @@ pub mod conn;
 pub mod listener;
 pub mod maintenance;
 pub mod registry;
+pub mod uring;
 pub mod worker;
 
 #[cfg(test)]
@@ -38,6 +41,7 @@ use mio::{Poll, Waker};
 use crate::context::{ServerContext, ThreadStats};
 use crate::isolation::ThreadPlacement;
 use crate::session::{Progress, Session};
+use crate::settings::IoMode;
 use listener::{Listener, WorkerPort};
 use maintenance::Maintenance;
 use worker::{Worker, WAKER_TOKEN};
@@ -60,6 +64,56 @@ impl ProtocolSession for Session {
     #[inline]
     fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress {
         Session::process(self, input, out, max_requests)
+    }
+}
+
+/// The network I/O path the workers run (`-o io=` once resolved).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoBackend {
+    /// `uring/`: io_uring.
+    Uring,
+    /// `worker.rs`: epoll through mio.
+    Epoll,
+}
+
+impl IoBackend {
+    /// The name `-o io=` and `stats settings` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoBackend::Uring => "uring",
+            IoBackend::Epoll => "epoll",
+        }
+    }
+}
+
+/// What `-o io=auto` picks where the kernel supports both (the one measured best, docs/results.md §4).
+pub const AUTO_IO_BACKEND: IoBackend = IoBackend::Uring;
+
+/// Whether this kernel can run the io_uring workers ([`uring::probe`], run once per process).
+pub fn uring_support() -> Result<(), String> {
+    static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    PROBE
+        .get_or_init(|| uring::probe().map_err(|e| e.to_string()))
+        .clone()
+}
+
+/// Resolves `-o io=`: `auto` is [`AUTO_IO_BACKEND`] where the kernel supports it, else epoll; `uring` on a
+/// kernel that cannot is an error naming the option and the reason.
+pub fn resolve_io(mode: IoMode) -> io::Result<IoBackend> {
+    match mode {
+        IoMode::Epoll => Ok(IoBackend::Epoll),
+        IoMode::Uring => uring_support().map(|()| IoBackend::Uring).map_err(|why| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "-o io=uring: this kernel cannot run it ({why}); use -o io=epoll or io=auto"
+                ),
+            )
+        }),
+        IoMode::Auto => Ok(match uring_support() {
+            Ok(()) => AUTO_IO_BACKEND,
+            Err(_) => IoBackend::Epoll,
+        }),
     }
 }
 
@@ -86,6 +140,7 @@ impl Default for ServerOptions {
 /// A running server: its threads and bound addresses.
 pub struct Server {
     ctx: Arc<ServerContext>,
+    io: IoBackend,
     local_addrs: Vec<SocketAddr>,
     listener: JoinHandle<io::Result<()>>,
     workers: Vec<JoinHandle<io::Result<()>>>,
@@ -122,6 +177,14 @@ impl Server {
         S: ProtocolSession,
         F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S + Clone + Send + 'static,
     {
+        let io = resolve_io(ctx.settings.io)?;
+        if ctx.settings.verbose > 0 {
+            eprintln!("mrcached: network I/O: {}", io.name());
+        } else if ctx.settings.io == IoMode::Auto && io != AUTO_IO_BACKEND {
+            if let Err(why) = uring_support() {
+                eprintln!("mrcached: network I/O: epoll (io_uring unavailable: {why})");
+            }
+        }
         let bound = listener::bind_all(&ctx.settings)?;
         let local_addrs = bound
             .iter()
@@ -139,21 +202,31 @@ impl Server {
             let poll = Poll::new()?;
             let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
             let (sender, inbox) = mpsc::channel();
-            let worker = Worker::new(
-                id,
-                ctx.clone(),
-                poll,
-                waker.clone(),
-                inbox,
-                new_session.clone(),
-            );
-            ports.push(WorkerPort { sender, waker });
-            let spawned = spawn_placed(
-                format!("mrcached-worker-{id}"),
-                isolation.worker(id),
-                || Ok(()),
-                move || worker.run(),
-            );
+            ports.push(WorkerPort {
+                sender,
+                waker: waker.clone(),
+            });
+            let spawned = match io {
+                IoBackend::Epoll => {
+                    let worker =
+                        Worker::new(id, ctx.clone(), poll, waker, inbox, new_session.clone());
+                    spawn_placed(
+                        format!("mrcached-worker-{id}"),
+                        isolation.worker(id),
+                        || Ok(()),
+                        move || worker.run(),
+                    )
+                }
+                IoBackend::Uring => uring::spawn(
+                    id,
+                    ctx.clone(),
+                    poll,
+                    waker,
+                    inbox,
+                    new_session.clone(),
+                    isolation.worker(id),
+                ),
+            };
             match spawned {
                 Ok(handle) => workers.push(handle),
                 Err(e) => {
@@ -224,6 +297,10 @@ impl Server {
             },
             ports,
         )?;
+        let listener = match io {
+            IoBackend::Uring => listener.with_uring_accept(),
+            IoBackend::Epoll => listener,
+        };
         // The service threads' CPUs were checked against the allowed set at start-up and they keep the
         // normal policy, so placing them can only fail if the allowed set shrank since; then the
         // server stops here, as for a worker.
@@ -266,6 +343,7 @@ impl Server {
 
         Ok(Server {
             ctx,
+            io,
             local_addrs,
             listener,
             workers,
@@ -277,6 +355,11 @@ impl Server {
     /// The bound addresses (with the real port when `-p 0`).
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local_addrs
+    }
+
+    /// The network I/O path the workers run.
+    pub fn io_backend(&self) -> IoBackend {
+        self.io
     }
 
     /// The context the server runs with.

@@ -1,6 +1,7 @@
 //! In-process tests of the network layer with small stand-in protocols (the real session is tested
 //! end to end elsewhere): readiness, `-c`, `-R` yields, backpressure, large requests, `stats conns`, shutdown.
 //! Every server listens on 127.0.0.1 port 0; no sleeps: every wait is a blocking read with a timeout.
+//! Each test runs on both I/O paths (`-o io=epoll` and `-o io=uring`), as `<test>::epoll` and `<test>::uring`.
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -13,7 +14,7 @@ use mrcache_engine::Engine;
 use super::{ProtocolSession, Server, ServerOptions};
 use crate::context::{ServerContext, ThreadStats};
 use crate::session::Progress;
-use crate::settings::{ListenSpec, Settings};
+use crate::settings::{IoMode, ListenSpec, Settings};
 
 const IO_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -73,8 +74,9 @@ impl ProtocolSession for TestProtocol {
     }
 }
 
-fn start(tweak: impl FnOnce(&mut Settings)) -> Server {
+fn start(io: IoMode, tweak: impl FnOnce(&mut Settings)) -> Server {
     let mut settings = Settings {
+        io,
         port: 0,
         listen: vec![ListenSpec::parse("127.0.0.1").unwrap()],
         threads: 2,
@@ -115,9 +117,8 @@ fn stop(server: Server) {
     server.wait().unwrap();
 }
 
-#[test]
-fn echo_round_trip_counts_bytes() {
-    let server = start(|_| {});
+fn echo_round_trip_counts_bytes(io: IoMode) {
+    let server = start(io, |_| {});
     let mut c = connect(&server);
     c.write_all(b"echo hello\r\n").unwrap();
     let mut r = BufReader::new(c.try_clone().unwrap());
@@ -138,9 +139,8 @@ fn echo_round_trip_counts_bytes() {
     stop(server);
 }
 
-#[test]
-fn connections_over_the_limit_are_told_and_closed() {
-    let server = start(|s| s.max_connections = 1);
+fn connections_over_the_limit_are_told_and_closed(io: IoMode) {
+    let server = start(io, |s| s.max_connections = 1);
     let mut first = connect(&server);
     first.write_all(b"echo 1\r\n").unwrap();
     let mut r = BufReader::new(first.try_clone().unwrap());
@@ -158,9 +158,8 @@ fn connections_over_the_limit_are_told_and_closed() {
     stop(server);
 }
 
-#[test]
-fn pipelined_requests_yield_every_r_requests_and_stay_in_order() {
-    let server = start(|s| s.reqs_per_event = 2);
+fn pipelined_requests_yield_every_r_requests_and_stay_in_order(io: IoMode) {
+    let server = start(io, |s| s.reqs_per_event = 2);
     let mut c = connect(&server);
     let mut batch = String::new();
     for i in 0..50 {
@@ -181,9 +180,8 @@ fn pipelined_requests_yield_every_r_requests_and_stay_in_order() {
     stop(server);
 }
 
-#[test]
-fn a_client_that_never_reads_stops_being_read() {
-    let server = start(|_| {});
+fn a_client_that_never_reads_stops_being_read(io: IoMode) {
+    let server = start(io, |_| {});
     let c = connect(&server);
     c.set_nonblocking(true).unwrap();
     // Each 1000-byte request asks for a 64 KiB reply; a server without backpressure would read every
@@ -237,9 +235,8 @@ fn a_client_that_never_reads_stops_being_read() {
     stop(server);
 }
 
-#[test]
-fn a_request_larger_than_the_initial_buffer_is_read_whole() {
-    let server = start(|_| {});
+fn a_request_larger_than_the_initial_buffer_is_read_whole(io: IoMode) {
+    let server = start(io, |_| {});
     let mut c = connect(&server);
     let n = 1_000_000;
     let mut req = format!("len {n}\r\n").into_bytes();
@@ -257,9 +254,8 @@ fn a_request_larger_than_the_initial_buffer_is_read_whole() {
     stop(server);
 }
 
-#[test]
-fn stats_conns_lists_listener_and_clients() {
-    let server = start(|_| {});
+fn stats_conns_lists_listener_and_clients(io: IoMode) {
+    let server = start(io, |_| {});
     let mut c = connect(&server);
     c.write_all(b"conns\r\n").unwrap();
     let mut r = BufReader::new(c.try_clone().unwrap());
@@ -288,9 +284,8 @@ fn stats_conns_lists_listener_and_clients() {
     stop(server);
 }
 
-#[test]
-fn shutdown_from_a_session_closes_everyone() {
-    let server = start(|_| {});
+fn shutdown_from_a_session_closes_everyone(io: IoMode) {
+    let server = start(io, |_| {});
     let mut idle = connect(&server);
     let mut c = connect(&server);
     c.write_all(b"echo x\r\n").unwrap();
@@ -304,9 +299,8 @@ fn shutdown_from_a_session_closes_everyone() {
     let _ = c.read_to_end(&mut rest);
 }
 
-#[test]
-fn ephemeral_port_is_shared_by_all_listen_addresses() {
-    let server = start(|s| {
+fn ephemeral_port_is_shared_by_all_listen_addresses(io: IoMode) {
+    let server = start(io, |s| {
         s.listen = vec![
             ListenSpec::parse("127.0.0.1").unwrap(),
             ListenSpec::parse("127.0.0.2").unwrap(),
@@ -316,5 +310,49 @@ fn ephemeral_port_is_shared_by_all_listen_addresses() {
     assert_eq!(addrs.len(), 2);
     assert_ne!(addrs[0].port(), 0);
     assert_eq!(addrs[0].port(), addrs[1].port());
+    stop(server);
+}
+
+/// Runs each test body once per I/O path.
+macro_rules! on_both_io_paths {
+    ($($name:ident),* $(,)?) => {
+        mod on_io_path {
+            $(
+                mod $name {
+                    use crate::settings::IoMode;
+
+                    #[test]
+                    fn epoll() {
+                        super::super::$name(IoMode::Epoll);
+                    }
+
+                    #[test]
+                    fn uring() {
+                        super::super::$name(IoMode::Uring);
+                    }
+                }
+            )*
+        }
+    };
+}
+
+on_both_io_paths!(
+    echo_round_trip_counts_bytes,
+    connections_over_the_limit_are_told_and_closed,
+    pipelined_requests_yield_every_r_requests_and_stay_in_order,
+    a_client_that_never_reads_stops_being_read,
+    a_request_larger_than_the_initial_buffer_is_read_whole,
+    stats_conns_lists_listener_and_clients,
+    shutdown_from_a_session_closes_everyone,
+    ephemeral_port_is_shared_by_all_listen_addresses,
+);
+
+#[test]
+fn uring_is_resolved_and_reported() {
+    let server = start(IoMode::Uring, |_| {});
+    assert_eq!(server.io_backend(), super::IoBackend::Uring);
+    stop(server);
+    let server = start(IoMode::Epoll, |_| {});
+    assert_eq!(server.io_backend(), super::IoBackend::Epoll);
     stop(server);
 }

@@ -49,6 +49,10 @@ Extended options (-o key[=value],...):
                            root, CAP_SYS_NICE or RLIMIT_RTPRIO >= PRIO, else start-up fails naming the
                            option) or other (the normal scheduler). Default: the policy mrcached started
                            with (e.g. from chrt)
+   io=P                    mrcached: the network I/O path: uring (io_uring: multishot accept and receive
+                           into provided buffers, sends batched into one system call per event-loop turn),
+                           epoll, or auto (default: uring where the kernel supports it, else epoll; the
+                           path in use is logged at start-up and shown as `io` in `stats settings`)
    ignored for compatibility: hashpower=N, no_hashexpand, hash_algorithm, maxconns_fast,
                            lru_maintainer, no_lru_maintainer, lru_crawler_sleep, lru_crawler_tocrawl,
                            hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor,
@@ -340,6 +344,7 @@ impl Settings {
             shards: 1,
             item_accounting: DEFAULT_ITEM_ACCOUNTING,
             mrc_sample_rate: mrcache_engine::profiling::DEFAULT_SAMPLE_RATE,
+            io: IoMode::Auto,
             admin_port: cli.admin_port,
             admin_listen: cli.admin_listen,
             auth_file: cli.auth_file,

@@ -1,5 +1,5 @@
 //! `-o key[=value],...`: memcached's extended options, those mrcached implements (`slab_automove`,
-//! `lru_crawler`, ...) and its own (`shards`, `item_accounting`, `mrc_sample_rate`), each checked against
+//! `lru_crawler`, ...) and its own (`shards`, `item_accounting`, `mrc_sample_rate`, `io`), each checked against
 //! memcached's range with an error that names the option. Options memcached has that cannot change what
 //! a client sees are accepted and ignored; any other is refused.
 
@@ -110,6 +110,10 @@ impl Settings {
             "item_accounting" => {
                 self.item_accounting = ItemAccounting::parse(need("compact or memcached")?)
                     .ok_or_else(|| bad("must be compact or memcached"))?;
+            }
+            "io" => {
+                self.io = super::IoMode::parse(need("auto, uring or epoll")?)
+                    .ok_or_else(|| bad("must be auto, uring or epoll"))?;
             }
             "shards" => {
                 let n: usize = need("a power of two")?

@@ -163,6 +163,9 @@ pub struct Settings {
     /// `-o mrc_sample_rate=F` (ours): initial sampling rate of the per-class MRC profilers; 0 turns
     /// profiling off.
     pub mrc_sample_rate: f64,
+    /// `-o io=auto|uring|epoll` (ours): the network I/O path the workers use; `crate::net::resolve_io`
+    /// turns `Auto` into the one this kernel supports and measured best.
+    pub io: IoMode,
     /// `--admin-port` (ours): the admin HTTP listener, off when `None`.
     pub admin_port: Option<u16>,
     /// `--admin-listen` (ours): its address, loopback by default.
@@ -190,6 +193,39 @@ impl Default for Settings {
         match Settings::parse_from(["mrcached"]) {
             Ok(Command::Run(settings)) => settings,
             other => unreachable!("an empty command line runs the defaults: {other:?}"),
+        }
+    }
+}
+
+/// `-o io=...`: which network I/O path the workers run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoMode {
+    /// io_uring where the kernel supports what the server needs, else epoll.
+    Auto,
+    /// io_uring (multishot accept and receive, provided buffers, batched sends); start-up fails where
+    /// the kernel cannot.
+    Uring,
+    /// epoll through mio (readiness, one `read`/`write` per connection and turn).
+    Epoll,
+}
+
+impl IoMode {
+    /// Parses `-o io=`'s value.
+    pub fn parse(s: &str) -> Option<IoMode> {
+        match s {
+            "auto" => Some(IoMode::Auto),
+            "uring" | "io_uring" => Some(IoMode::Uring),
+            "epoll" => Some(IoMode::Epoll),
+            _ => None,
+        }
+    }
+
+    /// The option's spelling (`--print-config`, `stats settings`).
+    pub fn name(self) -> &'static str {
+        match self {
+            IoMode::Auto => "auto",
+            IoMode::Uring => "uring",
+            IoMode::Epoll => "epoll",
         }
     }
 }
@@ -360,6 +396,7 @@ impl Settings {
             ("shards", self.shards.to_string()),
             ("item_accounting", self.item_accounting.name().to_string()),
             ("mrc_sample_rate", self.mrc_sample_rate.to_string()),
+            ("io", self.io.name().to_string()),
             (
                 "admin",
                 self.admin_port

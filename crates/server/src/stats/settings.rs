@@ -117,6 +117,9 @@ pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
         None => stat(out, "memory_file", "(null)"),
     }
     stat(out, "shards", ctx.engine.shard_count());
+    // The path the workers run (`-o io=auto` resolved); the same probe result the server started with.
+    let io = crate::net::resolve_io(s.io).map_or("unavailable", |b| b.name());
+    stat(out, "io", io);
     stat(out, "slab_policy", ctx.slab_policy());
     stat(
         out,

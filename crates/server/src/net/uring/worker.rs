@@ -1,0 +1,584 @@
+//! A worker thread on io_uring: the same connections, sessions and fairness as `net/worker.rs`, with the
+//! system calls batched. Each event-loop turn is one `io_uring_enter` that submits every send and receive
+//! queued in the previous turn and collects every completion that is ready, however many connections they
+//! belong to.
+//!
+//! Per connection there is one multishot receive (re-armed when the kernel ends it: out of buffers, or
+//! cancelled for input backpressure) filling buffers from the worker's [`BufRing`], whose bytes are copied
+//! into the connection's [`UringSocket`] and the buffer recycled at once, so one slow connection cannot hold
+//! the ring; and at most one send in flight, carrying everything the connection's requests of that turn
+//! replied (a pipelined batch goes out in one send).
+//!
+//! New connections come from the listener as on the epoll path (mpsc channel + `mio::Waker`): the worker
+//! keeps the `mio::Poll` the waker is registered with, and a multishot poll on that epoll descriptor turns
+//! a wake-up into a completion.
+//!
+//! Invariants: a connection's slot is freed (and its descriptor closed) only when it has no operation in
+//! flight, so a completion's user data (kind, slot, generation) never names a reused slot's connection;
+//! the generation guards against it anyway. The ring is declared before the buffers and connections, so it
+//! is torn down before any memory the kernel may still write to or read from.
+
+use crate::isolation::ThreadPlacement;
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use mio::{Events, Poll, Waker};
+
+use super::bufring::BufRing;
+use super::socket::{UringSocket, RECV_PAUSE_BYTES};
+use super::{build_ring, BUFFER_GROUP, RECV_BUFFERS, RECV_BUFFER_BYTES, RING_ENTRIES};
+use crate::context::{ServerContext, ThreadStats};
+use crate::net::conn::{Conn, Next, Turn, MAX_COMMAND_LINE_BYTES};
+use crate::net::registry::ConnInfo;
+use crate::net::worker::NewConn;
+use crate::net::ProtocolSession;
+
+/// `IORING_ENTER_GETEVENTS`: run deferred completions even when not waiting for any.
+const ENTER_GETEVENTS: u32 = 1;
+/// The longest a wait that also counts the turn's sends lasts (see `UringWorker::enter`).
+const SEND_WAIT_CAP: Duration = Duration::from_millis(1);
+/// How long shutdown waits for cancelled operations to complete before closing the sockets anyway.
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(1);
+
+const KIND_WAKE: u64 = 1;
+const KIND_RECV: u64 = 2;
+const KIND_SEND: u64 = 3;
+const KIND_CANCEL: u64 = 4;
+
+fn user_data(kind: u64, slot: usize, gen: u32) -> u64 {
+    (kind << 56) | ((gen as u64 & 0xff_ffff) << 32) | (slot as u64 & 0xffff_ffff)
+}
+
+fn split_user_data(ud: u64) -> (u64, usize, u32) {
+    (
+        ud >> 56,
+        (ud & 0xffff_ffff) as usize,
+        ((ud >> 32) & 0xff_ffff) as u32,
+    )
+}
+
+struct Slot<S> {
+    conn: Conn<S, UringSocket>,
+    gen: u32,
+    queued: bool,
+    closing: bool,
+}
+
+/// Starts worker `id` on its own thread. The ring is created on that thread (a single-issuer ring belongs
+/// to the thread that made it); this returns once it exists, or with the error that prevented it.
+pub fn spawn<S, F>(
+    id: usize,
+    ctx: Arc<ServerContext>,
+    poll: Poll,
+    waker: Arc<Waker>,
+    inbox: Receiver<NewConn>,
+    new_session: F,
+    placement: ThreadPlacement,
+) -> io::Result<JoinHandle<io::Result<()>>>
+where
+    S: ProtocolSession,
+    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S + Send + 'static,
+{
+    let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+    let handle = std::thread::Builder::new()
+        .name(format!("mrcached-worker-{id}"))
+        .spawn(move || {
+            // Pinned and scheduled (`-o worker_cpus`, `-o sched`) before the ring exists, as the epoll
+            // workers are (`net::spawn_placed`).
+            // The error goes back as it is (it names the option).
+            if let Err(e) = placement.apply_to_current_thread() {
+                let _ = ready_tx.send(Err((io::Error::new(e.kind(), e.to_string()), false)));
+                return Err(e);
+            }
+            let worker = match UringWorker::new(id, ctx, poll, waker, inbox, new_session) {
+                Ok(w) => {
+                    let _ = ready_tx.send(Ok(()));
+                    w
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err((io::Error::new(e.kind(), e.to_string()), true)));
+                    return Err(e);
+                }
+            };
+            worker.run()
+        })?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(handle),
+        Ok(Err((e, ring))) => {
+            let _ = handle.join();
+            if !ring {
+                return Err(e);
+            }
+            Err(io::Error::new(
+                e.kind(),
+                format!("io_uring worker {id} could not start: {e}"),
+            ))
+        }
+        Err(_) => Err(io::Error::other(format!(
+            "io_uring worker {id} exited while starting"
+        ))),
+    }
+}
+
+/// One io_uring worker's state. Field order matters: `ring` drops first (see the module notes).
+struct UringWorker<S, F> {
+    ring: IoUring,
+    bufs: BufRing,
+    conns: Vec<Option<Slot<S>>>,
+    gens: Vec<u32>,
+    free_slots: Vec<usize>,
+    ready: VecDeque<usize>,
+    completions: Vec<(u64, i32, u32)>,
+    /// Sends queued since the last enter.
+    sends_queued: usize,
+    id: usize,
+    ctx: Arc<ServerContext>,
+    stats: Arc<ThreadStats>,
+    poll: Poll,
+    events: Events,
+    /// Kept alive here for the same reason as on the epoll path (`net/worker.rs`).
+    _waker: Arc<Waker>,
+    inbox: Receiver<NewConn>,
+    new_session: F,
+    max_read_buffer_bytes: usize,
+}
+
+impl<S, F> UringWorker<S, F>
+where
+    S: ProtocolSession,
+    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
+{
+    fn new(
+        id: usize,
+        ctx: Arc<ServerContext>,
+        poll: Poll,
+        waker: Arc<Waker>,
+        inbox: Receiver<NewConn>,
+        new_session: F,
+    ) -> io::Result<Self> {
+        let ring = build_ring(RING_ENTRIES)?;
+        // Saves the descriptor lookup on every enter; older kernels simply do without.
+        let _ = ring.submitter().register_ring_fd();
+        let bufs = BufRing::new(&ring, RECV_BUFFERS, RECV_BUFFER_BYTES, BUFFER_GROUP)?;
+        let stats = ctx.thread_stats[id].clone();
+        let max_read_buffer_bytes = ctx.settings.item_size_max_bytes + 2 + MAX_COMMAND_LINE_BYTES;
+        Ok(UringWorker {
+            ring,
+            bufs,
+            conns: Vec::new(),
+            gens: Vec::new(),
+            free_slots: Vec::new(),
+            ready: VecDeque::new(),
+            completions: Vec::with_capacity(RING_ENTRIES as usize),
+            sends_queued: 0,
+            id,
+            ctx,
+            stats,
+            poll,
+            events: Events::with_capacity(64),
+            _waker: waker,
+            inbox,
+            new_session,
+            max_read_buffer_bytes,
+        })
+    }
+
+    /// The event loop; returns when the server shuts down (all its connections closed).
+    fn run(mut self) -> io::Result<()> {
+        self.arm_wake();
+        let result = self.event_loop();
+        self.close_all();
+        result
+    }
+
+    fn event_loop(&mut self) -> io::Result<()> {
+        loop {
+            self.bufs.commit();
+            // Block only when no connection is waiting for another turn (as the epoll path polls with a
+            // zero timeout then).
+            if let Err(e) = self.enter(self.ready.is_empty()) {
+                match e.raw_os_error() {
+                    Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => {}
+                    _ => return Err(e),
+                }
+            }
+            if self.ctx.is_shutting_down() {
+                return Ok(());
+            }
+            let now_secs = self.ctx.clock().now;
+            self.reap(now_secs);
+            // One turn for each connection that was ready when this round started.
+            for _ in 0..self.ready.len() {
+                let Some(slot) = self.ready.pop_front() else {
+                    break;
+                };
+                self.run_turn(slot, now_secs);
+            }
+        }
+    }
+
+    /// Submits what is queued and collects completions, waiting for one when `wait`.
+    ///
+    /// A send to a socket with room completes during the submission, so a plain wait for one completion
+    /// would return at once with the turn's own sends, and the worker would enter again to wait for the
+    /// next request. Waiting for the sends plus one makes a single enter do both; a send that could not
+    /// complete at once leaves the count short, so that wait is capped at [`SEND_WAIT_CAP`].
+    fn enter(&mut self, wait: bool) -> io::Result<()> {
+        let sends = std::mem::take(&mut self.sends_queued);
+        if wait && sends > 0 {
+            let ts = types::Timespec::from(SEND_WAIT_CAP);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            return match self.ring.submitter().submit_with_args(sends + 1, &args) {
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => Ok(()),
+                r => r.map(drop),
+            };
+        }
+        if wait {
+            self.ring.submit_and_wait(1).map(drop)
+        } else {
+            let queued = self.ring.submission().len() as u32;
+            // SAFETY: no argument is passed; the flags ask only to submit and run completions.
+            unsafe {
+                self.ring
+                    .submitter()
+                    .enter::<libc::sigset_t>(queued, 0, ENTER_GETEVENTS, None)
+                    .map(drop)
+            }
+        }
+    }
+
+    /// Queues one submission, handing the queue to the kernel first when it is full.
+    fn push(&mut self, entry: squeue::Entry) {
+        loop {
+            // SAFETY: every buffer an entry points at outlives the operation (see the module notes).
+            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+                return;
+            }
+            if let Err(e) = self.ring.submit() {
+                if !matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN)
+                ) {
+                    eprintln!("mrcached: io_uring submit failed: {e}");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+    }
+
+    fn arm_wake(&mut self) {
+        let entry = opcode::PollAdd::new(types::Fd(self.poll.as_raw_fd()), libc::POLLIN as u32)
+            .multi(true)
+            .build()
+            .user_data(user_data(KIND_WAKE, 0, 0));
+        self.push(entry);
+    }
+
+    /// Handles every completion that is ready.
+    fn reap(&mut self, now_secs: u32) {
+        let mut completions = std::mem::take(&mut self.completions);
+        completions.clear();
+        completions.extend(
+            self.ring
+                .completion()
+                .map(|c| (c.user_data(), c.result(), c.flags())),
+        );
+        for &(ud, res, flags) in &completions {
+            let (kind, slot, gen) = split_user_data(ud);
+            match kind {
+                KIND_WAKE => {
+                    // Collect the waker's edge so the epoll descriptor is quiet again, then the handovers.
+                    let _ = self.poll.poll(&mut self.events, Some(Duration::ZERO));
+                    self.accept_new(now_secs);
+                    if !cqueue::more(flags) {
+                        self.arm_wake();
+                    }
+                }
+                KIND_RECV => self.on_recv(slot, gen, res, flags),
+                KIND_SEND => self.on_send(slot, gen, res),
+                _ => {}
+            }
+        }
+        self.completions = completions;
+    }
+
+    fn live_slot(&mut self, slot: usize, gen: u32) -> Option<&mut Slot<S>> {
+        match self.conns.get_mut(slot) {
+            Some(Some(s)) if s.gen == gen => Some(s),
+            _ => None,
+        }
+    }
+
+    fn on_recv(&mut self, slot: usize, gen: u32, res: i32, flags: u32) {
+        let bid = cqueue::buffer_select(flags);
+        let Some(s) = (match self.conns.get_mut(slot) {
+            Some(Some(s)) if s.gen == gen => Some(s),
+            _ => None,
+        }) else {
+            if let Some(bid) = bid {
+                self.bufs.recycle(bid);
+            }
+            return;
+        };
+        let sock = s.conn.stream_mut();
+        if let Some(bid) = bid {
+            if res > 0 {
+                sock.received(self.bufs.data(bid, res as usize));
+            }
+            self.bufs.recycle(bid);
+        }
+        let more = cqueue::more(flags);
+        if !more {
+            sock.recv_armed = false;
+            sock.recv_cancelling = false;
+        }
+        if res > 0 {
+            s.conn.on_event(true, false, false);
+        } else if res == 0 {
+            sock.set_eof();
+            s.conn.on_event(true, false, true);
+        } else if ![libc::ENOBUFS, libc::ECANCELED, libc::EAGAIN, libc::EINTR].contains(&-res) {
+            // Out of buffers, cancelled (backpressure) or interrupted: re-armed after the next turn.
+            sock.set_error(-res);
+            s.conn.on_event(true, true, true);
+        }
+        self.schedule(slot);
+    }
+
+    fn on_send(&mut self, slot: usize, gen: u32, res: i32) {
+        let Some(Some(s)) = self.conns.get_mut(slot) else {
+            return;
+        };
+        if s.gen != gen {
+            return;
+        }
+        let sock = s.conn.stream_mut();
+        if res >= 0 {
+            if sock.sent(res as usize) {
+                let blocked = sock.take_write_blocked();
+                s.conn.on_event(false, true, false);
+                if !blocked && !s.closing {
+                    // The usual case: the turn's replies are out and `Conn` holds no more; nothing to run.
+                    return;
+                }
+            }
+        } else {
+            // EAGAIN/EINTR: nothing was sent; the bytes stay staged and go again (`progress_io`).
+            sock.sent(0);
+            if res != -libc::EAGAIN && res != -libc::EINTR {
+                sock.set_error(-res);
+                s.conn.on_event(true, true, true);
+            }
+        }
+        self.schedule(slot);
+    }
+
+    /// After a completion: a closing connection moves on toward release, an open one gets a turn.
+    fn schedule(&mut self, slot: usize) {
+        let Some(Some(s)) = self.conns.get_mut(slot) else {
+            return;
+        };
+        if s.closing {
+            self.progress_io(slot);
+        } else if !s.queued {
+            s.queued = true;
+            self.ready.push_back(slot);
+        }
+    }
+
+    fn run_turn(&mut self, slot: usize, now_secs: u32) {
+        let Some(Some(s)) = self.conns.get_mut(slot) else {
+            return;
+        };
+        s.queued = false;
+        if s.closing {
+            return;
+        }
+        let turn = Turn {
+            max_requests: self.ctx.settings.reqs_per_event,
+            stats: &self.stats,
+            now_secs,
+        };
+        match s.conn.drive(&turn) {
+            Next::Wait => s.conn.stream_mut().release_idle(),
+            Next::Again => {
+                s.queued = true;
+                self.ready.push_back(slot);
+            }
+            Next::Close => s.closing = true,
+        }
+        self.progress_io(slot);
+    }
+
+    /// Queues what the connection's socket needs next: its staged send, a (re-)armed receive or a
+    /// cancelled one (input backpressure, closing); releases a closing connection with nothing in flight.
+    fn progress_io(&mut self, slot: usize) {
+        let Some(Some(s)) = self.conns.get_mut(slot) else {
+            return;
+        };
+        let gen = s.gen;
+        let closing = s.closing;
+        let sock = s.conn.stream_mut();
+        let fd = types::Fd(sock.fd());
+        let mut entries: [Option<squeue::Entry>; 2] = [None, None];
+        let to_send = sock.to_send();
+        if !to_send.is_empty() {
+            entries[0] = Some(
+                opcode::Send::new(fd, to_send.as_ptr(), to_send.len() as u32)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+                    .user_data(user_data(KIND_SEND, slot, gen)),
+            );
+            sock.send_in_flight = true;
+            self.sends_queued += 1;
+        }
+        let pause = sock.unread() >= RECV_PAUSE_BYTES;
+        if sock.recv_armed && !sock.recv_cancelling && (closing || pause) {
+            entries[1] = Some(
+                opcode::AsyncCancel2::new(types::CancelBuilder::user_data(user_data(
+                    KIND_RECV, slot, gen,
+                )))
+                .build()
+                .user_data(user_data(KIND_CANCEL, slot, gen)),
+            );
+            sock.recv_cancelling = true;
+        } else if !closing && sock.wants_recv() {
+            entries[1] = Some(
+                opcode::RecvMulti::new(fd, BUFFER_GROUP)
+                    .build()
+                    .user_data(user_data(KIND_RECV, slot, gen)),
+            );
+            sock.recv_armed = true;
+        }
+        let release = closing && !sock.recv_armed && !sock.send_in_flight;
+        for e in entries.into_iter().flatten() {
+            self.push(e);
+        }
+        if release {
+            self.release(slot);
+        }
+    }
+
+    /// Registers every connection the listener has handed over and arms its receive.
+    fn accept_new(&mut self, now_secs: u32) {
+        loop {
+            match self.inbox.try_recv() {
+                Ok(new) => self.open(new, now_secs),
+                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => return,
+            }
+        }
+    }
+
+    fn open(&mut self, new: NewConn, now_secs: u32) {
+        let NewConn {
+            stream,
+            peer,
+            local,
+        } = new;
+        // SAFETY: the descriptor comes straight out of the mio socket, which gives up ownership.
+        let stream = unsafe { std::net::TcpStream::from_raw_fd(stream.into_raw_fd()) };
+        // io_uring waits for readiness itself; a blocking socket keeps a retried operation from failing
+        // with EAGAIN.
+        let _ = stream.set_nonblocking(false);
+        let fd = stream.as_raw_fd();
+        let slot = self.free_slots.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.gens.push(0);
+            self.conns.len() - 1
+        });
+        let info = Arc::new(ConnInfo::new(fd, peer, local, now_secs));
+        self.ctx.connections.insert(self.id, slot, info.clone());
+        let session = (self.new_session)(self.ctx.clone(), self.stats.clone(), local, fd);
+        let conn = Conn::new(
+            UringSocket::new(stream),
+            session,
+            info,
+            self.max_read_buffer_bytes,
+        );
+        self.conns[slot] = Some(Slot {
+            conn,
+            gen: self.gens[slot],
+            queued: false,
+            closing: false,
+        });
+        self.progress_io(slot);
+    }
+
+    /// Frees a closed connection's slot (closing its socket); only once nothing is in flight on it.
+    fn release(&mut self, slot: usize) {
+        if self.conns[slot].take().is_some() {
+            self.gens[slot] = self.gens[slot].wrapping_add(1) & 0xff_ffff;
+            self.ctx.connections.remove(self.id, slot);
+            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+            self.free_slots.push(slot);
+        }
+    }
+
+    /// Shutdown: cancels every operation, waits (bounded) for them to end, then closes every connection.
+    fn close_all(&mut self) {
+        self.push(
+            opcode::AsyncCancel2::new(types::CancelBuilder::any())
+                .build()
+                .user_data(user_data(KIND_CANCEL, 0, 0)),
+        );
+        let deadline = Instant::now() + SHUTDOWN_DRAIN;
+        while self.in_flight() && Instant::now() < deadline {
+            let ts = types::Timespec::new().nsec(10_000_000);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            let _ = self.ring.submitter().submit_with_args(1, &args);
+            let completions: Vec<(u64, i32, u32)> = self
+                .ring
+                .completion()
+                .map(|c| (c.user_data(), c.result(), c.flags()))
+                .collect();
+            for (ud, _, flags) in completions {
+                let (kind, slot, gen) = split_user_data(ud);
+                if let Some(bid) = cqueue::buffer_select(flags) {
+                    self.bufs.recycle(bid);
+                }
+                if let Some(s) = self.live_slot(slot, gen) {
+                    let sock = s.conn.stream_mut();
+                    match kind {
+                        KIND_RECV if !cqueue::more(flags) => sock.recv_armed = false,
+                        KIND_SEND => sock.send_in_flight = false,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        for slot in 0..self.conns.len() {
+            self.release(slot);
+        }
+        // Connections handed over but never opened still count as current.
+        while let Ok(new) = self.inbox.try_recv() {
+            drop(new);
+            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+        }
+    }
+
+    fn in_flight(&self) -> bool {
+        self.conns.iter().flatten().any(|s| {
+            let sock = s.conn.stream();
+            sock.recv_armed || sock.send_in_flight
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_data_round_trips() {
+        let ud = user_data(KIND_SEND, 123_456, 0x00ab_cdef);
+        assert_eq!(split_user_data(ud), (KIND_SEND, 123_456, 0x00ab_cdef));
+    }
+}
