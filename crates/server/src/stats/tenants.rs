@@ -6,6 +6,7 @@
 //! `/metrics` (the admin port) shows every tenant.
 
 use mrcache_engine::{TenantCounters, TenantId, UNLIMITED};
+use mrcache_policy::class::miss_entropy;
 
 use super::registry::{counter, gauge, write_stats, Exposition, Figure};
 use crate::context::ServerContext;
@@ -33,13 +34,19 @@ pub(crate) struct TenantRow {
     pub target_pages: usize,
     pub reserved_pages: usize,
     pub max_pages: usize,
+    /// Dynacache's miss entropy (bits) of the pool it stores into: misses (stores of absent keys) per
+    /// slab class since start or `stats reset`, as a distribution.
+    pub miss_entropy: f64,
 }
 
 /// `stats tenants`: `tenant:<name>:<field>`. `max` and `target_hit_ratio` are 0 when not set. The
 /// memory it holds, in pages: `pool` (the pool it stores into), and its own pool's `pages`,
 /// `target_pages` (the arbiter's), `reserved_pages` and `max_pages` (0: none), as in [`TenantRow`];
 /// `shadow_hits` counts its GET misses on recently evicted keys (Memshare's shadow queues; 0 without
-/// them).
+/// them). `miss_entropy` is Dynacache's measure (`mrcache_policy::class::miss_entropy`): the entropy in
+/// bits of its pool's misses over slab classes since start (0: all in one class; log2 n: spread evenly
+/// over n); tenants that share pool 0 share its figure. `--slab-policy dynacache` re-optimises a pool
+/// only while the entropy of its last window is at least `min_entropy`.
 #[rustfmt::skip]
 pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
     gauge("id", "tenant_id", "Numeric id of each tenant.", |r| u64::from(r.id.0).into()),
@@ -64,11 +71,14 @@ pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
     gauge("max_pages", "tenant_max_pages", "Most pages each tenant's pool may hold (0: no limit).", |r| r.max_pages.into()),
     counter("shadow_hits", "tenant_shadow_hits_total", "GET misses of each tenant on keys its shadow queue remembers (Memshare).",
         |r| r.counters.shadow_hits.into()),
+    gauge("miss_entropy", "tenant_miss_entropy", "Entropy in bits of the misses over slab classes of the pool each tenant stores into (Dynacache).",
+        |r| r.miss_entropy.into()),
 ];
 
 /// Every tenant ever known (or only `only`), by id: configuration in force and engine counters.
 fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
-    let stats = ctx.engine.stats(ctx.clock());
+    let clock = ctx.clock();
+    let stats = ctx.engine.stats(clock);
     let table = ctx.tenants.current();
     let engine = &ctx.engine;
     let limit = |pages: usize| if pages == UNLIMITED { 0 } else { pages };
@@ -79,6 +89,8 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
         .map(|(id, name)| {
             let spec = table.spec(id);
             let own = (id.index() < engine.pool_count()).then(|| engine.pool(id.index()));
+            let pool = engine.pool_of(id);
+            let classes = engine.pool_classes(pool, clock);
             TenantRow {
                 id,
                 configured: spec.is_some() || id == TenantId::DEFAULT,
@@ -87,11 +99,12 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
                 max_bytes: spec.and_then(|s| s.max_bytes).unwrap_or(0),
                 target_hit_ratio: spec.and_then(|s| s.target_hit_ratio).unwrap_or(0.0),
                 weight: spec.map_or(crate::tenants::config::DEFAULT_WEIGHT, |s| s.weight),
-                pool: engine.pool_of(id),
+                pool,
                 pages: own.map_or(0, |p| p.held),
                 target_pages: own.map_or(0, |p| limit(p.target)),
                 reserved_pages: own.map_or(0, |p| p.reserved),
                 max_pages: own.map_or(0, |p| limit(p.max)),
+                miss_entropy: miss_entropy(classes.iter().map(|c| c.counters.inserts)),
                 name,
             }
         })
