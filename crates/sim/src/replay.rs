@@ -2,8 +2,8 @@
 
 use mrcache_engine::{Clock, Engine, EngineConfig, Key, StoreArgs, StoreOutcome, TenantId};
 use mrcache_policy::arbitrate::{ArbitratedTenant, Arbitration};
-use mrcache_policy::class::ResponseTimeModel;
 use mrcache_policy::class::miss_entropy;
+use mrcache_policy::class::ResponseTimeModel;
 use mrcache_policy::{Rebalancer, TenantPolicySpec};
 use mrcache_workload::synth::Access;
 use mrcache_workload::Op;

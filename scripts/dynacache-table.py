@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Prints docs/results.md §16's tables from what scripts/dynacache-compare.sh wrote into OUT_DIR.
+
+Dynacache's Table 1 columns, per workload or tenant: the default allocation's hit ratio, Dynacache's,
+the reduction in misses, the memory the default allocation needs for Dynacache's hit ratio (ETC only,
+interpolated on memcached's sweep to 1 GiB), and the miss entropy (bits, of memcached's run)."""
+import glob
+import json
+import os
+import sys
+
+out = sys.argv[1] if len(sys.argv) > 1 else "target/dynacache"
+
+
+def rel(a, b):
+    return "-" if b == 0 else f"{a / b - 1:+.1%}"
+
+
+def etc():
+    path = f"{out}/etc.jsonl"
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return
+    points = [p for line in open(path) for p in json.loads(line)]
+    large = f"{out}/etc-memcached-large.jsonl"
+    if os.path.exists(large) and os.path.getsize(large) > 0:
+        points += [p for line in open(large) for p in json.loads(line)]
+    by = {}
+    for p in points:
+        by.setdefault(p["memory_bytes"] >> 20, {})[p["policy"].split(":")[0]] = p
+    memc = sorted((m, r["memcached"]["steady_state_miss_ratio"]) for m, r in by.items() if "memcached" in r)
+
+    def memory_for(ratio):
+        """The least memory (MiB) at which memcached's steady state reaches `ratio`, interpolated."""
+        for (m0, r0), (m1, r1) in zip(memc, memc[1:]):
+            if r1 <= ratio <= r0:
+                return m0 + (m1 - m0) * (r0 - ratio) / (r0 - r1) if r0 != r1 else m0
+        return None
+
+    print("ETC, uniform popularity, 1/4 scale: steady-state miss ratio\n")
+    print("| MiB | memcached | lama-mr | dynacache | upper-bound | dynacache vs memcached | dynacache vs lama-mr "
+          "| share of the potential | memory memcached needs for it | moves (lama / dyna) | miss entropy (memcached) |")
+    print("|---:|" + "---:|" * 10)
+    for m in sorted(by):
+        r = by[m]
+        if "dynacache" not in r:
+            continue
+        s = {k: v["steady_state_miss_ratio"] for k, v in r.items()}
+        pot = s["memcached"] - s["upper-bound"]
+        share = f"{(s['memcached'] - s['dynacache']) / pot:.1%}" if pot > 1e-4 else "-"
+        need = memory_for(s["dynacache"])
+        need = f"{need:.0f} MiB ({need / m - 1:+.0%})" if need else "> 1024 MiB"
+        print(f"| {m} | {s['memcached']:.4f} | {s['lama-mr']:.4f} | {s['dynacache']:.4f} | {s['upper-bound']:.4f} "
+              f"| {rel(s['dynacache'], s['memcached'])} | {rel(s['dynacache'], s['lama-mr'])} | {share} | {need} "
+              f"| {r['lama-mr']['page_moves']} / {r['dynacache']['page_moves']} "
+              f"| {r['memcached'].get('miss_entropy', float('nan')):.2f} |")
+    print()
+
+
+def tenants():
+    runs = {}
+    for p in ("memcached", "lama-mr", "dynacache"):
+        path = f"{out}/mpart-six-{p}.jsonl"
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            runs[p] = json.loads(open(path).readline())
+    qos = {}
+    path = f"{out}/qos-static.jsonl"
+    if os.path.exists(path):
+        for line in filter(str.strip, open(path)):
+            r = json.loads(line)
+            qos[r["policy"].split(":")[0]] = r
+    for title, rs, names in (
+        ("mPart's six applications (1/20 scale, 90% WSS, mpart arbiter)", runs,
+         ["etc", "etc.small", "psa", "psa.small", "ycsb", "ycsb.small"]),
+        ("LAMA §5.7's pair, 80 MiB each (static)", qos, ["APP1 three-phase", "APP2 ETC"]),
+    ):
+        if "dynacache" not in rs:
+            continue
+        print(title + "\n")
+        print("| tenant | % of GETs | memcached hit ratio | lama-mr | dynacache | dynacache: fewer misses than memcached "
+              "| than lama-mr | miss entropy (memcached) | dynacache moves |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        gets = sum(t["gets"] for t in rs["memcached"]["tenants"])
+        rows = [("all", None)] + [(names[i] if i < len(names) else str(i), i)
+                                  for i in range(len(rs["memcached"]["tenants"]))]
+        for name, i in rows:
+            def get(p):
+                r = rs[p]
+                return r if i is None else r["tenants"][i]
+            m, l, d = get("memcached"), get("lama-mr"), get("dynacache")
+            share = "100%" if i is None else f"{m['gets'] / gets:.1%}"
+            ent = m.get("miss_entropy")
+            ent = "-" if ent is None else f"{ent:.2f}"
+            moves = rs["dynacache"]["page_moves"] if i is None else ""
+            print(f"| {name} | {share} | {1 - m['miss_ratio']:.4f} | {1 - l['miss_ratio']:.4f} | {1 - d['miss_ratio']:.4f} "
+                  f"| {-(d['miss_ratio'] / m['miss_ratio'] - 1):.1%} | {-(d['miss_ratio'] / l['miss_ratio'] - 1):.1%} "
+                  f"| {ent} | {moves} |")
+        print()
+
+
+def traces():
+    files = glob.glob(f"{out}/traces/*.json")
+    if not files:
+        return
+    by = {}
+    for f in files:
+        base = os.path.basename(f)[:-5]
+        policy = next((p for p in ("upper-bound", "lama-mr", "dynacache", "memcached")
+                       if base.endswith("-" + p)), None)
+        if policy is None:
+            continue
+        name, share = base[: -len(policy) - 1].rsplit("-", 1)
+        by.setdefault((name, share), {})[policy] = json.load(open(f))
+    print("Real traces: whole-run GET miss ratio\n")
+    print("| trace | share | MiB | memcached | lama-mr | dynacache | upper-bound | dyna vs memcached | dyna vs lama-mr "
+          "| moves (lama / dyna) | miss entropy (memcached) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    order = ["cache2k-orm-busy", "cache2k-orm-night", "cache2k-web07", "cache2k-web12", "corda_vaultservice",
+             "arc-OLTP", "cloudPhysicsIO"]
+    key = lambda k: (any(c.isalpha() for c in k[1]), order.index(k[0]) if k[0] in order else 99,
+                     int("".join(c for c in k[1] if c.isdigit())))
+    for (name, share) in sorted(by, key=key):
+        r = by[(name, share)]
+        if not all(p in r for p in ("memcached", "lama-mr", "dynacache")):
+            continue
+        s = {p: v["miss_ratio"] for p, v in r.items()}
+        ub = f"{s['upper-bound']:.4f}" if "upper-bound" in s else "-"
+        shown = share if any(c.isalpha() for c in share) else share + "%"
+        print(f"| {name} | {shown} | {r['memcached']['memory_bytes'] / 2**20:.1f} | {s['memcached']:.4f} "
+              f"| {s['lama-mr']:.4f} | {s['dynacache']:.4f} | {ub} | {rel(s['dynacache'], s['memcached'])} "
+              f"| {rel(s['dynacache'], s['lama-mr'])} | {r['lama-mr']['page_moves']} / {r['dynacache']['page_moves']} "
+              f"| {r['memcached'].get('miss_entropy', float('nan')):.2f} |")
+    print()
+
+
+etc()
+tenants()
+traces()
