@@ -9,7 +9,8 @@
 #   scripts/dynacache-compare.sh traces  [OUT_DIR]   the shared real traces (§14's shares and sizes)
 #   scripts/dynacache-compare.sh table   [OUT_DIR]   prints §16's tables from what the others wrote
 #
-# Every run is `mrcache sim` (deterministic). env: MRCACHE (default target/release/mrcache), JOBS (2).
+# Every run is `mrcache sim` (deterministic). env: MRCACHE (default target/release/mrcache), JOBS (2),
+# TRACES_DIR (default /work/shared/traces).
 # Build first: cargo build --release -p mrcache-cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,16 +21,17 @@ out=${2:-target/dynacache}
 mkdir -p "$out"
 [ -x "$mrcache" ] || { echo "no $mrcache: cargo build --release -p mrcache-cli" >&2; exit 1; }
 etc="etc:objects=1750000,requests=12500000,popularity=uniform"
+traces=${TRACES_DIR:-/work/shared/traces}
 case $what in
 etc)
-  # §7's sweep, the four policies side by side, and memcached alone out to 1 GiB for the memory the
-  # default allocation needs to match dynacache (Dynacache Table 1's last column but one).
-  "$mrcache" sim --workload "$etc" --sweep 32MiB..256MiB:32MiB --policy memcached \
-    --policy lama-mr:max_interval=1250000 --policy dynacache --policy upper-bound \
-    --window-requests 500000 --threads "$jobs" --json \
-    --csv docs/figures/dynacache-etc-sweep.csv --plot docs/figures/dynacache-etc-sweep.svg \
-    > "$out/etc.jsonl"
-  "$mrcache" sim --workload "$etc" --sweep 288MiB..1024MiB:32MiB --policy memcached \
+  # §7's sweep with memcached and dynacache (lama-mr and the upper bound are §7's, deterministic; FULL=1
+  # runs them here too), and memcached alone out to 1 GiB for the memory the default allocation needs to
+  # match dynacache (Dynacache Table 1's "additional memory" column).
+  extra=()
+  [ -n "${FULL:-}" ] && extra=(--policy lama-mr:max_interval=1250000 --policy upper-bound)
+  "$mrcache" sim --workload "$etc" --sweep 32MiB..256MiB:32MiB --policy memcached --policy dynacache \
+    "${extra[@]}" --window-requests 500000 --threads "$jobs" --json > "$out/etc.jsonl"
+  "$mrcache" sim --workload "$etc" --sweep 384MiB..1024MiB:128MiB --policy memcached \
     --window-requests 500000 --threads "$jobs" --json > "$out/etc-memcached-large.jsonl"
   ;;
 tenants)
@@ -60,12 +62,15 @@ tenants)
     --threads "$jobs" > "$out/qos-static.jsonl"
   ;;
 traces)
-  OUT="$out/traces" POLICIES="memcached lama-mr dynacache upper-bound" JOBS=$jobs MRCACHE=$mrcache \
-    scripts/real-trace-policies.sh > "$out/traces-shares.md"
-  OUT="$out/traces" POLICIES="memcached lama-mr dynacache upper-bound" JOBS=$jobs MRCACHE=$mrcache \
+  # dynacache, and memcached as a check, on §14's shares and sizes (lama-mr and the upper bound are
+  # §14's, deterministic; POLICIES="memcached lama-mr dynacache upper-bound" runs them here too).
+  policies=${POLICIES:-"memcached dynacache"}
+  POLICIES="$policies" JOBS=$jobs MRCACHE=$mrcache \
+    scripts/real-trace-policies.sh "$traces" "$out/traces" > "$out/traces-shares.md" || true
+  POLICIES="$policies" JOBS=$jobs MRCACHE=$mrcache \
     SHARES="16MiB 32MiB 64MiB" TRACES="kv/cache2k-orm-busy.trace.xz kv/cache2k-orm-night.trace.xz \
-    kv/corda_vaultservice.trace.gz block/arc-OLTP.lis.zst" scripts/real-trace-policies.sh \
-    > "$out/traces-sizes.md"
+    kv/corda_vaultservice.trace.gz block/arc-OLTP.lis.zst" scripts/real-trace-policies.sh "$traces" \
+    "$out/traces" > "$out/traces-sizes.md" || true
   ;;
 table)
   python3 scripts/dynacache-table.py "$out"

@@ -10,6 +10,33 @@ import os
 import sys
 
 out = sys.argv[1] if len(sys.argv) > 1 else "target/dynacache"
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results.md")
+
+
+def published(section, key_cols):
+    """Rows of the first table under `## section` in docs/results.md, as {key: {column: cell}}: the
+    deterministic simulator results of lama-mr and the upper bound, where this run did not repeat them."""
+    text = open(RESULTS).read()
+    start = text.index("## " + section)
+    lines = text[start:].splitlines()
+    rows, head = {}, None
+    for line in lines[1:]:
+        if line.startswith("## "):
+            break
+        if not line.startswith("|"):
+            if head and rows:
+                break
+            continue
+        cells = [c.strip().strip("*") for c in line.strip("|").split("|")]
+        if head is None:
+            head = cells
+        elif not set(line) <= set("|-: "):
+            rows[tuple(cells[i] for i in key_cols)] = dict(zip(head, cells))
+    return rows
+
+
+def pct(x):
+    return f"{x:.1%}" if abs(x) >= 0.0005 else "0.0%"
 
 
 def rel(a, b):
@@ -27,6 +54,12 @@ def etc():
     by = {}
     for p in points:
         by.setdefault(p["memory_bytes"] >> 20, {})[p["policy"].split(":")[0]] = p
+    sec7 = published("7. Slab policies on ETC", [0])
+    for m, r in by.items():
+        row = sec7.get((str(m),))
+        for policy, column in (("lama-mr", "lama-mr"), ("upper-bound", "upper-bound")):
+            if policy not in r and row:
+                r[policy] = {"steady_state_miss_ratio": float(row[column]), "page_moves": "§7"}
     memc = sorted((m, r["memcached"]["steady_state_miss_ratio"]) for m, r in by.items() if "memcached" in r)
 
     def memory_for(ratio):
@@ -92,7 +125,7 @@ def tenants():
             ent = "-" if ent is None else f"{ent:.2f}"
             moves = rs["dynacache"]["page_moves"] if i is None else ""
             print(f"| {name} | {share} | {1 - m['miss_ratio']:.4f} | {1 - l['miss_ratio']:.4f} | {1 - d['miss_ratio']:.4f} "
-                  f"| {-(d['miss_ratio'] / m['miss_ratio'] - 1):.1%} | {-(d['miss_ratio'] / l['miss_ratio'] - 1):.1%} "
+                  f"| {pct(1 - d['miss_ratio'] / m['miss_ratio'])} | {pct(1 - d['miss_ratio'] / l['miss_ratio'])} "
                   f"| {ent} | {moves} |")
         print()
 
@@ -110,6 +143,14 @@ def traces():
             continue
         name, share = base[: -len(policy) - 1].rsplit("-", 1)
         by.setdefault((name, share), {})[policy] = json.load(open(f))
+    sec14 = published("14. Slab policies on real traces", [0, 1])
+    for (name, share), r in by.items():
+        shown = share if any(c.isalpha() for c in share) else share + "%"
+        row = sec14.get((name, shown))
+        for policy in ("lama-mr", "upper-bound"):
+            if policy not in r and row:
+                r[policy] = {"miss_ratio": float(row[policy]),
+                             "page_moves": row["moves"] if policy == "lama-mr" else 0}
     print("Real traces: whole-run GET miss ratio\n")
     print("| trace | share | MiB | memcached | lama-mr | dynacache | upper-bound | dyna vs memcached | dyna vs lama-mr "
           "| moves (lama / dyna) | miss entropy (memcached) |")
