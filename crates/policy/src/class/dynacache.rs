@@ -17,7 +17,8 @@
 //! 4. **Apply**, through the same page moves as every policy: at most `moves` pages a round toward the
 //!    optimum, taken first from the classes with the fewest requests per page, and only if the optimum's
 //!    gain, measured on the unfitted curves, is at least `threshold` of the window's predicted misses and
-//!    more than `CONFIDENCE_Z` standard errors of its sampled estimate.
+//!    more than `CONFIDENCE_Z` standard errors of its sampled estimate (and, with `guard=model`, more
+//!    than the curves' own error in the window, as lama-mr requires).
 //!
 //! Invariants: nothing moves while memory is still being demand-filled; a class used in the window keeps
 //! at least one page; a class whose curve rests on fewer than `MIN_CURVE_SAMPLES` sampled accesses (or
@@ -88,6 +89,38 @@ impl FromStr for Objective {
     }
 }
 
+/// Which errors a plan's gain must clear before pages move.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Guard {
+    /// `noise`: the sampling error of the gain's estimate (`CONFIDENCE_Z` standard errors).
+    #[default]
+    Noise,
+    /// `model`: that, and the curves' own error in the window: the misses they predict at the
+    /// allocation that served it against the misses observed, summed over the classes (lama-mr's guard;
+    /// the paper's curves come from exact stack distances and need none).
+    Model,
+}
+
+impl fmt::Display for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Guard::Noise => "noise",
+            Guard::Model => "model",
+        })
+    }
+}
+
+impl FromStr for Guard {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Guard, ()> {
+        match s {
+            "noise" => Ok(Guard::Noise),
+            "model" => Ok(Guard::Model),
+            _ => Err(()),
+        }
+    }
+}
+
 /// `dynacache`'s parameters as given (absent: the defaults above).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DynacacheParams {
@@ -103,6 +136,8 @@ pub struct DynacacheParams {
     pub min_entropy: Option<f64>,
     /// `objective=hits|bytes`.
     pub objective: Option<Objective>,
+    /// `guard=noise|model`.
+    pub guard: Option<Guard>,
 }
 
 impl DynacacheParams {
@@ -113,6 +148,7 @@ impl DynacacheParams {
         let threshold: Option<f64> = p.get("threshold")?;
         let min_entropy: Option<f64> = p.get("min_entropy")?;
         let objective = p.get("objective")?;
+        let guard = p.get("guard")?;
         if interval == Some(0) {
             return Err(p.invalid("interval must be at least 1"));
         }
@@ -130,6 +166,7 @@ impl DynacacheParams {
             threshold,
             min_entropy,
             objective,
+            guard,
         })
     }
 
@@ -144,6 +181,7 @@ impl DynacacheParams {
                 ("threshold", shown(&self.threshold)),
                 ("min_entropy", shown(&self.min_entropy)),
                 ("objective", shown(&self.objective)),
+                ("guard", shown(&self.guard)),
             ],
         )
     }
@@ -157,6 +195,7 @@ impl DynacacheParams {
             threshold: self.threshold.unwrap_or(DEFAULT_THRESHOLD),
             min_entropy: self.min_entropy.unwrap_or(DEFAULT_MIN_ENTROPY),
             objective: self.objective.unwrap_or_default(),
+            guard: self.guard.unwrap_or_default(),
             last_entropy: None,
             rounds_optimised: 0,
             rounds_skipped: 0,
@@ -173,6 +212,7 @@ pub struct Dynacache {
     threshold: f64,
     min_entropy: f64,
     objective: Objective,
+    guard: Guard,
     last_entropy: Option<f64>,
     rounds_optimised: u64,
     rounds_skipped: u64,
@@ -285,9 +325,21 @@ impl Dynacache {
                 Some(self.weight(c).powi(2) * delta / c.curve_sampling_rate)
             })
             .sum();
+        let model_error: f64 = match self.guard {
+            Guard::Noise => 0.0,
+            Guard::Model => held
+                .iter()
+                .filter_map(|c| {
+                    let predicted = miss_ratio(c, c.pages())? * c.requests as f64;
+                    Some(self.weight(c) * (predicted - c.misses as f64).abs())
+                })
+                .sum(),
+        };
         let idle_pages = held.iter().any(|c| c.requests == 0 && c.pages() > 0);
-        let worth =
-            gain > 0.0 && gain >= self.threshold * now && gain > CONFIDENCE_Z * variance.sqrt();
+        let worth = gain > 0.0
+            && gain >= self.threshold * now
+            && gain > CONFIDENCE_Z * variance.sqrt()
+            && gain > model_error;
         if !worth && !idle_pages {
             return Round {
                 moves: Vec::new(),
@@ -331,13 +383,14 @@ impl ClassPolicy for Dynacache {
 
     fn describe(&self) -> String {
         format!(
-            "dynacache:interval={},period={},moves={},threshold={},min_entropy={},objective={}",
+            "dynacache:interval={},period={},moves={},threshold={},min_entropy={},objective={},guard={}",
             self.interval,
             self.period_secs,
             self.max_moves,
             self.threshold,
             self.min_entropy,
-            self.objective
+            self.objective,
+            self.guard
         )
     }
 

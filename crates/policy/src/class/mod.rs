@@ -26,7 +26,7 @@ pub mod dynacache;
 mod heuristics;
 mod lama;
 
-pub use dynacache::{miss_entropy, Dynacache, DynacacheParams, Objective};
+pub use dynacache::{miss_entropy, Dynacache, DynacacheParams, Guard, Objective};
 pub use heuristics::{
     pick_any_source, Automove2, AutomoveParams, Demand, Facebook, FacebookParams,
     MemcachedAutomove, Psa, PsaParams, Twemcache,

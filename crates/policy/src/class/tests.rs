@@ -427,9 +427,10 @@ mod round_trip {
                 of(0.0f64..1.0),
                 of(0.0f64..8.0),
                 of(prop_oneof![Just(Objective::Hits), Just(Objective::Bytes)]),
+                of(prop_oneof![Just(Guard::Noise), Just(Guard::Model)]),
             )
                 .prop_map(
-                    |(interval, period, moves, threshold, min_entropy, objective)| {
+                    |(interval, period, moves, threshold, min_entropy, objective, guard)| {
                         ClassPolicySpec::Dynacache(DynacacheParams {
                             interval,
                             period,
@@ -437,6 +438,7 @@ mod round_trip {
                             threshold,
                             min_entropy,
                             objective,
+                            guard,
                         })
                     }
                 ),
