@@ -62,9 +62,9 @@ tenants)
     --threads "$jobs" > "$out/qos-static.jsonl"
   ;;
 traces)
-  # dynacache, and memcached as a check, on §14's shares and sizes (lama-mr and the upper bound are
+  # dynacache (and with guard=model), and memcached as a check, on §14's shares and sizes (lama-mr and the upper bound are
   # §14's, deterministic; POLICIES="memcached lama-mr dynacache upper-bound" runs them here too).
-  policies=${POLICIES:-"memcached dynacache"}
+  policies=${POLICIES:-"memcached dynacache dynacache:guard=model"}
   POLICIES="$policies" JOBS=$jobs MRCACHE=$mrcache \
     scripts/real-trace-policies.sh "$traces" "$out/traces" > "$out/traces-shares.md" || true
   POLICIES="$policies" JOBS=$jobs MRCACHE=$mrcache \

@@ -36,11 +36,11 @@ def published(section, key_cols):
 
 
 def pct(x):
-    return f"{x:.1%}" if abs(x) >= 0.0005 else "0.0%"
+    return f"{x:+.1%}" if abs(x) >= 0.0005 else "0.0%"
 
 
 def rel(a, b):
-    return "-" if b == 0 else f"{a / b - 1:+.1%}"
+    return "-" if b == 0 else pct(a / b - 1)
 
 
 def etc():
@@ -83,10 +83,16 @@ def etc():
         need = memory_for(s["dynacache"])
         need = f"{need:.0f} MiB ({need / m - 1:+.0%})" if need else "> 1024 MiB"
         print(f"| {m} | {s['memcached']:.4f} | {s['lama-mr']:.4f} | {s['dynacache']:.4f} | {s['upper-bound']:.4f} "
-              f"| {rel(s['dynacache'], s['memcached'])} | {rel(s['dynacache'], s['lama-mr'])} | {share} | {need} "
+              f"| {pct(s['dynacache'] / s['memcached'] - 1)} | {pct(s['dynacache'] / s['lama-mr'] - 1)} | {share} | {need} "
               f"| {r['lama-mr']['page_moves']} / {r['dynacache']['page_moves']} "
-              f"| {r['memcached'].get('miss_entropy', float('nan')):.2f} |")
+              f"| {entropy(r['memcached'])} |")
     print()
+
+
+def entropy(report):
+    """A report's miss entropy, `-` where the binary that wrote it did not report one."""
+    e = report.get("miss_entropy")
+    return "-" if e is None else f"{e:.2f}"
 
 
 def tenants():
@@ -137,7 +143,7 @@ def traces():
     by = {}
     for f in files:
         base = os.path.basename(f)[:-5]
-        policy = next((p for p in ("upper-bound", "lama-mr", "dynacache", "memcached")
+        policy = next((p for p in ("upper-bound", "lama-mr", "dynacache", "dynacache:guard=model", "memcached")
                        if base.endswith("-" + p)), None)
         if policy is None:
             continue
@@ -152,9 +158,10 @@ def traces():
                 r[policy] = {"miss_ratio": float(row[policy]),
                              "page_moves": row["moves"] if policy == "lama-mr" else 0}
     print("Real traces: whole-run GET miss ratio\n")
+    guard = any("dynacache:guard=model" in r for r in by.values())
     print("| trace | share | MiB | memcached | lama-mr | dynacache | upper-bound | dyna vs memcached | dyna vs lama-mr "
-          "| moves (lama / dyna) | miss entropy (memcached) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| moves (lama / dyna) | miss entropy (memcached) |" + (" guard=model | its moves |" if guard else ""))
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if guard else ""))
     order = ["cache2k-orm-busy", "cache2k-orm-night", "cache2k-web07", "cache2k-web12", "corda_vaultservice",
              "arc-OLTP", "cloudPhysicsIO"]
     key = lambda k: (any(c.isalpha() for c in k[1]), order.index(k[0]) if k[0] in order else 99,
@@ -169,7 +176,9 @@ def traces():
         print(f"| {name} | {shown} | {r['memcached']['memory_bytes'] / 2**20:.1f} | {s['memcached']:.4f} "
               f"| {s['lama-mr']:.4f} | {s['dynacache']:.4f} | {ub} | {rel(s['dynacache'], s['memcached'])} "
               f"| {rel(s['dynacache'], s['lama-mr'])} | {r['lama-mr']['page_moves']} / {r['dynacache']['page_moves']} "
-              f"| {r['memcached'].get('miss_entropy', float('nan')):.2f} |")
+              f"| {entropy(r['memcached'])} |"
+              + (f" {r['dynacache:guard=model']['miss_ratio']:.4f} | {r['dynacache:guard=model']['page_moves']} |"
+                 if guard and "dynacache:guard=model" in r else (" - | - |" if guard else "")))
     print()
 
 
