@@ -43,7 +43,7 @@ pub struct SimArgs {
     /// automove:window=,ratio=; psa:misses=; facebook:misses=,ratio=;
     /// lama-*:interval=auto|N,min_interval=,max_interval=,moves=,granularity=auto|r,threshold=,period=;
     /// lama-art also hit_us=,miss_us=,miss_us_per_kib=;
-    /// dynacache:interval=N,period=,moves=,threshold=,min_entropy=BITS,objective=hits|bytes.
+    /// dynacache:interval=N,period=,moves=,threshold=,min_entropy=BITS,objective=hits|bytes,guard=noise|model.
     /// Repeat the flag or separate with commas.
     #[arg(long, default_value = "memcached")]
     policy: Vec<String>,

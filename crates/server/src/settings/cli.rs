@@ -129,8 +129,8 @@ pub(super) struct Cli {
     /// (Dynacache: each tenant's hits maximised over concave fits of its classes' hit curves; a tenant
     /// is re-optimised only while the miss entropy of its last window, over its classes, is at least
     /// min_entropy bits, default 0.3; parameters interval=,period=,moves=,threshold=,min_entropy=,
-    /// objective=hits|bytes); overrides -o slab_automove (default: lama-mr, or memcached's mover when
-    /// -o slab_automove is given)
+    /// objective=hits|bytes,guard=noise|model); overrides -o slab_automove (default: lama-mr, or
+    /// memcached's mover when -o slab_automove is given)
     #[arg(long = "slab-policy", value_name = "POLICY", value_parser = parse_slab_policy)]
     slab_policy: Option<ClassPolicySpec>,
     /// how memory is divided among tenants, NAME[:key=value,...]: static (each tenant its reserve plus a
