@@ -7,7 +7,8 @@
 #                                                    static halves), each tenant's classes divided by
 #                                                    each slab policy
 #   scripts/dynacache-compare.sh traces  [OUT_DIR]   the shared real traces (§14's shares and sizes)
-#   scripts/dynacache-compare.sh table   [OUT_DIR]   prints §16's tables from what the others wrote
+#   scripts/dynacache-compare.sh table   [OUT_DIR]   prints §16's tables from what the others wrote and
+#                                                    draws docs/figures/dynacache-etc-sweep.svg
 #
 # Every run is `mrcache sim` (deterministic). env: MRCACHE (default target/release/mrcache), JOBS (2),
 # TRACES_DIR (default /work/shared/traces).
@@ -73,7 +74,7 @@ traces)
     "$out/traces" > "$out/traces-sizes.md" || true
   ;;
 table)
-  python3 scripts/dynacache-table.py "$out"
+  python3 scripts/dynacache-table.py "$out" docs/figures/dynacache-etc-sweep.svg
   ;;
 *)
   echo "unknown: $what (etc, tenants, traces, table)" >&2

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Prints docs/results.md §16's tables from what scripts/dynacache-compare.sh wrote into OUT_DIR.
+"""Prints docs/results.md §16's tables from what scripts/dynacache-compare.sh wrote into OUT_DIR (and, given
+a second argument, draws the ETC sweep into that SVG file).
 
 Dynacache's Table 1 columns, per workload or tenant: the default allocation's hit ratio, Dynacache's,
 the reduction in misses, the memory the default allocation needs for Dynacache's hit ratio (ETC only,
@@ -69,6 +70,10 @@ def etc():
                 return m0 + (m1 - m0) * (r0 - ratio) / (r0 - r1) if r0 != r1 else m0
         return None
 
+    if len(sys.argv) > 2:
+        svg(sys.argv[2], {p: [(m, by[m][p]["steady_state_miss_ratio"]) for m in sorted(by)
+                              if p in by[m] and "dynacache" in by[m]]
+                          for p in ("memcached", "lama-mr", "dynacache", "upper-bound")})
     print("ETC, uniform popularity, 1/4 scale: steady-state miss ratio\n")
     print("| MiB | memcached | lama-mr | dynacache | upper-bound | dynacache vs memcached | dynacache vs lama-mr "
           "| share of the potential | memory memcached needs for it | moves (lama / dyna) | miss entropy (memcached) |")
@@ -87,6 +92,37 @@ def etc():
               f"| {r['lama-mr']['page_moves']} / {r['dynacache']['page_moves']} "
               f"| {entropy(r['memcached'])} |")
     print()
+
+
+def svg(path, series):
+    """Miss ratio against memory, one line per policy, as a small standalone SVG."""
+    w, h, l, b, r, t = 640, 400, 60, 50, 130, 20
+    xs = [x for pts in series.values() for x, _ in pts]
+    x0, x1 = min(xs), max(xs)
+    px = lambda x: l + (x - x0) / (x1 - x0) * (w - l - r)
+    py = lambda y: t + (1 - y) * (h - t - b)
+    colours = {"memcached": "#d62728", "lama-mr": "#1f77b4", "dynacache": "#2ca02c", "upper-bound": "#7f7f7f"}
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{w}" height="{h}" fill="white"/>',
+           f'<text x="{w / 2}" y="14" text-anchor="middle">ETC (uniform, 1/4 scale): steady-state miss ratio</text>']
+    for i in range(6):
+        y = i / 5
+        out.append(f'<line x1="{l}" x2="{w - r}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{l - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:.1f}</text>')
+    for x in sorted(set(xs)):
+        out.append(f'<text x="{px(x):.1f}" y="{h - b + 16}" text-anchor="middle">{x}</text>')
+    out.append(f'<text x="{(l + w - r) / 2}" y="{h - 10}" text-anchor="middle">memory (MiB)</text>')
+    for k, (name, pts) in enumerate(series.items()):
+        c = colours.get(name, "black")
+        dash = ' stroke-dasharray="5,4"' if name == "upper-bound" else ""
+        d = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
+        out.append(f'<polyline points="{d}" fill="none" stroke="{c}" stroke-width="2"{dash}/>')
+        out.append(f'<line x1="{w - r + 10}" x2="{w - r + 30}" y1="{t + 20 + 18 * k}" y2="{t + 20 + 18 * k}" '
+                   f'stroke="{c}" stroke-width="2"{dash}/>')
+        out.append(f'<text x="{w - r + 36}" y="{t + 24 + 18 * k}">{name}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
 
 
 def entropy(report):
