@@ -55,6 +55,14 @@ def etc():
     by = {}
     for p in points:
         by.setdefault(p["memory_bytes"] >> 20, {})[p["policy"].split(":")[0]] = p
+    # memcached's miss entropy per size, where the sweep above was made by a binary without it.
+    entropies = f"{out}/etc-memcached-entropy.jsonl"
+    if os.path.exists(entropies) and os.path.getsize(entropies) > 0:
+        for p in (p for line in open(entropies) for p in json.loads(line)):
+            m = by.get(p["memory_bytes"] >> 20, {}).get("memcached")
+            if m is not None and "miss_entropy" not in m:
+                assert abs(m["steady_state_miss_ratio"] - p["steady_state_miss_ratio"]) < 1e-12
+                m["miss_entropy"] = p["miss_entropy"]
     sec7 = published("7. Slab policies on ETC", [0])
     for m, r in by.items():
         row = sec7.get((str(m),))
