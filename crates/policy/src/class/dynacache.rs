@@ -51,8 +51,8 @@ const DEFAULT_MAX_MOVES: usize = 50;
 const DEFAULT_THRESHOLD: f64 = 0.01;
 /// Miss entropy (bits) below which an application is not re-optimised. On Dynacache's Table 1 every
 /// application at 0.49 bits or more was worth optimising (18.6%, 51.1%, 65.2%, 5.0% fewer misses;
-/// application 9, 1.55 bits, only for lack of memory) and those at 0.19 or less were not (0% for
-/// four of five); 0.3 splits them.
+/// application 9, 1.55 bits, only for lack of memory) and those at 0.19 or less gained nothing (three
+/// of five) or 8-12% (two); 0.3 splits them.
 const DEFAULT_MIN_ENTROPY: f64 = 0.3;
 /// Sampled accesses a class's window needs before its curve is used.
 const MIN_CURVE_SAMPLES: f64 = 20.0;
