@@ -37,10 +37,14 @@ pub struct SimArgs {
     /// Slab policies, comma-separated, each NAME[:key=value,...]: memcached (demand-filled, no moves),
     /// automove and automove2 (memcached 1.6's slab_automove=1 and 2), twemcache (random page eviction),
     /// psa (periodic slab allocation), facebook (age balancing), lama-mr and lama-art (LAMA, minimising
-    /// misses or response time), upper-bound (LAMA §5.6: the optimal fixed allocation from exact curves of
-    /// a first pass). Parameters: automove:window=,ratio=; psa:misses=; facebook:misses=,ratio=;
+    /// misses or response time), dynacache (Dynacache: each pool's hits maximised over concave fits of its
+    /// classes' hit curves, only while its miss entropy is at least min_entropy bits), upper-bound (LAMA
+    /// §5.6: the optimal fixed allocation from exact curves of a first pass). Parameters:
+    /// automove:window=,ratio=; psa:misses=; facebook:misses=,ratio=;
     /// lama-*:interval=auto|N,min_interval=,max_interval=,moves=,granularity=auto|r,threshold=,period=;
-    /// lama-art also hit_us=,miss_us=,miss_us_per_kib=. Repeat the flag or separate with commas.
+    /// lama-art also hit_us=,miss_us=,miss_us_per_kib=;
+    /// dynacache:interval=N,period=,moves=,threshold=,min_entropy=BITS,objective=hits|bytes,guard=noise|model.
+    /// Repeat the flag or separate with commas.
     #[arg(long, default_value = "memcached")]
     policy: Vec<String>,
     /// Tenant arbiters (the upper memory level), each NAME[:key=value,...]: static (reserve plus a share

@@ -1,8 +1,8 @@
 //! The rebalancer: the one driver of class policies, shared by the server's background thread and the
 //! simulator. `poll` reads the engine's counters, asks the policy whether a round is due, and if so shows
-//! it every class (counters since the last round and, for LAMA, the curve of that window) and carries out
-//! the page moves it returns, one `Engine::move_page` at a time (each one page under one shard lock, so
-//! requests wait at most one page's relocation).
+//! it every class (counters since the last round and, for LAMA and Dynacache, the curve of that window
+//! when the policy wants it) and carries out the page moves it returns, one `Engine::move_page` at a
+//! time (each one page under one shard lock, so requests wait at most one page's relocation).
 //!
 //! Windows: the counters and curves a round sees cover the accesses since the previous round. Curves
 //! come from the engine's cumulative reuse-time histograms, minus the snapshot kept at the last round
@@ -185,25 +185,36 @@ impl Rebalancer {
         if !self.policy.due(&progress) {
             return 0;
         }
-        let curves = if self.policy.needs_curves() {
-            self.window_curves(engine, &stats)
-        } else {
-            Vec::new()
-        };
-        let views: Vec<ClassView> = stats
+        let mut views: Vec<ClassView> = stats
             .classes
             .iter()
             .zip(&deltas)
-            .enumerate()
-            .map(|(i, (c, &(requests, misses, evictions)))| ClassView {
+            .map(|(c, &(requests, misses, evictions))| ClassView {
                 snapshot: c.clone(),
                 requests,
                 misses,
                 evictions,
-                miss_ratio_by_pages: curves.get(i).and_then(|c| c.as_ref()).map(|c| c.0.clone()),
-                curve_sampling_rate: curves.get(i).and_then(|c| c.as_ref()).map_or(1.0, |c| c.1),
+                miss_ratio_by_pages: None,
+                curve_sampling_rate: 1.0,
             })
             .collect();
+        if self.policy.needs_curves() {
+            if self.policy.wants_curves(&views) {
+                let curves = self.window_curves(engine, &stats);
+                for (view, curve) in views.iter_mut().zip(curves) {
+                    if let Some((curve, rate)) = curve {
+                        view.miss_ratio_by_pages = Some(curve);
+                        view.curve_sampling_rate = rate;
+                    }
+                }
+            } else {
+                // Declined (Dynacache's entropy rule): the window still ends here.
+                self.histograms.resize(stats.classes.len(), None);
+                for h in engine.reuse_histograms_in(Some(self.pool), None) {
+                    self.histograms[h.class.index()] = Some(h.histogram);
+                }
+            }
+        }
         let round = self.policy.round(&RoundInput {
             classes: &views,
             page_limit: stats.page_limit,

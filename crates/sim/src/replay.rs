@@ -2,6 +2,7 @@
 
 use mrcache_engine::{Clock, Engine, EngineConfig, Key, StoreArgs, StoreOutcome, TenantId};
 use mrcache_policy::arbitrate::{ArbitratedTenant, Arbitration};
+use mrcache_policy::class::miss_entropy;
 use mrcache_policy::class::ResponseTimeModel;
 use mrcache_policy::{Rebalancer, TenantPolicySpec};
 use mrcache_workload::synth::Access;
@@ -336,9 +337,11 @@ impl Simulator {
         if self.window.gets > 0 || self.windows.is_empty() {
             self.close_window();
         }
-        let stats = self.engine.stats(self.clock());
+        let clock = self.clock();
+        let stats = self.engine.stats(clock);
         SimReport {
             policy: self.policy.name().to_string(),
+            miss_entropy: miss_entropy(stats.classes.iter().map(|c| c.counters.inserts)),
             mean_response_us: if self.gets > 0 {
                 self.response_us / self.gets as f64
             } else {
@@ -359,10 +362,21 @@ impl Simulator {
             tenants: self
                 .tenant_rows(&self.tenant_totals)
                 .into_iter()
-                .map(|totals| TenantReport {
-                    reserved_pages: (usize::from(totals.tenant) < self.engine.pool_count())
-                        .then(|| self.engine.pool(totals.tenant.into()).reserved),
-                    totals,
+                .map(|totals| {
+                    let own = usize::from(totals.tenant) < self.engine.pool_count();
+                    let pool = usize::from(totals.tenant);
+                    TenantReport {
+                        reserved_pages: own.then(|| self.engine.pool(pool).reserved),
+                        miss_entropy: own.then(|| {
+                            miss_entropy(
+                                self.engine
+                                    .pool_classes(pool, clock)
+                                    .iter()
+                                    .map(|c| c.counters.inserts),
+                            )
+                        }),
+                        totals,
+                    }
                 })
                 .collect(),
             windows: self.windows,

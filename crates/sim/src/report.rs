@@ -61,6 +61,9 @@ pub struct TenantReport {
     pub totals: TenantWindow,
     /// Its reserve, when it has memory of its own.
     pub reserved_pages: Option<usize>,
+    /// Dynacache's miss entropy (bits) of its own pool over the run: misses (stores of absent keys) per
+    /// slab class as a distribution; `None` when it shares pool 0.
+    pub miss_entropy: Option<f64>,
 }
 
 /// The whole run.
@@ -68,6 +71,9 @@ pub struct TenantReport {
 pub struct SimReport {
     /// The slab policy's spec.
     pub policy: String,
+    /// Dynacache's miss entropy (bits) over the run: misses (stores of absent keys) per slab class, all
+    /// pools together.
+    pub miss_entropy: f64,
     /// The memory limit.
     pub memory_bytes: u64,
     /// Requests replayed.

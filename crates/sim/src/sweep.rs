@@ -26,6 +26,8 @@ pub struct SweepPoint {
     pub steady_state_miss_ratio: f64,
     /// Pages moved between classes.
     pub page_moves: u64,
+    /// Dynacache's miss entropy (bits) of the run's misses over slab classes.
+    pub miss_entropy: f64,
     /// The run's whole report.
     #[serde(skip)]
     pub report: SimReport,
@@ -84,6 +86,7 @@ where
                         miss_ratio: report.miss_ratio,
                         steady_state_miss_ratio: report.steady_state_miss_ratio(0.5),
                         page_moves: report.page_moves,
+                        miss_entropy: report.miss_entropy,
                         report,
                     })
                 };

@@ -12,17 +12,21 @@
 //! | `facebook`  | age balancing: a page from the globally oldest tail to a young evictor   | LAMA §2.1    |
 //! | `lama-mr`   | LAMA Algorithm 1 over the curves, minimising misses (OPT_MR)            | LAMA §3      |
 //! | `lama-art`  | the same, minimising average response time (OPT_ART)                     | LAMA §3.3    |
+//! | `dynacache` | eq. 1 over concave fits of the hit curves, when the miss entropy is high | Dynacache §4 |
 //!
 //! A policy is a function of what it is shown: no engine, no clock, no I/O. [`crate::rebalance`] feeds
 //! it (counters since its last round, curves of that window) and carries out the page moves it returns.
-//! Parameters follow the name: `psa:misses=2000`, `lama-mr:interval=auto,moves=50,threshold=0.01`;
+//! Parameters follow the name: `psa:misses=2000`, `lama-mr:interval=auto,moves=50,threshold=0.01`,
+//! `dynacache:interval=1000000,min_entropy=0.3`;
 //! an unknown parameter is an error that names it. A spec is read once into a [`ClassPolicySpec`]
 //! (`FromStr`), which holds the parameters given and builds the policy without failing.
 
 pub mod automove;
+pub mod dynacache;
 mod heuristics;
 mod lama;
 
+pub use dynacache::{miss_entropy, Dynacache, DynacacheParams, Guard, Objective};
 pub use heuristics::{
     pick_any_source, Automove2, AutomoveParams, Demand, Facebook, FacebookParams,
     MemcachedAutomove, Psa, PsaParams, Twemcache,
@@ -181,6 +185,11 @@ pub trait ClassPolicy: Send {
     fn needs_curves(&self) -> bool {
         false
     }
+    /// Whether this round's window is worth its curves, given the classes' counters (asked only of
+    /// policies that need curves; Dynacache declines for applications whose misses are not spread).
+    fn wants_curves(&self, _classes: &[ClassView]) -> bool {
+        true
+    }
     /// Whether the engine should evict whole random pages instead of LRU tails (Twemcache).
     fn random_page_eviction(&self) -> bool {
         false
@@ -210,6 +219,7 @@ pub const NAMES: &[&str] = &[
     "facebook",
     "lama-mr",
     "lama-art",
+    "dynacache",
 ];
 
 /// A class policy and the parameters its spec gave, read once from `NAME[:key=value,...]` (`FromStr`,
@@ -234,6 +244,8 @@ pub enum ClassPolicySpec {
     LamaMr(LamaParams),
     /// `lama-art[:...]`: LAMA minimising average response time.
     LamaArt(LamaParams, ResponseTimeParams),
+    /// `dynacache[:...]`: Dynacache's eq. 1 for applications with spread misses.
+    Dynacache(DynacacheParams),
 }
 
 impl ClassPolicySpec {
@@ -261,6 +273,7 @@ impl ClassPolicySpec {
             ClassPolicySpec::Facebook(_) => "facebook",
             ClassPolicySpec::LamaMr(_) => "lama-mr",
             ClassPolicySpec::LamaArt(..) => "lama-art",
+            ClassPolicySpec::Dynacache(_) => "dynacache",
         }
     }
 
@@ -277,6 +290,7 @@ impl ClassPolicySpec {
             ClassPolicySpec::LamaArt(p, model) => {
                 Box::new(p.build(LamaTarget::ResponseTime(model.build())))
             }
+            ClassPolicySpec::Dynacache(p) => Box::new(p.build()),
         }
     }
 }
@@ -298,6 +312,7 @@ impl FromStr for ClassPolicySpec {
                 let lama = LamaParams::parse(&mut p)?;
                 ClassPolicySpec::LamaArt(lama, ResponseTimeParams::parse(&mut p)?)
             }
+            "dynacache" => ClassPolicySpec::Dynacache(DynacacheParams::parse(&mut p)?),
             _ => return Err(p.unknown(NAMES)),
         };
         p.finish()?;
@@ -313,6 +328,7 @@ impl fmt::Display for ClassPolicySpec {
             ClassPolicySpec::Facebook(p) => p.write(f),
             ClassPolicySpec::LamaMr(p) => p.write(f, self.name(), None),
             ClassPolicySpec::LamaArt(p, model) => p.write(f, self.name(), Some(model)),
+            ClassPolicySpec::Dynacache(p) => p.write(f),
             ClassPolicySpec::Memcached
             | ClassPolicySpec::Automove2
             | ClassPolicySpec::Twemcache => f.write_str(self.name()),

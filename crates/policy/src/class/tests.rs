@@ -342,7 +342,7 @@ fn specs_print_what_they_were_given_and_parse_back() {
 #[test]
 fn invalid_specs_say_why() {
     for (text, message) in [
-        ("lru", "unknown slab policy `lru` (one of: memcached, automove, automove2, twemcache, psa, facebook, lama-mr, lama-art)"),
+        ("lru", "unknown slab policy `lru` (one of: memcached, automove, automove2, twemcache, psa, facebook, lama-mr, lama-art, dynacache)"),
         ("psa:misses", "slab policy parameter `misses` needs a value (key=value)"),
         ("psa:misses=x", "slab policy `psa`: bad value `x` for `misses`"),
         ("memcached:x=1", "slab policy `memcached` has no parameter `x`"),
@@ -420,6 +420,28 @@ mod round_trip {
                     },
                 )
             }),
+            (
+                of(1u64..10_000_000),
+                of(any::<u32>()),
+                of(1usize..1_000),
+                of(0.0f64..1.0),
+                of(0.0f64..8.0),
+                of(prop_oneof![Just(Objective::Hits), Just(Objective::Bytes)]),
+                of(prop_oneof![Just(Guard::Noise), Just(Guard::Model)]),
+            )
+                .prop_map(
+                    |(interval, period, moves, threshold, min_entropy, objective, guard)| {
+                        ClassPolicySpec::Dynacache(DynacacheParams {
+                            interval,
+                            period,
+                            moves,
+                            threshold,
+                            min_entropy,
+                            objective,
+                            guard,
+                        })
+                    }
+                ),
         ]
     }
 

@@ -147,8 +147,12 @@ pub(super) struct Cli {
     extended: Vec<String>,
     /// slab allocation policy, NAME[:key=value,...]: memcached (no moves), automove, automove2
     /// (memcached's slab_automove=1 and 2), twemcache, psa, facebook, lama-mr, lama-art (LAMA: pages go
-    /// where the classes' miss-ratio curves say they save the most misses or response time); overrides
-    /// -o slab_automove (default: lama-mr, or memcached's mover when -o slab_automove is given)
+    /// where the classes' miss-ratio curves say they save the most misses or response time), dynacache
+    /// (Dynacache: each tenant's hits maximised over concave fits of its classes' hit curves; a tenant
+    /// is re-optimised only while the miss entropy of its last window, over its classes, is at least
+    /// min_entropy bits, default 0.3; parameters interval=,period=,moves=,threshold=,min_entropy=,
+    /// objective=hits|bytes,guard=noise|model); overrides -o slab_automove (default: lama-mr, or
+    /// memcached's mover when -o slab_automove is given)
     #[arg(long = "slab-policy", value_name = "POLICY", value_parser = parse_slab_policy)]
     slab_policy: Option<ClassPolicySpec>,
     /// how memory is divided among tenants, NAME[:key=value,...]: static (each tenant its reserve plus a

@@ -6,6 +6,7 @@
 //! `/metrics` (the admin port) shows every tenant.
 
 use mrcache_engine::{TenantCounters, TenantId, UNLIMITED};
+use mrcache_policy::class::miss_entropy;
 
 use super::registry::{alias, counter, gauge, write_stats, Exposition, Figure};
 use crate::context::ServerContext;
@@ -39,6 +40,9 @@ pub(crate) struct TenantRow {
     pub rate_limit: f64,
     pub rate_burst: u64,
     pub rate_limited: u64,
+    /// Dynacache's miss entropy (bits) of the pool it stores into: misses (stores of absent keys) per
+    /// slab class since start or `stats reset`, as a distribution.
+    pub miss_entropy: f64,
 }
 
 /// `stats tenants`: `tenant:<name>:<field>`. `max` and `target_hit_ratio` are 0 when not set. The
@@ -47,6 +51,10 @@ pub(crate) struct TenantRow {
 /// `shadow_hits` counts its GET misses on recently evicted keys (Memshare's shadow queues; 0 without
 /// them); `rate_limit` (requests a second) and `rate_burst` are its rate limit in force (0: none) and
 /// `rate_limited` counts the requests it refused.
+/// `miss_entropy` is Dynacache's measure (`mrcache_policy::class::miss_entropy`): the entropy in
+/// bits of its pool's misses over slab classes since start (0: all in one class; log2 n: spread evenly
+/// over n); tenants that share pool 0 share its figure. `--slab-policy dynacache` re-optimises a pool
+/// only while the entropy of its last window is at least `min_entropy`.
 #[rustfmt::skip]
 pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
     gauge("id", "tenant_id", "Numeric id of each tenant.", |r| u64::from(r.id.0).into()),
@@ -77,6 +85,8 @@ pub(crate) const TENANTS: &[Figure<TenantRow>] = &[
         |r| r.rate_burst.into()),
     counter("rate_limited", "tenant_rate_limited_total", "Requests of each tenant refused by its rate limit (SERVER_ERROR tenant rate limit exceeded).",
         |r| r.rate_limited.into()),
+    gauge("miss_entropy", "tenant_miss_entropy", "Entropy in bits of the misses over slab classes of the pool each tenant stores into (Dynacache).",
+        |r| r.miss_entropy.into()),
 ];
 
 /// A tenant's `stats`: memcached's general names for the figures of its own (the rest of `stats` is
@@ -106,7 +116,8 @@ pub(crate) fn tenant_general(ctx: &ServerContext, id: TenantId, out: &mut Vec<u8
 
 /// Every tenant ever known (or only `only`), by id: configuration in force and engine counters.
 fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
-    let stats = ctx.engine.stats(ctx.clock());
+    let clock = ctx.clock();
+    let stats = ctx.engine.stats(clock);
     let table = ctx.tenants.current();
     let engine = &ctx.engine;
     let limit = |pages: usize| if pages == UNLIMITED { 0 } else { pages };
@@ -120,6 +131,8 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
             let own = (id.index() < engine.pool_count()).then(|| engine.pool(id.index()));
             let limiter = ctx.tenants.limiter(id);
             let (rate_limit, rate_burst) = limiter.as_ref().map_or((0.0, 0), |l| l.limit());
+            let pool = engine.pool_of(id);
+            let classes = engine.pool_classes(pool, clock);
             TenantRow {
                 rate_limit,
                 rate_burst,
@@ -131,7 +144,7 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
                 max_bytes: spec.and_then(|s| s.max_bytes).unwrap_or(0),
                 target_hit_ratio: spec.and_then(|s| s.target_hit_ratio).unwrap_or(0.0),
                 weight: spec.map_or(crate::tenants::config::DEFAULT_WEIGHT, |s| s.weight),
-                pool: engine.pool_of(id),
+                pool,
                 pages: own.map_or(0, |p| p.held),
                 target_pages: own.map_or(0, |p| limit(p.target)),
                 reserved_pages: own.map_or(0, |p| p.reserved),
@@ -139,6 +152,7 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
                 limit_bytes: spec
                     .and_then(|s| s.max_bytes)
                     .map_or(server_limit, |m| m.min(server_limit)),
+                miss_entropy: miss_entropy(classes.iter().map(|c| c.counters.inserts)),
                 name,
             }
         })

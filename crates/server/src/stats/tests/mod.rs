@@ -219,3 +219,39 @@ fn sizes_disabled_and_conns_empty() {
 }
 
 mod metrics;
+
+#[test]
+fn tenant_miss_entropy_spreads_with_the_classes_missed() {
+    let ctx = ctx();
+    let entropy = |ctx: &ServerContext| {
+        let mut out = Vec::new();
+        tenants(ctx, None, &mut out);
+        value(&out, "tenant:default:miss_entropy")
+            .parse::<f64>()
+            .unwrap()
+    };
+    assert_eq!(entropy(&ctx), 0.0, "no misses yet");
+    let clock = ctx.clock();
+    let set = |key: String, bytes: usize| {
+        ctx.engine.store(
+            &StoreArgs::set(
+                mrcache_engine::Key::default_tenant(key.as_bytes()),
+                &vec![b'v'; bytes],
+            ),
+            clock,
+        );
+    };
+    // Four new keys in one class: one class holds every miss.
+    for i in 0..4 {
+        set(format!("small{i}"), 10);
+    }
+    assert_eq!(entropy(&ctx), 0.0);
+    // Four more in a much larger class: misses split evenly over two classes, one bit.
+    for i in 0..4 {
+        set(format!("large{i}"), 5000);
+    }
+    assert!((entropy(&ctx) - 1.0).abs() < 1e-9, "{}", entropy(&ctx));
+    // Overwriting a key is not a miss.
+    set("large0".to_string(), 5000);
+    assert!((entropy(&ctx) - 1.0).abs() < 1e-9);
+}
