@@ -117,34 +117,34 @@ fi
 [ "$pytest_status" -eq 0 ] || failed_steps+=("pytest")
 
 # ---- the other network I/O path ---------------------------------------------
-# Everything above ran on the default path (-o io=auto: io_uring on a kernel that has it). The conformance
-# suite, memcapable and the pymemcache tests run again on epoll: MRCACHED_EXTRA_ARGS is appended to every
-# mrcached the Rust and Python harnesses start.
-note "conformance + memcapable on -o io=epoll"
-MRCACHED_EXTRA_ARGS="-o io=epoll" cargo test --release -p mrcache-server --test conformance --test memcapable \
-    2>&1 | tee "$LOG_DIR/cargo-test-epoll.log"
-epoll_status=${PIPESTATUS[0]}
-read -r p f < <(count_results "$LOG_DIR/cargo-test-epoll.log" '^test result:')
+# Everything above ran on the default path (-o io=auto: epoll). The conformance suite, memcapable and the
+# pymemcache tests run again on io_uring: MRCACHED_EXTRA_ARGS is appended to every mrcached the Rust and
+# Python harnesses start.
+note "conformance + memcapable on -o io=uring"
+MRCACHED_EXTRA_ARGS="-o io=uring" cargo test --release -p mrcache-server --test conformance --test memcapable \
+    2>&1 | tee "$LOG_DIR/cargo-test-uring.log"
+uring_status=${PIPESTATUS[0]}
+read -r p f < <(count_results "$LOG_DIR/cargo-test-uring.log" '^test result:')
 passed=$((passed + p))
 failed=$((failed + f))
-if [ "$epoll_status" -ne 0 ] && [ "$f" -eq 0 ]; then
+if [ "$uring_status" -ne 0 ] && [ "$f" -eq 0 ]; then
     failed=$((failed + 1))
 fi
-[ "$epoll_status" -eq 0 ] || failed_steps+=("cargo test (io=epoll)")
+[ "$uring_status" -eq 0 ] || failed_steps+=("cargo test (io=uring)")
 
-note "pytest tests/python/test_pymemcache.py on -o io=epoll"
-MRCACHED_EXTRA_ARGS="-o io=epoll" MRCACHED_BIN="${MRCACHED_BIN:-$TARGET_DIR/release/mrcached}" \
+note "pytest tests/python/test_pymemcache.py on -o io=uring"
+MRCACHED_EXTRA_ARGS="-o io=uring" MRCACHED_BIN="${MRCACHED_BIN:-$TARGET_DIR/release/mrcached}" \
     timeout 900 "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_pymemcache.py \
-    2>&1 | tee "$LOG_DIR/pytest-epoll.log"
-pytest_epoll_status=${PIPESTATUS[0]}
-tail -n 1 "$LOG_DIR/pytest-epoll.log" >"$LOG_DIR/pytest-epoll-summary.log"
-read -r p f < <(count_results "$LOG_DIR/pytest-epoll-summary.log" ' in [0-9.]+s')
+    2>&1 | tee "$LOG_DIR/pytest-uring.log"
+pytest_uring_status=${PIPESTATUS[0]}
+tail -n 1 "$LOG_DIR/pytest-uring.log" >"$LOG_DIR/pytest-uring-summary.log"
+read -r p f < <(count_results "$LOG_DIR/pytest-uring-summary.log" ' in [0-9.]+s')
 passed=$((passed + p))
 failed=$((failed + f))
-if [ "$pytest_epoll_status" -ne 0 ] && [ "$f" -eq 0 ]; then
+if [ "$pytest_uring_status" -ne 0 ] && [ "$f" -eq 0 ]; then
     failed=$((failed + 1))
 fi
-[ "$pytest_epoll_status" -eq 0 ] || failed_steps+=("pytest (io=epoll)")
+[ "$pytest_uring_status" -eq 0 ] || failed_steps+=("pytest (io=uring)")
 
 # ---- fuzzing ----------------------------------------------------------------
 # The fuzz corpus replay (fuzz/seeds and, when present, fuzz/corpus/parse through the parser's contract

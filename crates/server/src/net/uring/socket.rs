@@ -16,9 +16,9 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;
 
 /// Staged output per send: larger replies go out in several sends (the rest waits in `Conn`'s buffer).
-pub const MAX_SEND_BYTES: usize = 1024 * 1024;
+pub const MAX_SEND_BYTES: usize = 256 * 1024;
 /// Received-but-unread bytes above which the multishot receive is cancelled until they are read.
-pub const RECV_PAUSE_BYTES: usize = 256 * 1024;
+pub const RECV_PAUSE_BYTES: usize = 64 * 1024;
 
 /// One connection's socket on the io_uring path; owned by its `Conn`, driven by the worker.
 pub struct UringSocket {
