@@ -11,6 +11,8 @@
 //! - `pool`     — tenant pools: pages per tenant, reserve, cap and target (the upper memory level)
 //! - `globals`  — page budget, pools, CAS counter, flush horizons shared by shards
 //! - `shard`    — hash index + pages + per-class LRU + allocation, eviction, page moves (single-threaded)
+//! - `log`      — the log-structured layout (Memshare): segments per tenant pool, hash index, cleaner
+//! - `layout`   — `AnyShard`: a shard of either layout behind one interface, for the facade
 //! - `engine`   — the thread-safe facade: item semantics over hash-partitioned shards
 //! - `profiling` — per-class online MRC profilers on the request path, merged across shards
 //! - `stats`    — counters and snapshots
@@ -27,6 +29,8 @@ mod engine;
 mod geometry;
 mod globals;
 mod item;
+mod layout;
+mod log;
 mod pool;
 pub mod profiling;
 mod shard;
@@ -34,7 +38,7 @@ mod stats;
 mod tenant;
 
 pub use clock::Clock;
-pub use config::{ConfigError, EngineConfig, ItemAccounting};
+pub use config::{ConfigError, EngineConfig, ItemAccounting, MemoryLayout, Ranking};
 pub use engine::{
     parse_decimal, ArithOutcome, ClassHistogram, ClassMrc, Delta, Engine, Entry, ItemCursor,
     ItemFlag, ItemMarks, ItemView, ReassignOutcome, RestoreOutcome, SavedItem, StoreArgs,

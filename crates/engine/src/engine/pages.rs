@@ -32,6 +32,14 @@ impl Engine {
     /// has the most pages. memcached's rule: the source needs at least two pages (in that shard). The
     /// server turns the command's numbers into classes; one this engine does not have is `BadClass`.
     pub fn reassign(&self, src: ClassId, dst: ClassId) -> ReassignOutcome {
+        if self.config.memory_layout == crate::config::MemoryLayout::Log {
+            // The log is one class (1), as memcached with a single slab class: 1 to 1 is the same
+            // class, any other id is not a class.
+            return match (src.0, dst.0) {
+                (1, 1) => ReassignOutcome::Same,
+                _ => ReassignOutcome::BadClass,
+            };
+        }
         if !self.geometry.contains(src) || !self.geometry.contains(dst) {
             return ReassignOutcome::BadClass;
         }
@@ -105,7 +113,10 @@ impl Engine {
             if given >= max_pages || !self.globals.budget.over_limit() {
                 break;
             }
-            given += shard.lock().shrink_to_budget(max_pages - given);
+            // No item counts as expired here: shrinking only frees memory.
+            given += shard
+                .lock()
+                .shrink_to_budget(max_pages - given, Clock::logical(0));
         }
         given
     }
