@@ -560,3 +560,19 @@ fn memory_file_is_the_warm_restart_file() {
     assert!(help.contains("--memory-file <FILE>") && help.contains("shutdown graceful"));
     assert!(!help.contains("-e (restartable cache)"));
 }
+
+#[test]
+fn memory_layout_option_picks_the_engine_layout() {
+    use mrcache_engine::MemoryLayout;
+    assert_eq!(run(&[]).unwrap().engine_config().memory_layout, MemoryLayout::Slab);
+    let s = run(&["-o", "memory_layout=log"]).unwrap();
+    assert_eq!(s.memory_layout, MemoryLayout::Log);
+    assert_eq!(s.engine_config().memory_layout, MemoryLayout::Log);
+    assert!(s
+        .describe()
+        .iter()
+        .any(|(k, v)| *k == "memory_layout" && v == "log"));
+    assert!(err(&["-o", "memory_layout=heap"]).contains("slab or log"));
+    assert!(err(&["-o", "memory_layout"]).contains("needs a value"));
+    assert!(help("-h").contains("memory_layout"));
+}
