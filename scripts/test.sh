@@ -10,6 +10,8 @@
 #      conformance and memcapable tests fail, not skip, without memcached)
 #   6. pytest tests/python against target/release/mrcached
 #   7. (the fuzz corpus replay is a cargo test: mrcache-protocol --test replay)
+#   8. the conformance suite, memcapable and pytest again under the log layout
+#      (MRCACHED_EXTRA_ARGS="-o memory_layout=log")
 # Every step runs even if an earlier one failed. The last line is the summary
 # `N passed, N failed`: the sum of cargo's `test result:` lines and pytest's
 # counts, plus one per gate step (tools, fmt, clippy, build). The exit
@@ -119,6 +121,32 @@ fi
 # check, on stable) is the test `mrcache-protocol --test replay`, run by `cargo test` above. Fuzzing itself
 # needs nightly: see fuzz/README.md.
 # -----------------------------------------------------------------------------
+
+# ---- the log-structured layout ------------------------------------------------
+# The same protocol judges against `-o memory_layout=log`: the harnesses append MRCACHED_EXTRA_ARGS to
+# every mrcached they start. Counted like the steps above.
+note "log layout: conformance, memcapable, pytest (-o memory_layout=log)"
+MRCACHED_EXTRA_ARGS="-o memory_layout=log" cargo test --release -p mrcache-server \
+    --test conformance --test memcapable 2>&1 | tee "$LOG_DIR/log-cargo.log"
+log_cargo_status=${PIPESTATUS[0]}
+read -r p f < <(count_results "$LOG_DIR/log-cargo.log" '^test result:')
+passed=$((passed + p))
+failed=$((failed + f))
+if [ "$log_cargo_status" -ne 0 ] && [ "$f" -eq 0 ]; then
+    failed=$((failed + 1))
+fi
+[ "$log_cargo_status" -eq 0 ] || failed_steps+=("log layout: cargo tests")
+MRCACHED_EXTRA_ARGS="-o memory_layout=log" MRCACHED_BIN="${MRCACHED_BIN:-$TARGET_DIR/release/mrcached}" \
+    timeout 900 "$PYTHON" -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$LOG_DIR/log-pytest.log"
+log_pytest_status=${PIPESTATUS[0]}
+tail -n 1 "$LOG_DIR/log-pytest.log" >"$LOG_DIR/log-pytest-summary.log"
+read -r p f < <(count_results "$LOG_DIR/log-pytest-summary.log" ' in [0-9.]+s')
+passed=$((passed + p))
+failed=$((failed + f))
+if [ "$log_pytest_status" -ne 0 ] && [ "$f" -eq 0 ]; then
+    failed=$((failed + 1))
+fi
+[ "$log_pytest_status" -eq 0 ] || failed_steps+=("log layout: pytest")
 
 echo
 if [ ${#failed_steps[@]} -gt 0 ]; then

@@ -279,7 +279,11 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
             .any(|p| SlabPolicy::by_name(p).is_ok_and(|p| p.is_upper_bound()));
     let jobs: Vec<(MemoryLayout, String)> = layouts
         .iter()
-        .flat_map(|&l| layout_policies(l, &policies).into_iter().map(move |p| (l, p)))
+        .flat_map(|&l| {
+            layout_policies(l, &policies)
+                .into_iter()
+                .map(move |p| (l, p))
+        })
         .collect();
     let passes = (jobs.len() * setups.len() + usize::from(needs_profile)) as u64;
     let mut progress = Progress::requests(
@@ -318,10 +322,7 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         });
     }
     let mut reports = Vec::new();
-    for ((layout, policy), setup) in jobs
-        .iter()
-        .flat_map(|j| setups.iter().map(move |s| (j, s)))
-    {
+    for ((layout, policy), setup) in jobs.iter().flat_map(|j| setups.iter().map(move |s| (j, s))) {
         let policy = SlabPolicy::by_name(policy).map_err(|e| e.to_string())?;
         let mut config = base.clone();
         config.engine.memory_layout = *layout;

@@ -32,19 +32,16 @@ impl Engine {
     /// has the most pages. memcached's rule: the source needs at least two pages (in that shard). The
     /// server turns the command's numbers into classes; one this engine does not have is `BadClass`.
     pub fn reassign(&self, src: ClassId, dst: ClassId) -> ReassignOutcome {
-        if self.config.memory_layout == crate::config::MemoryLayout::Log {
-            // The log is one class (1), as memcached with a single slab class: 1 to 1 is the same
-            // class, any other id is not a class.
-            return match (src.0, dst.0) {
-                (1, 1) => ReassignOutcome::Same,
-                _ => ReassignOutcome::BadClass,
-            };
-        }
         if !self.geometry.contains(src) || !self.geometry.contains(dst) {
             return ReassignOutcome::BadClass;
         }
         if src == dst {
             return ReassignOutcome::Same;
+        }
+        if self.config.memory_layout == crate::config::MemoryLayout::Log {
+            // The log's memory is in segments, not in class pages: no class has a page to spare, as
+            // memcached answers for a class with fewer than two pages.
+            return ReassignOutcome::NoSpare;
         }
         // memcached's rule: a source with fewer than two pages has none to spare. Per shard, so that a move
         // never empties a class in the shard it is taken from.

@@ -14,8 +14,8 @@ use crate::tenant::Key;
 use crate::{Clock, ItemMarks, SavedItem};
 
 impl LogShard {
-    /// The log as one class (class 1): its pages are the segments, its chunks the items; of one pool
-    /// or of all (`None`).
+    /// The log as one class (class 1) whose chunk is a whole segment: its pages (and used chunks) are
+    /// the segments, its items all items; of one pool or of all (`None`).
     pub(crate) fn snapshot(&self, clock: Clock, pool: Option<usize>) -> Vec<ClassSnapshot> {
         let pools = match pool {
             Some(p) => p..p + 1,
@@ -40,7 +40,7 @@ impl LogShard {
                 .map_or(0, |a| clock.now.saturating_sub(a));
             snap.absorb(&ClassSnapshot {
                 total_pages: pl.segments(),
-                used_chunks: pl.items,
+                used_chunks: pl.segments(),
                 items: pl.items,
                 requested_bytes: pl.requested_bytes,
                 tail_age_secs,

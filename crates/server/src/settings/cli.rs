@@ -41,8 +41,8 @@ Extended options (-o key[=value],...):
                            log-structured memory: items of every size appended to 1 MiB segments per
                            tenant, a cleaner that keeps the highest-ranked items; memory moves between
                            sizes and tenants in bytes). Under log, `stats slabs` shows one class (1)
-                           whose pages are the segments, and `slabs reassign` answers as memcached
-                           with one class (1 1: SAME, else BADCLASS)
+                           whose pages are the segments, and `slabs reassign` answers NOSPARE for
+                           any two classes (no class holds pages), SAME and BADCLASS as memcached
    mrc_sample_rate=F       mrcached: initial sampling rate of the per-class miss-ratio-curve profilers,
                            in [0, 1]; 0 turns profiling off (default: {}; profilers use at most 1% of -m)
    ignored for compatibility: hashpower=N, no_hashexpand, hash_algorithm, maxconns_fast,

@@ -564,7 +564,10 @@ fn memory_file_is_the_warm_restart_file() {
 #[test]
 fn memory_layout_option_picks_the_engine_layout() {
     use mrcache_engine::MemoryLayout;
-    assert_eq!(run(&[]).unwrap().engine_config().memory_layout, MemoryLayout::Slab);
+    assert_eq!(
+        run(&[]).unwrap().engine_config().memory_layout,
+        MemoryLayout::Slab
+    );
     let s = run(&["-o", "memory_layout=log"]).unwrap();
     assert_eq!(s.memory_layout, MemoryLayout::Log);
     assert_eq!(s.engine_config().memory_layout, MemoryLayout::Log);
