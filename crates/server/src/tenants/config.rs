@@ -13,6 +13,7 @@
 //! max = "1GiB"             # the most it may hold
 //! target_hit_ratio = 0.95  # lama-qos: the least memory meeting it
 //! weight = 2.0             # share of the unreserved memory at the start; Memshare's credit multiplier
+//! ranking = "lru"          # -o memory_layout=log: how the cleaner ranks its items: lru, lfu or slru
 //! ```
 //! The memory fields take effect through the tenant arbiter (`crate::memory`).
 //! Unknown keys are errors that name the key; every error is a [`ConfigError`]. A `-Y` line `user:password` is a tenant with that password
@@ -29,6 +30,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use mrcache_engine::Ranking;
 use mrcache_policy::TenantPolicySpec;
 use mrcache_units::{parse_size, SizeError, SizeSyntax, Unit};
 use serde::Deserialize;
@@ -146,6 +148,13 @@ pub enum ConfigError {
         /// The value given.
         value: f64,
     },
+    /// `ranking` not lru, lfu or slru.
+    Ranking {
+        /// The tenant.
+        tenant: String,
+        /// The value given.
+        value: String,
+    },
     /// More distinct tenant names than ids over the process's life.
     TooManyNames,
 }
@@ -219,6 +228,10 @@ impl fmt::Display for ConfigError {
                 f,
                 "tenant {tenant}: weight must be a positive number, not {value}"
             ),
+            ConfigError::Ranking { tenant, value } => write!(
+                f,
+                "tenant {tenant}: ranking must be lru, lfu or slru (segmented LRU), not '{value}'"
+            ),
             ConfigError::TooManyNames => {
                 f.write_str("too many tenant names (65536) in this process's life")
             }
@@ -249,6 +262,9 @@ pub struct ConfiguredTenant {
     /// Its share of the unreserved memory at the start, and Memshare's credit multiplier (> 0; default
     /// [`DEFAULT_WEIGHT`]).
     pub weight: f64,
+    /// Under `-o memory_layout=log`, how the cleaner ranks its items (LRU unless given); the slab
+    /// layout's LRUs ignore it.
+    pub ranking: Ranking,
 }
 
 impl ConfiguredTenant {
@@ -262,6 +278,7 @@ impl ConfiguredTenant {
             max_bytes: None,
             target_hit_ratio: None,
             weight: DEFAULT_WEIGHT,
+            ranking: Ranking::Lru,
         }
     }
 }
@@ -304,6 +321,7 @@ struct FileTenant {
     max: Option<ByteSize>,
     target_hit_ratio: Option<f64>,
     weight: Option<f64>,
+    ranking: Option<String>,
 }
 
 /// A size in bytes: an integer, or a string such as `"64MiB"`, `"512k"`, `"1g"`.
@@ -511,6 +529,13 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
                 port: t.port,
                 target_hit_ratio: t.target_hit_ratio,
                 weight: t.weight.unwrap_or(DEFAULT_WEIGHT),
+                ranking: match &t.ranking {
+                    None => Ranking::Lru,
+                    Some(r) => Ranking::parse(r).ok_or_else(|| ConfigError::Ranking {
+                        tenant: name.clone(),
+                        value: r.clone(),
+                    })?,
+                },
             })
         })
         .collect::<Result<_, ConfigError>>()?;
