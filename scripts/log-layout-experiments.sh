@@ -9,7 +9,8 @@
 #   scripts/log-layout-experiments.sh mpart  [OUT_DIR]  mPart's six applications at 1/20 scale, 90% WSS
 #                                                       (section 12.1): mpart on slab pages vs on the log
 #
-# env: MRCACHE (binary, default target/release/mrcache), THREADS (default 2).
+# env: MRCACHE (binary, default target/release/mrcache), THREADS (default 2), SWEEP (etc's sizes,
+#      default section 7's 32MiB..256MiB:32MiB), POPS (etc's popularities, default "uniform zipf:0.9").
 # Build first: cargo build --release -p mrcache-cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,10 +22,10 @@ out=${2:-target/log-layout}
 mkdir -p "$out"
 case $what in
 etc)
-  for pop in uniform zipf:0.9; do
+  for pop in ${POPS:-uniform zipf:0.9}; do
     name=${pop%%:*}
     "$mrcache" sim --workload "etc:objects=1750000,requests=12500000,popularity=$pop" \
-      --sweep 32MiB..256MiB:32MiB --layout slab,log --policy memcached \
+      --sweep "${SWEEP:-32MiB..256MiB:32MiB}" --layout slab,log --policy memcached \
       --policy lama-mr:max_interval=1250000 --window-requests 500000 --threads "$threads" -q \
       --csv "$out/etc-$name.csv" > "$out/etc-$name.txt"
   done

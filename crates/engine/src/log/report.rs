@@ -14,20 +14,31 @@ use crate::tenant::Key;
 use crate::{Clock, ItemMarks, SavedItem};
 
 impl LogShard {
-    /// The log as one class (class 1) whose chunk is a whole segment: its pages (and used chunks) are
-    /// the segments, its items all items; of one pool or of all (`None`).
+    /// The log as one class (class 1), of one pool or of all (`None`): its pages are the segments, its
+    /// chunk the mean record (so `chunks_per_page` is the items a segment holds on average, which is
+    /// what an arbiter converts a curve in items to pages with), its used chunks the items.
     pub(crate) fn snapshot(&self, clock: Clock, pool: Option<usize>) -> Vec<ClassSnapshot> {
         let pools = match pool {
             Some(p) => p..p + 1,
             None => 0..self.pools.len(),
         };
+        let (items, live, segments) = pools.clone().fold((0, 0, 0), |(i, l, s), p| {
+            let pl = &self.pools[p];
+            (i + pl.items, l + pl.live_bytes, s + pl.segments())
+        });
+        let chunk_size_bytes = if items > 0 {
+            (live as usize / items).max(1)
+        } else {
+            self.seg_bytes
+        };
+        let chunks_per_page = (self.seg_bytes / chunk_size_bytes).max(1);
         let mut snap = ClassSnapshot {
             class: LOG_CLASS,
-            chunk_size_bytes: self.seg_bytes,
-            chunks_per_page: 1,
-            total_pages: 0,
-            used_chunks: 0,
-            free_chunks: 0,
+            chunk_size_bytes,
+            chunks_per_page,
+            total_pages: segments,
+            used_chunks: items,
+            free_chunks: (segments * chunks_per_page).saturating_sub(items),
             items: 0,
             requested_bytes: 0,
             tail_age_secs: 0,
@@ -35,18 +46,13 @@ impl LogShard {
         };
         for p in pools {
             let pl = &self.pools[p];
-            let tail_age_secs = self
-                .oldest_atime(p)
-                .map_or(0, |a| clock.now.saturating_sub(a));
-            snap.absorb(&ClassSnapshot {
-                total_pages: pl.segments(),
-                used_chunks: pl.segments(),
-                items: pl.items,
-                requested_bytes: pl.requested_bytes,
-                tail_age_secs,
-                counters: pl.counters.clone(),
-                ..snap
-            });
+            snap.items += pl.items;
+            snap.requested_bytes += pl.requested_bytes;
+            snap.tail_age_secs = snap.tail_age_secs.max(
+                self.oldest_atime(p)
+                    .map_or(0, |a| clock.now.saturating_sub(a)),
+            );
+            snap.counters.add(&pl.counters);
         }
         vec![snap]
     }
