@@ -31,7 +31,7 @@ etc)
   done
   ;;
 traces)
-  POLICIES="memcached lama-mr log" JOBS=$threads scripts/real-trace-policies.sh /work/shared/traces "$out/traces"
+  POLICIES="memcached lama-mr log" JOBS=$threads scripts/real-trace-policies.sh /work/shared/traces "$out/traces"  # TRACES=, SHARES= narrow it
   ;;
 mpart)
   # scripts/tenant-experiments.sh's 90%-WSS setting at scale 20: 5M requests per application.
@@ -48,9 +48,7 @@ mpart)
   # shellcheck disable=SC2086
   "$mrcache" sim --workload "mpart-six:scale=$scale,requests=$per_app" --memory "$memory" \
     --window-requests $((total / 100)) --json $tenants --layout slab,log -q \
-    --tenant-policy "mpart:interval=$((total / 50))" \
-    --tenant-policy "memshare:credit=$((500 * chunk / scale)),shadow=$((50000 * chunk / scale))" \
-    > "$out/mpart-six-wss90.jsonl"
+    --tenant-policy "mpart:interval=$((total / 50))" > "$out/mpart-six-wss90.jsonl"
   ;;
 *) echo "unknown experiment $what" >&2; exit 1 ;;
 esac

@@ -127,7 +127,7 @@ impl LogShard {
             }
         }
         // Plan: the highest ranked first, packed into k - 1 output segments.
-        cands.sort_by(|a, b| b.rank.cmp(&a.rank));
+        cands.sort_by_key(|c| std::cmp::Reverse(c.rank));
         let outs = k - 1;
         let mut used = vec![0usize; outs];
         let mut cur = 0;

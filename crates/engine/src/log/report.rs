@@ -26,11 +26,9 @@ impl LogShard {
             let pl = &self.pools[p];
             (i + pl.items, l + pl.live_bytes, s + pl.segments())
         });
-        let chunk_size_bytes = if items > 0 {
-            (live as usize / items).max(1)
-        } else {
-            self.seg_bytes
-        };
+        let chunk_size_bytes = (live as usize)
+            .checked_div(items)
+            .map_or(self.seg_bytes, |mean| mean.max(1));
         let chunks_per_page = (self.seg_bytes / chunk_size_bytes).max(1);
         let mut snap = ClassSnapshot {
             class: LOG_CLASS,
