@@ -294,3 +294,47 @@ fn targets_move_memory_between_tenants_in_bytes() {
     assert!(held0 <= 10, "pool 0 holds {held0} segments of {seg} bytes");
     e.set_pool_target(0, UNLIMITED);
 }
+
+#[test]
+fn cache_memlimit_and_the_reaper_work_on_the_log() {
+    let e = log_engine(16 << 20, 2, 1, Ranking::Lru);
+    let value = vec![b'v'; 2000];
+    for k in 0..20_000 {
+        let key = format!("k{k}");
+        let ttl = if k % 2 == 0 { 5 } else { 0 };
+        e.store(
+            &StoreArgs {
+                exptime: ttl,
+                ..StoreArgs::set(Key::new(TenantId(0), key.as_bytes()), &value)
+            },
+            Clock::logical(100),
+        );
+    }
+    assert!(e.stats(Clock::logical(100)).pages_in_use >= 15);
+    // Half the items expire; the reaper finds them in bounded steps.
+    let mut reaped = 0;
+    for _ in 0..100 {
+        reaped += e.reap_expired(Clock::logical(200), 500);
+    }
+    assert!(reaped > 2000, "reaped {reaped}");
+    e.check_invariants().unwrap();
+    // A lower limit: segments are cleaned and given back, a bounded number per call.
+    e.set_memory_limit(8 << 20, 2);
+    for _ in 0..20 {
+        e.shrink_to_limit(2);
+    }
+    let s = e.stats(Clock::logical(200));
+    assert!(s.pages_in_use <= 8, "{} segments", s.pages_in_use);
+    e.check_invariants().unwrap();
+    let live = (1..20_000)
+        .step_by(2)
+        .filter(|k| {
+            let key = format!("k{k}");
+            e.get(Key::new(TenantId(0), key.as_bytes()), Clock::logical(200), |it| {
+                assert_eq!(it.value(), &value[..]);
+            })
+            .is_some()
+        })
+        .count();
+    assert!(live > 1000, "{live} items left");
+}
