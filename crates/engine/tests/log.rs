@@ -330,9 +330,13 @@ fn cache_memlimit_and_the_reaper_work_on_the_log() {
         .step_by(2)
         .filter(|k| {
             let key = format!("k{k}");
-            e.get(Key::new(TenantId(0), key.as_bytes()), Clock::logical(200), |it| {
-                assert_eq!(it.value(), &value[..]);
-            })
+            e.get(
+                Key::new(TenantId(0), key.as_bytes()),
+                Clock::logical(200),
+                |it| {
+                    assert_eq!(it.value(), &value[..]);
+                },
+            )
             .is_some()
         })
         .count();
