@@ -1,5 +1,6 @@
 //! mrcache's storage engine: memcached's items, slab classes and pages, with one exact LRU per class,
-//! and the one operation every allocation policy drives — moving a page from one class to another.
+//! and the one operation every allocation policy drives — moving a page from one class to another; or,
+//! with `EngineConfig::memory_layout = Log`, Memshare's log-structured memory behind the same facade.
 //!
 //! Layering: no I/O, no threads of its own, no wall clock. Callers pass a `Clock`; the server passes real
 //! time, the simulator logical time, and both run this same code.
