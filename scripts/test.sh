@@ -10,6 +10,8 @@
 #      conformance and memcapable tests fail, not skip, without memcached)
 #   6. pytest tests/python against target/release/mrcached
 #   7. (the fuzz corpus replay is a cargo test: mrcache-protocol --test replay)
+#   8. the conformance suite, memcapable and pytest again under the log layout
+#      (MRCACHED_EXTRA_ARGS="-o memory_layout=log")
 # Every step runs even if an earlier one failed. The last line is the summary
 # `N passed, N failed`: the sum of cargo's `test result:` lines and pytest's
 # counts, plus one per gate step (tools, fmt, clippy, build). The exit
@@ -91,60 +93,52 @@ gate "cargo fmt --check" cargo fmt --all --check
 gate "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 gate "cargo build --release" cargo build --release --workspace
 
-note "cargo test --release --workspace"
-cargo test --release --workspace 2>&1 | tee "$LOG_DIR/cargo-test.log"
-cargo_status=${PIPESTATUS[0]}
-read -r p f < <(count_results "$LOG_DIR/cargo-test.log" '^test result:')
-passed=$((passed + p))
-failed=$((failed + f))
-if [ "$cargo_status" -ne 0 ] && [ "$f" -eq 0 ]; then
-    # A test binary that did not compile or crashed reports no failed count.
-    failed=$((failed + 1))
-fi
-[ "$cargo_status" -eq 0 ] || failed_steps+=("cargo test")
+# Runs a command whose output counts passed/failed tests (cargo's `test result:` lines, or pytest's last
+# line), adds them to the totals, and records the step as failed when the command failed without a
+# failed count (a test binary that did not compile or crashed, a timeout).
+#   counted_step NAME LOG PATTERN COMMAND...   (PATTERN: the awk regex of the summary lines)
+counted_step() {
+    local name="$1" log="$LOG_DIR/$2" pattern="$3"
+    shift 3
+    note "$name"
+    "$@" 2>&1 | tee "$log"
+    local status=${PIPESTATUS[0]}
+    local p f
+    if [ "$pattern" = pytest ]; then
+        tail -n 1 "$log" >"$log.summary"
+        read -r p f < <(count_results "$log.summary" ' in [0-9.]+s')
+    else
+        read -r p f < <(count_results "$log" "$pattern")
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+        failed=$((failed + 1))
+    fi
+    [ "$status" -eq 0 ] || failed_steps+=("$name")
+}
 
-note "pytest tests/python"
-MRCACHED_BIN="${MRCACHED_BIN:-$TARGET_DIR/release/mrcached}" \
-    timeout 900 "$PYTHON" -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$LOG_DIR/pytest.log"
-pytest_status=${PIPESTATUS[0]}
-tail -n 1 "$LOG_DIR/pytest.log" >"$LOG_DIR/pytest-summary.log"
-read -r p f < <(count_results "$LOG_DIR/pytest-summary.log" ' in [0-9.]+s')
-passed=$((passed + p))
-failed=$((failed + f))
-if [ "$pytest_status" -ne 0 ] && [ "$f" -eq 0 ]; then
-    failed=$((failed + 1))
-fi
-[ "$pytest_status" -eq 0 ] || failed_steps+=("pytest")
+MRCACHED_RELEASE="${MRCACHED_BIN:-$TARGET_DIR/release/mrcached}"
+pytest_run() {
+    MRCACHED_BIN="$MRCACHED_RELEASE" timeout 900 "$PYTHON" -m pytest -q -p no:cacheprovider "$@"
+}
 
-# ---- the other network I/O path ---------------------------------------------
-# Everything above ran on the default path (-o io=auto: epoll). The conformance suite, memcapable and the
-# pymemcache tests run again on io_uring: MRCACHED_EXTRA_ARGS is appended to every mrcached the Rust and
-# Python harnesses start.
-note "conformance + memcapable on -o io=uring"
-MRCACHED_EXTRA_ARGS="-o io=uring" cargo test --release -p mrcache-server --test conformance --test memcapable \
-    2>&1 | tee "$LOG_DIR/cargo-test-uring.log"
-uring_status=${PIPESTATUS[0]}
-read -r p f < <(count_results "$LOG_DIR/cargo-test-uring.log" '^test result:')
-passed=$((passed + p))
-failed=$((failed + f))
-if [ "$uring_status" -ne 0 ] && [ "$f" -eq 0 ]; then
-    failed=$((failed + 1))
-fi
-[ "$uring_status" -eq 0 ] || failed_steps+=("cargo test (io=uring)")
+counted_step "cargo test --release --workspace" cargo-test.log '^test result:' \
+    cargo test --release --workspace
+counted_step "pytest tests/python" pytest.log pytest pytest_run tests/python
 
-note "pytest tests/python/test_pymemcache.py on -o io=uring"
-MRCACHED_EXTRA_ARGS="-o io=uring" MRCACHED_BIN="${MRCACHED_BIN:-$TARGET_DIR/release/mrcached}" \
-    timeout 900 "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_pymemcache.py \
-    2>&1 | tee "$LOG_DIR/pytest-uring.log"
-pytest_uring_status=${PIPESTATUS[0]}
-tail -n 1 "$LOG_DIR/pytest-uring.log" >"$LOG_DIR/pytest-uring-summary.log"
-read -r p f < <(count_results "$LOG_DIR/pytest-uring-summary.log" ' in [0-9.]+s')
-passed=$((passed + p))
-failed=$((failed + f))
-if [ "$pytest_uring_status" -ne 0 ] && [ "$f" -eq 0 ]; then
-    failed=$((failed + 1))
-fi
-[ "$pytest_uring_status" -eq 0 ] || failed_steps+=("pytest (io=uring)")
+# ---- the other network I/O path and memory layout ---------------------------------------------------
+# Everything above ran on the defaults (-o io=auto: epoll; -o memory_layout=slab). The conformance
+# suite, memcapable and the Python tests run again on io_uring and on the log-structured layout:
+# MRCACHED_EXTRA_ARGS is appended to every mrcached the Rust and Python harnesses start.
+for extra in "-o io=uring" "-o memory_layout=log"; do
+    tag="${extra#-o }"
+    export MRCACHED_EXTRA_ARGS="$extra"
+    counted_step "conformance + memcapable ($extra)" "cargo-$tag.log" '^test result:' \
+        cargo test --release -p mrcache-server --test conformance --test memcapable
+    counted_step "pytest tests/python ($extra)" "pytest-$tag.log" pytest pytest_run tests/python
+    unset MRCACHED_EXTRA_ARGS
+done
 
 # ---- fuzzing ----------------------------------------------------------------
 # The fuzz corpus replay (fuzz/seeds and, when present, fuzz/corpus/parse through the parser's contract

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use mrcache_engine::config::DEFAULT_MEMORY_LIMIT_BYTES;
-use mrcache_engine::EngineConfig;
-use mrcache_engine::TenantId;
+use mrcache_engine::{EngineConfig, MemoryLayout, Ranking, TenantId};
 use mrcache_policy::arbitrate::ArbitratedTenant;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
 use mrcache_sim::upper_bound::UpperBoundProfiler;
@@ -47,6 +46,17 @@ pub struct SimArgs {
     /// Repeat the flag or separate with commas.
     #[arg(long, default_value = "memcached")]
     policy: Vec<String>,
+    /// Memory layouts to compare, comma-separated: slab (memcached's slab classes, run with every
+    /// --policy) and log (Memshare's log-structured memory: segments per tenant, a cleaner, no classes;
+    /// run once per tenant arbiter, reported as policy `log`). E.g. --layout slab,log.
+    #[arg(long, default_value = "slab")]
+    layout: Vec<String>,
+    /// Log layout: how the cleaner ranks items, lru (default), lfu or slru (segmented LRU).
+    #[arg(long, default_value = "lru")]
+    ranking: String,
+    /// Log layout: segments one cleaning pass takes (Memshare's n; survivors go into n - 1), 2-16.
+    #[arg(long, default_value_t = mrcache_engine::config::DEFAULT_LOG_CLEAN_SEGMENTS)]
+    clean_segments: usize,
     /// Tenant arbiters (the upper memory level), each NAME[:key=value,...]: static (reserve plus a share
     /// of the rest by weight), pooled (one LRU per class for everyone), memshare (shadow-queue credits;
     /// credit=,shadow=,tax=,idle=,interval=,seed=), mpart (DP over tenant MRCs; interval=,step=,
@@ -107,15 +117,38 @@ impl SimArgs {
             Some(_) => DEFAULT_MEMORY_LIMIT_BYTES,
             None => parse_bytes(&self.memory).map_err(|e| format!("--memory {e}"))?,
         };
+        let log_ranking = Ranking::parse(&self.ranking)
+            .ok_or_else(|| format!("--ranking {}: expected lru, lfu or slru", self.ranking))?;
         Ok(SimConfig {
             engine: EngineConfig {
                 profile_sample_rate: self.mrc_sample_rate,
+                log_ranking,
+                log_clean_segments: self.clean_segments,
                 ..self.slab.engine_config(memory)?
             },
             window_requests: self.window_requests,
             requests_per_second: self.requests_per_second,
             ..SimConfig::with_memory(0)
         })
+    }
+
+    /// The layouts of `--layout`, in order, each once.
+    fn layouts(&self) -> Result<Vec<MemoryLayout>, String> {
+        let mut out = Vec::new();
+        for name in self.layout.iter().flat_map(|l| l.split(',')).map(str::trim) {
+            if name.is_empty() {
+                continue;
+            }
+            let layout = MemoryLayout::parse(name)
+                .ok_or_else(|| format!("--layout {name}: expected slab or log"))?;
+            if !out.contains(&layout) {
+                out.push(layout);
+            }
+        }
+        if out.is_empty() {
+            return Err("--layout: name slab, log or both".into());
+        }
+        Ok(out)
     }
 
     /// `--memory P%` as a fraction, or `None` for a size.
@@ -184,6 +217,7 @@ impl SimArgs {
 pub fn run(args: &SimArgs) -> Result<(), String> {
     let base = args.base_config()?;
     let policies = args.policies()?;
+    let layouts = args.layouts()?;
     let trace_error = TraceErrorSlot::default();
     let check_trace = || take_trace_error(&trace_error);
     let out = &mut std::io::stdout().lock();
@@ -196,7 +230,11 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         // One pass per (policy, memory), and one exact profiling pass if a policy is the upper bound.
-        let mut passes = (policies.len() * memories.len()) as u64;
+        let runs: usize = layouts
+            .iter()
+            .map(|&l| layout_policies(l, &policies).len())
+            .sum();
+        let mut passes = (runs * memories.len()) as u64;
         if policies
             .iter()
             .any(|p| SlabPolicy::by_name(p).is_ok_and(|p| p.is_upper_bound()))
@@ -210,16 +248,30 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
             progress::source_requests(&args.source),
         );
         let counter = progress.counter();
-        let points = sweep(&base, &memories, &policies, threads, || {
-            args.source
-                .stream(&trace_error)
-                .map(|s| Box::new(Counted::on(counter.clone(), s)) as Stream)
-                .map_err(SimError::Stream)
-        })
-        .map_err(|e| e.to_string())?;
+        let mut points = Vec::new();
+        let mut labels = Vec::new();
+        for layout in &layouts {
+            let mut base = base.clone();
+            base.engine.memory_layout = *layout;
+            let run_policies = layout_policies(*layout, &policies);
+            let mut got = sweep(&base, &memories, &run_policies, threads, || {
+                args.source
+                    .stream(&trace_error)
+                    .map(|s| Box::new(Counted::on(counter.clone(), s)) as Stream)
+                    .map_err(SimError::Stream)
+            })
+            .map_err(|e| e.to_string())?;
+            for p in &mut got {
+                p.policy = p.report.policy.clone();
+                if !labels.contains(&p.policy) {
+                    labels.push(p.policy.clone());
+                }
+            }
+            points.extend(got);
+        }
         progress.finish();
         check_trace()?;
-        report_sweep(args, &policies, &points, out)?;
+        report_sweep(args, &labels, &points, out)?;
         return Ok(());
     }
     let setups = args.tenant_setups()?;
@@ -229,10 +281,18 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         || policies
             .iter()
             .any(|p| SlabPolicy::by_name(p).is_ok_and(|p| p.is_upper_bound()));
-    let passes = (policies.len() * setups.len() + usize::from(needs_profile)) as u64;
+    let jobs: Vec<(MemoryLayout, String)> = layouts
+        .iter()
+        .flat_map(|&l| {
+            layout_policies(l, &policies)
+                .into_iter()
+                .map(move |p| (l, p))
+        })
+        .collect();
+    let passes = (jobs.len() * setups.len() + usize::from(needs_profile)) as u64;
     let mut progress = Progress::requests(
         progress::wanted(args.quiet),
-        &format!("sim ({} runs)", policies.len() * setups.len()),
+        &format!("sim ({} runs)", jobs.len() * setups.len()),
         passes,
         progress::source_requests(&args.source),
     );
@@ -266,12 +326,10 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
         });
     }
     let mut reports = Vec::new();
-    for (policy, setup) in policies
-        .iter()
-        .flat_map(|p| setups.iter().map(move |s| (p, s)))
-    {
+    for ((layout, policy), setup) in jobs.iter().flat_map(|j| setups.iter().map(move |s| (j, s))) {
         let policy = SlabPolicy::by_name(policy).map_err(|e| e.to_string())?;
         let mut config = base.clone();
+        config.engine.memory_layout = *layout;
         config.tenants = setup.clone();
         if policy.is_upper_bound() {
             // LAMA §5.6: exact curves from a first pass, Algorithm 1, the allocation replayed fixed.
@@ -471,6 +529,15 @@ fn report_sweep(
         )?;
     }
     Ok(())
+}
+
+/// The class policies a layout runs: all of them on slab; on log only the demand-filled default, as
+/// the log has no classes to move pages between (it is reported as `log`).
+fn layout_policies(layout: MemoryLayout, policies: &[String]) -> Vec<String> {
+    match layout {
+        MemoryLayout::Slab => policies.to_vec(),
+        MemoryLayout::Log => vec!["memcached".to_string()],
+    }
 }
 
 /// Specs given to a repeatable flag, split at commas, where a `key=value` piece continues the previous

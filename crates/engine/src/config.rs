@@ -62,6 +62,79 @@ impl ItemAccounting {
     }
 }
 
+/// How item memory is laid out (`-o memory_layout=`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum MemoryLayout {
+    /// memcached's: slab classes of fixed-size chunks in pages, one LRU per class; pages move between
+    /// classes and tenants.
+    #[default]
+    Slab,
+    /// Memshare's: items of every size appended to segments (one page each) owned by a tenant pool; a
+    /// cleaner ranks, evicts and compacts, so memory moves between sizes and tenants in bytes.
+    Log,
+}
+
+impl MemoryLayout {
+    /// The `-o memory_layout=` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryLayout::Slab => "slab",
+            MemoryLayout::Log => "log",
+        }
+    }
+
+    /// The layout an `-o memory_layout=` value names, or `None` for an unknown one.
+    pub fn parse(s: &str) -> Option<MemoryLayout> {
+        match s {
+            "slab" => Some(MemoryLayout::Slab),
+            "log" => Some(MemoryLayout::Log),
+            _ => None,
+        }
+    }
+}
+
+/// How the log layout's cleaner ranks a tenant's items: the highest ranked survive a cleaning pass
+/// (Memshare's `rank(t, f)` of the last access time `t` and the access count `f`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Ranking {
+    /// Least recently used goes first: rank = last access time.
+    #[default]
+    Lru,
+    /// Least frequently used goes first: rank = (accesses, last access); counts halve when an item
+    /// survives a pass, so old popularity fades.
+    Lfu,
+    /// Segmented LRU: items used at least twice (the protected segment) outrank the others, then by last
+    /// access.
+    Slru,
+}
+
+impl Ranking {
+    /// The spelling in `--config` (`ranking = "lru"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Ranking::Lru => "lru",
+            Ranking::Lfu => "lfu",
+            Ranking::Slru => "slru",
+        }
+    }
+
+    /// The ranking a name gives, or `None` for an unknown one.
+    pub fn parse(s: &str) -> Option<Ranking> {
+        match s {
+            "lru" => Some(Ranking::Lru),
+            "lfu" => Some(Ranking::Lfu),
+            "slru" | "segmented-lru" => Some(Ranking::Slru),
+            _ => None,
+        }
+    }
+}
+
+/// Segments a log cleaning pass takes by default: two in, one out, so a pass copies at most one
+/// segment of survivors under its shard lock (Memshare's `n`).
+pub const DEFAULT_LOG_CLEAN_SEGMENTS: usize = 2;
+/// Most segments a pass may take (`n`): the bytes it copies under one lock grow with it.
+pub const MAX_LOG_CLEAN_SEGMENTS: usize = 16;
+
 /// How the engine is sized and how it behaves when full.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EngineConfig {
@@ -96,6 +169,12 @@ pub struct EngineConfig {
     /// Bytes of evicted items each pool remembers (by key hash and size) in its shadow queue, so that a
     /// GET miss on a recently evicted key is counted as a shadow hit (Memshare); `None` keeps none.
     pub shadow_queue_bytes: Option<u64>,
+    /// Slab classes (memcached's) or a log of segments (Memshare's).
+    pub memory_layout: MemoryLayout,
+    /// Log layout: how every pool ranks its items until `Engine::set_pool_ranking` changes it.
+    pub log_ranking: Ranking,
+    /// Log layout: segments one cleaning pass takes (`n`; it writes survivors into at most `n - 1`).
+    pub log_clean_segments: usize,
 }
 
 impl Default for EngineConfig {
@@ -113,6 +192,9 @@ impl Default for EngineConfig {
             profile_memory_share: crate::profiling::PROFILE_MEMORY_SHARE,
             tenant_pools: 1,
             shadow_queue_bytes: None,
+            memory_layout: MemoryLayout::Slab,
+            log_ranking: Ranking::Lru,
+            log_clean_segments: DEFAULT_LOG_CLEAN_SEGMENTS,
         }
     }
 }
@@ -148,6 +230,11 @@ pub enum ConfigError {
     /// `tenant_pools` is outside 1..=`MAX_TENANT_POOLS`.
     #[error("tenant pools must be between 1 and {MAX_TENANT_POOLS}, got {0}")]
     TenantPools(usize),
+    /// `log_clean_segments` outside 2..=`MAX_LOG_CLEAN_SEGMENTS`.
+    #[error(
+        "log cleaning pass must take between 2 and {MAX_LOG_CLEAN_SEGMENTS} segments, got {0}"
+    )]
+    LogCleanSegments(usize),
     /// `-m` holds more pages than the shards can address (each shard addresses `2^32` chunks).
     #[error("memory limit (-m) of {pages} pages exceeds the {max_pages} pages {shards} shards can address")]
     TooManyPages {
@@ -220,6 +307,9 @@ impl EngineConfig {
         }
         if self.tenant_pools == 0 || self.tenant_pools > MAX_TENANT_POOLS {
             return Err(ConfigError::TenantPools(self.tenant_pools));
+        }
+        if !(2..=MAX_LOG_CLEAN_SEGMENTS).contains(&self.log_clean_segments) {
+            return Err(ConfigError::LogCleanSegments(self.log_clean_segments));
         }
         Ok(())
     }

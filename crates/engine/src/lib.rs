@@ -1,5 +1,6 @@
 //! mrcache's storage engine: memcached's items, slab classes and pages, with one exact LRU per class,
-//! and the one operation every allocation policy drives — moving a page from one class to another.
+//! and the one operation every allocation policy drives — moving a page from one class to another; or,
+//! with `EngineConfig::memory_layout = Log`, Memshare's log-structured memory behind the same facade.
 //!
 //! Layering: no I/O, no threads of its own, no wall clock. Callers pass a `Clock`; the server passes real
 //! time, the simulator logical time, and both run this same code.
@@ -11,6 +12,8 @@
 //! - `pool`     — tenant pools: pages per tenant, reserve, cap and target (the upper memory level)
 //! - `globals`  — page budget, pools, CAS counter, flush horizons shared by shards
 //! - `shard`    — hash index + pages + per-class LRU + allocation, eviction, page moves (single-threaded)
+//! - `log`      — the log-structured layout (Memshare): segments per tenant pool, hash index, cleaner
+//! - `layout`   — `AnyShard`: a shard of either layout behind one interface, for the facade
 //! - `engine`   — the thread-safe facade: item semantics over hash-partitioned shards
 //! - `profiling` — per-class online MRC profilers on the request path, merged across shards
 //! - `stats`    — counters and snapshots
@@ -27,6 +30,8 @@ mod engine;
 mod geometry;
 mod globals;
 mod item;
+mod layout;
+mod log;
 mod pool;
 pub mod profiling;
 mod shard;
@@ -34,7 +39,7 @@ mod stats;
 mod tenant;
 
 pub use clock::Clock;
-pub use config::{ConfigError, EngineConfig, ItemAccounting};
+pub use config::{ConfigError, EngineConfig, ItemAccounting, MemoryLayout, Ranking};
 pub use engine::{
     parse_decimal, ArithOutcome, ClassHistogram, ClassMrc, Delta, Engine, Entry, ItemCursor,
     ItemFlag, ItemMarks, ItemView, ReassignOutcome, RestoreOutcome, SavedItem, StoreArgs,

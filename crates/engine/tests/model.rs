@@ -5,14 +5,17 @@
 //! moves) it may forget items, but every hit must return exactly the model's value and flags, and the
 //! engine's internal invariants (lists, counts, page budget) must hold after every step.
 //!
+//! Both memory layouts run every property (`layout()`): slab, and log with each ranking function and
+//! cleaning passes of two to four segments.
+//!
 //! Keys spread over three tenants with overlapping key bytes (`key_of`), and flushes name a tenant, so
 //! the model also checks that tenants are separate namespaces.
 
 use std::collections::HashMap;
 
 use mrcache_engine::{
-    ArithOutcome, ClassId, Clock, Delta, Engine, EngineConfig, ItemAccounting, Key, StoreArgs,
-    StoreMode, StoreOutcome, TenantId,
+    ArithOutcome, ClassId, Clock, Delta, Engine, EngineConfig, ItemAccounting, Key, MemoryLayout,
+    Ranking, StoreArgs, StoreMode, StoreOutcome, TenantId,
 };
 use proptest::prelude::*;
 
@@ -74,6 +77,18 @@ fn accounting() -> impl Strategy<Value = ItemAccounting> {
     prop_oneof![
         Just(ItemAccounting::Memcached),
         Just(ItemAccounting::Compact)
+    ]
+}
+
+/// A memory layout and, for the log, its ranking function and segments per cleaning pass.
+fn layout() -> impl Strategy<Value = (MemoryLayout, Ranking, usize)> {
+    prop_oneof![
+        Just((MemoryLayout::Slab, Ranking::Lru, 2)),
+        (
+            prop_oneof![Just(Ranking::Lru), Just(Ranking::Lfu), Just(Ranking::Slru)],
+            2usize..5
+        )
+            .prop_map(|(r, n)| (MemoryLayout::Log, r, n)),
     ]
 }
 
@@ -327,14 +342,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn matches_model_with_room_to_spare(ops in prop::collection::vec(op().prop_filter("no page moves", |o| !matches!(o, Op::Reassign { .. })), 1..300), item_accounting in accounting()) {
-        let config = EngineConfig { memory_limit_bytes: 512 << 20, item_accounting, ..EngineConfig::default() };
+    fn matches_model_with_room_to_spare(ops in prop::collection::vec(op().prop_filter("no page moves", |o| !matches!(o, Op::Reassign { .. })), 1..300), item_accounting in accounting(), (memory_layout, log_ranking, log_clean_segments) in layout()) {
+        let config = EngineConfig { memory_limit_bytes: 512 << 20, item_accounting, memory_layout, log_ranking, log_clean_segments, ..EngineConfig::default() };
         run(&ops, config, true)?;
     }
 
     #[test]
-    fn sound_under_pressure_and_page_moves(ops in prop::collection::vec(op(), 1..400), shards in prop_oneof![Just(1usize), Just(2), Just(4)], item_accounting in accounting()) {
-        let config = EngineConfig { memory_limit_bytes: 3 << 20, shards, item_accounting, ..EngineConfig::default() };
+    fn sound_under_pressure_and_page_moves(ops in prop::collection::vec(op(), 1..400), shards in prop_oneof![Just(1usize), Just(2), Just(4)], item_accounting in accounting(), (memory_layout, log_ranking, log_clean_segments) in layout()) {
+        let config = EngineConfig { memory_limit_bytes: 3 << 20, shards, item_accounting, memory_layout, log_ranking, log_clean_segments, ..EngineConfig::default() };
         run(&ops, config, false)?;
     }
 }

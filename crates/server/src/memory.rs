@@ -103,6 +103,17 @@ pub fn arbitrated_tenants(table: &TenantTable) -> Vec<arbitrate::ArbitratedTenan
     specs
 }
 
+/// Gives every tenant with a pool of its own its configured ranking function (the log layout's
+/// cleaner reads it; the slab layout ignores it). Tenants sharing pool 0 rank as the default tenant.
+fn apply_rankings(ctx: &ServerContext, table: &TenantTable) {
+    let pools = ctx.engine.pool_count();
+    for (id, t) in table.tenants() {
+        if id.index() < pools {
+            ctx.engine.set_pool_ranking(id.index(), t.ranking);
+        }
+    }
+}
+
 /// What `stats settings` shows as `tenant_policy`: the arbiter with all its parameters, or `none`.
 pub fn describe(arbitration: Option<&Arbitration>) -> String {
     arbitration.map_or_else(|| "none".to_string(), |a| a.arbiter().describe())
@@ -153,6 +164,7 @@ impl MemoryModel {
             Arbitration::new(spec.build(), arbitrated_tenants(&table), &ctx.engine)
         });
         publish_policy(ctx, arbitration.as_ref());
+        apply_rankings(ctx, &table);
         let mut model = MemoryModel {
             arbitration,
             rebalancers: Vec::new(),
@@ -254,6 +266,7 @@ impl MemoryModel {
         self.tenants_generation = generation;
         self.add_rebalancers(ctx);
         let table = ctx.tenants.current();
+        apply_rankings(ctx, &table);
         let Some(arbitration) = &mut self.arbitration else {
             if enabled(None, &table.config) {
                 eprintln!(

@@ -339,8 +339,15 @@ impl Simulator {
         }
         let clock = self.clock();
         let stats = self.engine.stats(clock);
+        // Under the log layout class policies have no classes to move pages between: "log" names the
+        // layout, with the policy only when it is not the demand-filled default.
+        let policy = match self.config.engine.memory_layout {
+            mrcache_engine::MemoryLayout::Slab => self.policy.name().to_string(),
+            mrcache_engine::MemoryLayout::Log if self.policy.name() == "memcached" => "log".into(),
+            mrcache_engine::MemoryLayout::Log => format!("log+{}", self.policy.name()),
+        };
         SimReport {
-            policy: self.policy.name().to_string(),
+            policy,
             miss_entropy: miss_entropy(stats.classes.iter().map(|c| c.counters.inserts)),
             mean_response_us: if self.gets > 0 {
                 self.response_us / self.gets as f64

@@ -47,8 +47,8 @@ impl Engine {
         let mut shard = self.shard_for(hash).lock();
         let Ok(h) = shard.find(key, hash, clock) else {
             match delta {
-                Delta::Incr(_) => shard.counters.incr_misses += 1,
-                Delta::Decr(_) => shard.counters.decr_misses += 1,
+                Delta::Incr(_) => shard.counters().incr_misses += 1,
+                Delta::Decr(_) => shard.counters().decr_misses += 1,
             }
             return ArithOutcome::NotFound;
         };

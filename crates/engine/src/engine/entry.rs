@@ -3,7 +3,8 @@
 
 use crate::geometry::ClassId;
 use crate::item::{bits, Item};
-use crate::shard::{AllocError, Miss, Shard};
+use crate::layout::AnyShard;
+use crate::shard::{AllocError, Miss};
 use crate::tenant::{Key, TenantId};
 use crate::Clock;
 
@@ -62,7 +63,7 @@ impl<'a> ItemView<'a> {
 
 /// A key's slot under its shard lock, for commands that read and modify in one step (the meta protocol).
 pub struct Entry<'s> {
-    pub(super) shard: &'s mut Shard,
+    pub(super) shard: &'s mut AnyShard,
     pub(super) key: Key<'s>,
     pub(super) hash: u64,
     pub(super) clock: Clock,
@@ -173,13 +174,13 @@ impl Entry<'_> {
 
     /// Counts a touch in the statistics.
     pub fn count_touch(&mut self) {
-        self.shard.counters.touch_cmds += 1;
+        self.shard.counters().touch_cmds += 1;
         match self.handle {
             Some(h) => {
                 let class = self.shard.part_of_item(h);
                 self.shard.class_counters_mut(class).touch_hits += 1;
             }
-            None => self.shard.counters.touch_misses += 1,
+            None => self.shard.counters().touch_misses += 1,
         }
     }
 
@@ -190,7 +191,7 @@ impl Entry<'_> {
                 let class = self.shard.part_of_item(h);
                 self.shard.class_counters_mut(class).delete_hits += 1;
             }
-            None => self.shard.counters.delete_misses += 1,
+            None => self.shard.counters().delete_misses += 1,
         }
     }
 
@@ -236,13 +237,13 @@ impl ItemFlag {
 }
 
 pub(super) fn count_get(
-    shard: &mut Shard,
+    shard: &mut AnyShard,
     tenant: TenantId,
     hash: u64,
     handle: Option<u32>,
     miss: Miss,
 ) {
-    shard.counters.get_cmds += 1;
+    shard.counters().get_cmds += 1;
     match handle {
         Some(h) => {
             let class = shard.part_of_item(h);
@@ -250,12 +251,12 @@ pub(super) fn count_get(
             shard.tenant_counters_mut(tenant).get_hits += 1;
         }
         None => {
-            shard.counters.get_misses += 1;
+            shard.counters().get_misses += 1;
             shard.tenant_counters_mut(tenant).get_misses += 1;
             shard.note_get_miss(tenant, hash);
             match miss {
-                Miss::Expired => shard.counters.get_expired += 1,
-                Miss::Flushed => shard.counters.get_flushed += 1,
+                Miss::Expired => shard.counters().get_expired += 1,
+                Miss::Flushed => shard.counters().get_flushed += 1,
                 Miss::Absent => {}
             }
         }

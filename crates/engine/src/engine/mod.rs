@@ -21,9 +21,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::config::{ConfigError, EngineConfig};
+use crate::config::{ConfigError, EngineConfig, MemoryLayout};
 use crate::geometry::Geometry;
 use crate::globals::Globals;
+use crate::layout::AnyShard;
+use crate::log::LogShard;
 use crate::profiling::{ProfilingConfig, ShardProfiling};
 use crate::shard::{hash_key, Miss, Shard};
 use crate::tenant::{Key, TenantId};
@@ -51,7 +53,7 @@ pub struct Engine {
     config: EngineConfig,
     geometry: Arc<Geometry>,
     globals: Arc<Globals>,
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[Mutex<AnyShard>]>,
     shard_shift: u32,
 }
 
@@ -86,10 +88,15 @@ impl Engine {
                 share,
             )
         };
+        // The log has one class (the log itself): one profiler per pool, one curve per tenant.
+        let classes = match config.memory_layout {
+            MemoryLayout::Slab => geometry.class_count(),
+            MemoryLayout::Log => 1,
+        };
         let profiling = ShardProfiling {
             classes: config
                 .profile_sample_rate
-                .map(|rate| sized(geometry.class_count() * pools, rate)),
+                .map(|rate| sized(classes * pools, rate)),
             pools: config
                 .profile_sample_rate
                 .filter(|_| pools > 1)
@@ -99,15 +106,26 @@ impl Engine {
                 .map(|b| b.div_ceil(config.shards as u64)),
             ..ShardProfiling::default()
         };
-        let shards: Box<[Mutex<Shard>]> = (0..config.shards)
+        let shards: Box<[Mutex<AnyShard>]> = (0..config.shards)
             .map(|i| {
-                Mutex::new(Shard::new(
-                    geometry.clone(),
-                    globals.clone(),
-                    config.evict_when_full,
-                    &profiling,
-                    0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1),
-                ))
+                Mutex::new(match config.memory_layout {
+                    MemoryLayout::Slab => AnyShard::Slab(Shard::new(
+                        geometry.clone(),
+                        globals.clone(),
+                        config.evict_when_full,
+                        &profiling,
+                        0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1),
+                    )),
+                    MemoryLayout::Log => AnyShard::Log(LogShard::new(
+                        geometry.clone(),
+                        globals.clone(),
+                        config.evict_when_full,
+                        &profiling,
+                        config.log_ranking,
+                        config.log_clean_segments,
+                        config.shards,
+                    )),
+                })
             })
             .collect();
         let max_pages = shards[0].lock().max_pages() * config.shards;
@@ -143,7 +161,7 @@ impl Engine {
     }
 
     #[inline]
-    fn shard_for(&self, hash: u64) -> &Mutex<Shard> {
+    fn shard_for(&self, hash: u64) -> &Mutex<AnyShard> {
         if self.shards.len() == 1 {
             return &self.shards[0];
         }
@@ -242,6 +260,28 @@ impl Engine {
             clock.now
         };
         self.globals.flush(tenant, new_oldest, clock.now);
+    }
+
+    /// The memory layout (slab or log) this engine was built with.
+    pub fn memory_layout(&self) -> MemoryLayout {
+        self.config.memory_layout
+    }
+
+    /// Log layout: sets how tenant pool `pool` ranks its items for the cleaner (LRU, LFU or segmented
+    /// LRU), from the next cleaning pass on. The slab layout ignores it (its LRUs are exact).
+    pub fn set_pool_ranking(&self, pool: usize, ranking: crate::config::Ranking) {
+        for shard in self.shards.iter() {
+            shard.lock().set_ranking(pool, ranking);
+        }
+    }
+
+    /// Log layout: bytes the cleaner has copied and cleaning passes it has run since start, summed
+    /// over shards; `(0, 0)` for slab.
+    pub fn cleaner_work(&self) -> (u64, u64) {
+        self.shards.iter().fold((0, 0), |(b, p), s| {
+            let (sb, sp) = s.lock().cleaner_work();
+            (b + sb, p + sp)
+        })
     }
 
     /// Shards (lock domains) the key space is divided into.

@@ -38,6 +38,11 @@ impl Engine {
         if src == dst {
             return ReassignOutcome::Same;
         }
+        if self.config.memory_layout == crate::config::MemoryLayout::Log {
+            // The log's memory is in segments, not in class pages: no class has a page to spare, as
+            // memcached answers for a class with fewer than two pages.
+            return ReassignOutcome::NoSpare;
+        }
         // memcached's rule: a source with fewer than two pages has none to spare. Per shard, so that a move
         // never empties a class in the shard it is taken from.
         let src_part = Part::new(0, src);
@@ -105,7 +110,10 @@ impl Engine {
             if given >= max_pages || !self.globals.budget.over_limit() {
                 break;
             }
-            given += shard.lock().shrink_to_budget(max_pages - given);
+            // No item counts as expired here: shrinking only frees memory.
+            given += shard
+                .lock()
+                .shrink_to_budget(max_pages - given, Clock::logical(0));
         }
         given
     }

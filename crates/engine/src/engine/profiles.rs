@@ -8,7 +8,8 @@ use mrcache_profile::{Mrc, MrcQuery, ReuseTimeHistogram, ReuseTimeMethod};
 
 use super::Engine;
 use crate::geometry::ClassId;
-use crate::shard::{Part, Shard};
+use crate::layout::AnyShard;
+use crate::shard::Part;
 
 /// One class's online miss-ratio curve.
 #[derive(Clone, Debug)]
@@ -78,8 +79,8 @@ impl Engine {
                 parts
                     .iter()
                     .filter_map(|&i| {
-                        let h = shard.profilers.histogram(i)?;
-                        Some((h, shard.profilers.sampling_rate(i).unwrap_or(1.0)))
+                        let h = shard.profilers().histogram(i)?;
+                        Some((h, shard.profilers().sampling_rate(i).unwrap_or(1.0)))
                     })
                     .collect()
             });
@@ -98,23 +99,14 @@ impl Engine {
     /// shards, with the lowest sampling rate among them; `None` with a single pool (no pool profilers)
     /// or before the pool was used.
     pub fn pool_histogram(&self, pool: usize) -> Option<(ReuseTimeHistogram, f64)> {
-        self.merge_histograms(|shard| {
-            let Some(profilers) = &shard.pool_profilers else {
-                return Vec::new();
-            };
-            profilers
-                .histogram(pool)
-                .map(|h| (h, profilers.sampling_rate(pool).unwrap_or(1.0)))
-                .into_iter()
-                .collect()
-        })
+        self.merge_histograms(|shard| shard.pool_histogram(pool).into_iter().collect())
     }
 
     /// Merges what `pick` takes from each shard (histograms and their sampling rates), one shard lock
     /// at a time; the rate is the lowest seen.
     fn merge_histograms(
         &self,
-        pick: impl Fn(&Shard) -> Vec<(ReuseTimeHistogram, f64)>,
+        pick: impl Fn(&AnyShard) -> Vec<(ReuseTimeHistogram, f64)>,
     ) -> Option<(ReuseTimeHistogram, f64)> {
         let mut merged: Option<ReuseTimeHistogram> = None;
         let mut rate = 1.0f64;

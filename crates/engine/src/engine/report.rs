@@ -18,7 +18,7 @@ impl Engine {
         let mut tenants: Vec<TenantCounters> = Vec::new();
         for shard in self.shards.iter() {
             let shard = shard.lock();
-            counters.add(&shard.counters);
+            counters.add(shard.global_counters());
             let shard_tenants = shard.tenant_counters();
             if tenants.len() < shard_tenants.len() {
                 tenants.resize(shard_tenants.len(), TenantCounters::default());
@@ -69,7 +69,7 @@ impl Engine {
     pub fn profile_memory_bytes(&self) -> usize {
         self.shards
             .iter()
-            .map(|s| s.lock().profilers.memory_bytes())
+            .map(|s| s.lock().profilers().memory_bytes())
             .sum()
     }
 

@@ -122,7 +122,7 @@ impl Engine {
                 return StoreOutcome::NotStored;
             }
             (StoreMode::Cas, None) => {
-                shard.counters.cas_misses += 1;
+                shard.counters().cas_misses += 1;
                 return StoreOutcome::NotFound;
             }
             (StoreMode::Cas, Some(old)) => {

@@ -121,6 +121,9 @@ pub enum Violation {
     /// The page table holds a different number of pages than the partitions list.
     #[error("page table and class page lists disagree")]
     PageTable,
+    /// The log layout's segments, records, index or accounting disagree (the message says where).
+    #[error("log: {0}")]
+    Log(String),
 }
 
 /// A broken invariant found by `Engine::check_invariants`.

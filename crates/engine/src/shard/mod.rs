@@ -31,7 +31,6 @@ use crate::globals::Globals;
 use crate::item::{Item, ItemMut, NIL};
 use crate::profiling::{ClassProfilers, ShardProfiling};
 use crate::stats::{ClassCounters, GlobalCounters, TenantCounters};
-use shadow::ShadowQueue;
 
 mod alloc;
 mod donor;
@@ -48,9 +47,10 @@ mod snapshot;
 pub(crate) use index::hash_key;
 pub use invariants::{InvariantError, Partition, Violation};
 pub(crate) use restart::{restart_bits, WalkPosition};
+pub(crate) use shadow::ShadowQueue;
 
 /// Partition numbers leave room for every slab class memcached allows (63) in each pool.
-const PART_STRIDE: usize = 64;
+pub(crate) const PART_STRIDE: usize = 64;
 
 /// A partition: slab class `class` of tenant pool `pool`, numbered `pool * 64 + class index`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

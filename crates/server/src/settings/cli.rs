@@ -37,6 +37,12 @@ Extended options (-o key[=value],...):
    item_accounting=A       mrcached: how an item's size picks its slab class: compact (the bytes it
                            occupies; class 1 is 80 B; default) or memcached (memcached's item header and
                            classes, as in the simulator). -I limits items as memcached does either way
+   memory_layout=L         mrcached: slab (memcached's slab classes; default) or log (Memshare's
+                           log-structured memory: items of every size appended to 1 MiB segments per
+                           tenant, a cleaner that keeps the highest-ranked items; memory moves between
+                           sizes and tenants in bytes). Under log, `stats slabs` shows one class (1)
+                           whose pages are the segments, and `slabs reassign` answers NOSPARE for
+                           any two classes (no class holds pages), SAME and BADCLASS as memcached
    mrc_sample_rate=F       mrcached: initial sampling rate of the per-class miss-ratio-curve profilers,
                            in [0, 1]; 0 turns profiling off (default: {}; profilers use at most 1% of -m)
    worker_cpus=LIST        mrcached: pin worker i to the i-th CPU of LIST (taskset syntax: 0,2,4-7; in
@@ -348,6 +354,7 @@ impl Settings {
             // Set below, once `-m`, `-I` and `-t` are known.
             shards: 1,
             item_accounting: DEFAULT_ITEM_ACCOUNTING,
+            memory_layout: MemoryLayout::Slab,
             mrc_sample_rate: mrcache_engine::profiling::DEFAULT_SAMPLE_RATE,
             io: IoMode::Auto,
             admin_port: cli.admin_port,

@@ -1,9 +1,9 @@
 //! `-o key[=value],...`: memcached's extended options, those mrcached implements (`slab_automove`,
-//! `lru_crawler`, ...) and its own (`shards`, `item_accounting`, `mrc_sample_rate`, `io`), each checked against
+//! `lru_crawler`, ...) and its own (`shards`, `item_accounting`, `memory_layout`, `mrc_sample_rate`, `io`), each checked against
 //! memcached's range with an error that names the option. Options memcached has that cannot change what
 //! a client sees are accepted and ignored; any other is refused.
 
-use mrcache_engine::ItemAccounting;
+use mrcache_engine::{ItemAccounting, MemoryLayout};
 
 use super::{Settings, SettingsError, HASHPOWER_RANGE, MAX_SHARDS};
 use crate::isolation::{allowed_cpus, CpuList, SchedPolicy, ServiceCpus};
@@ -114,6 +114,10 @@ impl Settings {
             "io" => {
                 self.io = super::IoMode::parse(need("auto, uring or epoll")?)
                     .ok_or_else(|| bad("must be auto, uring or epoll"))?;
+            }
+            "memory_layout" => {
+                self.memory_layout = MemoryLayout::parse(need("slab or log")?)
+                    .ok_or_else(|| bad("must be slab or log"))?;
             }
             "shards" => {
                 let n: usize = need("a power of two")?

@@ -24,7 +24,7 @@ pub mod rlimit;
 use std::path::PathBuf;
 
 use mrcache_engine::config::DEFAULT_PAGE_SIZE_BYTES;
-use mrcache_engine::{EngineConfig, ItemAccounting};
+use mrcache_engine::{EngineConfig, ItemAccounting, MemoryLayout};
 use mrcache_policy::class::LamaParams;
 use mrcache_policy::{ClassPolicySpec, TenantPolicySpec};
 
@@ -160,6 +160,8 @@ pub struct Settings {
     pub shards: usize,
     /// `-o item_accounting=compact|memcached` (ours): how item sizes pick slab classes.
     pub item_accounting: ItemAccounting,
+    /// `-o memory_layout=slab|log` (ours): memcached's slab classes (default) or Memshare's log.
+    pub memory_layout: MemoryLayout,
     /// `-o mrc_sample_rate=F` (ours): initial sampling rate of the per-class MRC profilers; 0 turns
     /// profiling off.
     pub mrc_sample_rate: f64,
@@ -338,6 +340,7 @@ impl Settings {
             min_chunk_data_bytes: self.min_chunk_data_bytes,
             use_cas: self.use_cas,
             item_accounting: self.item_accounting,
+            memory_layout: self.memory_layout,
             evict_when_full: self.evict_when_full,
             shards: self.shards,
             profile_sample_rate: (self.mrc_sample_rate > 0.0).then_some(self.mrc_sample_rate),
@@ -395,6 +398,7 @@ impl Settings {
             ("hashpower_init", self.hashpower_init.to_string()),
             ("shards", self.shards.to_string()),
             ("item_accounting", self.item_accounting.name().to_string()),
+            ("memory_layout", self.memory_layout.name().to_string()),
             ("mrc_sample_rate", self.mrc_sample_rate.to_string()),
             ("io", self.io.name().to_string()),
             (

@@ -642,3 +642,26 @@ fn isolation_options_parse_and_name_themselves() {
     assert!(err(&["-o", "service_cpus=4096"]).starts_with("-o service_cpus: "));
     assert!(err(&["-o", "sched=deadline"]).starts_with("-o sched: "));
 }
+
+#[test]
+fn memory_layout_option_picks_the_engine_layout() {
+    use mrcache_engine::MemoryLayout;
+    assert_eq!(
+        run(&[]).unwrap().engine_config().memory_layout,
+        MemoryLayout::Slab
+    );
+    let s = run(&["-o", "memory_layout=log"]).unwrap();
+    assert_eq!(s.memory_layout, MemoryLayout::Log);
+    assert_eq!(s.engine_config().memory_layout, MemoryLayout::Log);
+    assert!(s
+        .describe()
+        .iter()
+        .any(|(k, v)| *k == "memory_layout" && v == "log"));
+    assert!(err(&["-o", "memory_layout=heap"]).contains("slab or log"));
+    assert!(err(&["-o", "memory_layout"]).contains("needs a value"));
+    let help = match Settings::parse_from(["mrcached", "-h"]).unwrap() {
+        Command::Print(t) => t,
+        other => panic!("{other:?}"),
+    };
+    assert!(help.contains("memory_layout"));
+}

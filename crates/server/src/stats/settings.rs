@@ -126,6 +126,7 @@ pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
         "item_accounting",
         ctx.engine.config().item_accounting.name(),
     );
+    stat(out, "memory_layout", ctx.engine.memory_layout().name());
     stat(
         out,
         "tenant_policy",

@@ -17,6 +17,7 @@
 //! rate_limit = 5000        # requests a second it may sustain, over all its connections (token bucket);
 //!                          # beyond it a request gets `SERVER_ERROR tenant rate limit exceeded`
 //! rate_burst = 500         # requests it may send at once after being idle (default: 0.1 s of rate_limit)
+//! ranking = "lru"          # -o memory_layout=log: how the cleaner ranks its items: lru, lfu or slru
 //! ```
 //! The memory fields take effect through the tenant arbiter (`crate::memory`).
 //! Unknown keys are errors that name the key; every error is a [`ConfigError`]. A `-Y` line `user:password` is a tenant with that password
@@ -36,6 +37,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use mrcache_engine::Ranking;
 use mrcache_policy::TenantPolicySpec;
 
 use super::rate_limit::{RateLimit, MAX_RATE_PER_SEC};
@@ -169,6 +171,13 @@ pub enum ConfigError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// `ranking` not lru, lfu or slru.
+    Ranking {
+        /// The tenant.
+        tenant: String,
+        /// The value given.
+        value: String,
+    },
     /// More distinct tenant names than ids over the process's life.
     TooManyNames,
     /// A tenant's `port` is one the main listeners use (`-p`, or a `-l host:port`): connections there
@@ -264,6 +273,10 @@ impl fmt::Display for ConfigError {
             ConfigError::RateBurst { tenant, reason } => {
                 write!(f, "tenant {tenant}: rate_burst {reason}")
             }
+            ConfigError::Ranking { tenant, value } => write!(
+                f,
+                "tenant {tenant}: ranking must be lru, lfu or slru (segmented LRU), not '{value}'"
+            ),
             ConfigError::TooManyNames => {
                 f.write_str("too many tenant names (65536) in this process's life")
             }
@@ -306,6 +319,9 @@ pub struct ConfiguredTenant {
     pub admin: bool,
     /// Its request-rate limit (`rate_limit`, `rate_burst`), if any (`super::rate_limit`).
     pub rate_limit: Option<RateLimit>,
+    /// Under `-o memory_layout=log`, how the cleaner ranks its items (LRU unless given); the slab
+    /// layout's LRUs ignore it.
+    pub ranking: Ranking,
 }
 
 impl ConfiguredTenant {
@@ -321,6 +337,7 @@ impl ConfiguredTenant {
             weight: DEFAULT_WEIGHT,
             admin: false,
             rate_limit: None,
+            ranking: Ranking::Lru,
         }
     }
 }
@@ -375,6 +392,7 @@ struct FileTenant {
     admin: Option<bool>,
     rate_limit: Option<f64>,
     rate_burst: Option<u64>,
+    ranking: Option<String>,
 }
 
 /// A size in bytes: an integer, or a string such as `"64MiB"`, `"512k"`, `"1g"`.
@@ -638,6 +656,13 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
                 target_hit_ratio: t.target_hit_ratio,
                 weight: t.weight.unwrap_or(DEFAULT_WEIGHT),
                 admin: t.admin.unwrap_or(false),
+                ranking: match &t.ranking {
+                    None => Ranking::Lru,
+                    Some(r) => Ranking::parse(r).ok_or_else(|| ConfigError::Ranking {
+                        tenant: name.clone(),
+                        value: r.clone(),
+                    })?,
+                },
             })
         })
         .collect::<Result<_, ConfigError>>()?;

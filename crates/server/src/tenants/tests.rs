@@ -326,3 +326,18 @@ fn rate_limits_parse_validate_and_follow_reloads() {
     tenants.reset_counters();
     assert_eq!(tenants.limiter(a).unwrap().limited(), 0);
 }
+
+#[test]
+fn ranking_names_the_log_cleaners_function() {
+    use mrcache_engine::Ranking;
+    let c =
+        config("[[tenant]]\nname = \"a\"\nranking = \"lfu\"\n[[tenant]]\nname = \"b\"\n").unwrap();
+    let ranking = |name: &str| c.tenants.iter().find(|t| t.name == name).unwrap().ranking;
+    assert_eq!(ranking("a"), Ranking::Lfu);
+    assert_eq!(ranking("b"), Ranking::Lru);
+    let e = config("[[tenant]]\nname = \"a\"\nranking = \"mru\"\n").unwrap_err();
+    assert!(
+        e.to_string().contains("ranking must be lru, lfu or slru"),
+        "{e}"
+    );
+}

@@ -1,0 +1,205 @@
+//! One shard of either memory layout behind one interface, so that the facade (`engine`) states each
+//! item semantic once: `AnyShard` forwards every call to the slab shard (`shard::Shard`) or the log
+//! shard (`log::LogShard`) it holds.
+//!
+//! Invariants: an engine's shards are all of one layout (`EngineConfig::memory_layout`); a handle is
+//! only ever given back to the shard that returned it, under the same lock hold. Slab-only operations
+//! (page moves, class caps) do nothing on a log shard and say so in their results.
+
+use mrcache_profile::ReuseTimeHistogram;
+
+use crate::geometry::{ClassId, Geometry};
+use crate::globals::Globals;
+use crate::item::{Item, ItemMut};
+use crate::log::LogShard;
+use crate::profiling::ClassProfilers;
+use crate::shard::{AllocError, Miss, PageMoveOutcome, Part, Shard, Violation, WalkPosition};
+use crate::stats::{ClassCounters, ClassSnapshot, GlobalCounters, TenantCounters};
+use crate::tenant::{Key, TenantId};
+use crate::{Clock, SavedItem};
+
+/// A shard of the slab or the log layout.
+pub(crate) enum AnyShard {
+    Slab(Shard),
+    Log(LogShard),
+}
+
+macro_rules! each {
+    ($self:expr, $s:ident => $e:expr) => {
+        match $self {
+            AnyShard::Slab($s) => $e,
+            AnyShard::Log($s) => $e,
+        }
+    };
+}
+
+impl AnyShard {
+    #[inline]
+    pub(crate) fn item(&self, h: u32) -> Item<'_> {
+        each!(self, s => s.item(h))
+    }
+    #[inline]
+    pub(crate) fn item_mut(&mut self, h: u32) -> ItemMut<'_> {
+        each!(self, s => s.item_mut(h))
+    }
+    #[inline]
+    pub(crate) fn find(&mut self, key: Key<'_>, hash: u64, clock: Clock) -> Result<u32, Miss> {
+        each!(self, s => s.find(key, hash, clock))
+    }
+    #[inline]
+    pub(crate) fn bump(&mut self, h: u32, hash: u64, now: u32) {
+        each!(self, s => s.bump(h, hash, now))
+    }
+    #[inline]
+    pub(crate) fn promote(&mut self, h: u32, hash: u64, now: u32) {
+        each!(self, s => s.promote(h, hash, now))
+    }
+    pub(crate) fn unlink(&mut self, h: u32) {
+        each!(self, s => s.unlink(h))
+    }
+    pub(crate) fn write_and_link(
+        &mut self,
+        key: Key<'_>,
+        hash: u64,
+        client_flags: u32,
+        expiry: u32,
+        parts: &[&[u8]],
+        clock: Clock,
+    ) -> Result<(u32, u64), AllocError> {
+        each!(self, s => s.write_and_link(key, hash, client_flags, expiry, parts, clock))
+    }
+    #[inline]
+    pub(crate) fn part_of_item(&self, h: u32) -> Part {
+        each!(self, s => s.part_of_item(h))
+    }
+    pub(crate) fn class_of_item(&self, h: u32) -> ClassId {
+        each!(self, s => s.class_of_item(h))
+    }
+    #[inline]
+    pub(crate) fn part_for(&self, tenant: TenantId, class: ClassId) -> Part {
+        each!(self, s => s.part_for(tenant, class))
+    }
+    #[inline]
+    pub(crate) fn counters(&mut self) -> &mut GlobalCounters {
+        each!(self, s => &mut s.counters)
+    }
+    pub(crate) fn global_counters(&self) -> &GlobalCounters {
+        each!(self, s => &s.counters)
+    }
+    #[inline]
+    pub(crate) fn class_counters_mut(&mut self, part: Part) -> &mut ClassCounters {
+        each!(self, s => s.class_counters_mut(part))
+    }
+    #[inline]
+    pub(crate) fn tenant_counters_mut(&mut self, tenant: TenantId) -> &mut TenantCounters {
+        each!(self, s => s.tenant_counters_mut(tenant))
+    }
+    pub(crate) fn tenant_counters(&self) -> &[TenantCounters] {
+        each!(self, s => s.tenant_counters())
+    }
+    pub(crate) fn note_get_miss(&mut self, tenant: TenantId, hash: u64) -> bool {
+        each!(self, s => s.note_get_miss(tenant, hash))
+    }
+    pub(crate) fn len(&self) -> usize {
+        each!(self, s => s.len())
+    }
+    pub(crate) fn geometry(&self) -> &Geometry {
+        each!(self, s => s.geometry())
+    }
+    pub(crate) fn globals(&self) -> &Globals {
+        each!(self, s => s.globals())
+    }
+    pub(crate) fn max_pages(&self) -> usize {
+        each!(self, s => s.max_pages())
+    }
+    pub(crate) fn profilers(&self) -> &ClassProfilers {
+        each!(self, s => &s.profilers)
+    }
+    /// The per-pool profiler's histogram of `pool`, with its sampling rate.
+    pub(crate) fn pool_histogram(&self, pool: usize) -> Option<(ReuseTimeHistogram, f64)> {
+        let profilers = each!(self, s => s.pool_profilers.as_ref())?;
+        profilers
+            .histogram(pool)
+            .map(|h| (h, profilers.sampling_rate(pool).unwrap_or(1.0)))
+    }
+    pub(crate) fn snapshot(&self, clock: Clock, pool: Option<usize>) -> Vec<ClassSnapshot> {
+        each!(self, s => s.snapshot(clock, pool))
+    }
+    pub(crate) fn idle_bytes(
+        &self,
+        pool: usize,
+        idle_secs: u32,
+        clock: Clock,
+        max_items: usize,
+    ) -> (u64, u64) {
+        each!(self, s => s.idle_bytes(pool, idle_secs, clock, max_items))
+    }
+    pub(crate) fn reset_counters(&mut self) {
+        each!(self, s => s.reset_counters())
+    }
+    pub(crate) fn check_invariants(&self) -> Result<Vec<usize>, Violation> {
+        each!(self, s => s.check_invariants())
+    }
+    pub(crate) fn reap(&mut self, clock: Clock, max_items: usize) -> usize {
+        each!(self, s => s.reap(clock, max_items))
+    }
+    pub(crate) fn shrink_to_budget(&mut self, max_pages: usize, clock: Clock) -> usize {
+        match self {
+            AnyShard::Slab(s) => s.shrink_to_budget(max_pages),
+            AnyShard::Log(s) => s.shrink_to_budget(max_pages, clock),
+        }
+    }
+    pub(crate) fn walk_live(
+        &self,
+        from: WalkPosition,
+        max_chunks: usize,
+        clock: Clock,
+        f: impl FnMut(&SavedItem<'_>),
+    ) -> Option<WalkPosition> {
+        each!(self, s => s.walk_live(from, max_chunks, clock, f))
+    }
+    pub(crate) fn restore(
+        &mut self,
+        item: &SavedItem<'_>,
+        hash: u64,
+        clock: Clock,
+    ) -> Result<(), AllocError> {
+        each!(self, s => s.restore(item, hash, clock))
+    }
+
+    // ---- slab only ----
+
+    /// Pages of a partition (0 in the log: it has no page per class).
+    pub(crate) fn part_pages(&self, part: Part) -> usize {
+        match self {
+            AnyShard::Slab(s) => s.part_pages(part),
+            AnyShard::Log(_) => 0,
+        }
+    }
+    /// A page move (`None` in the log: memory moves by cleaning, not by pages).
+    pub(crate) fn move_page(&mut self, src: Part, dst: Option<Part>) -> Option<PageMoveOutcome> {
+        match self {
+            AnyShard::Slab(s) => s.move_page(src, dst),
+            AnyShard::Log(_) => None,
+        }
+    }
+    /// Fixed class caps (ignored by the log: it has no classes).
+    pub(crate) fn set_page_caps(&mut self, caps: Option<Vec<usize>>) {
+        if let AnyShard::Slab(s) = self {
+            s.set_page_caps(caps)
+        }
+    }
+    /// Sets a pool's ranking function (the log's cleaner; the slab layout is always LRU).
+    pub(crate) fn set_ranking(&mut self, pool: usize, ranking: crate::config::Ranking) {
+        if let AnyShard::Log(s) = self {
+            s.set_ranking(pool, ranking)
+        }
+    }
+    /// Bytes the log's cleaner copied and the passes it ran (0 for slab).
+    pub(crate) fn cleaner_work(&self) -> (u64, u64) {
+        match self {
+            AnyShard::Slab(_) => (0, 0),
+            AnyShard::Log(s) => (s.cleaned_bytes, s.clean_passes),
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The cleaner (Memshare §3, Algorithm 1): which pool gives up memory (`victims`, by need), and one
+//! cleaning pass over its oldest full segments (`clean`).
+//!
+//! A pass takes the `k` oldest full segments of the victim pool (`k = clean_segments`, fewer if it has
+//! fewer), drops dead items (expired, flushed, overwritten), ranks the live ones by the pool's ranking
+//! function, packs the highest ranked into `k - 1` segments and evicts the rest (into the pool's shadow
+//! queue). Survivors are assembled in a scratch buffer, written back over the first `k - 1` input
+//! segments, and the index is repointed; the last input segment comes out empty and is returned. The
+//! rewritten segments rejoin the back of the pool's queue, so a survivor gets another whole round.
+//!
+//! Segments are owned by one pool, so Memshare's per-item choice by need reduces to choosing the victim
+//! pool by need; its random half of the segment choice is replaced by taking the oldest segments,
+//! which in a log are also the lowest ranked by LRU.
+//!
+//! Invariants: a pass copies at most `k - 1` segments of records and touches only the victim's input
+//! segments; under `-M` it evicts nothing live (it gives up when the survivors would not fit); a pool
+//! at or below its reserve is never a victim for another pool.
+
+use super::{prefix_freq, prefix_len, read_prefix, LogShard, LEN_BITS};
+use crate::config::Ranking;
+use crate::item::bits;
+use crate::pool::UNLIMITED;
+use crate::shard::hash_key;
+use crate::Clock;
+
+/// A live record of a pass: where it is, its size, rank and key hash.
+struct Candidate {
+    h: u32,
+    rec: usize,
+    rank: u64,
+    hash: u64,
+}
+
+/// Memshare's `rank(t, f)`: higher survives.
+#[inline]
+fn rank(ranking: Ranking, atime: u32, freq: u32) -> u64 {
+    match ranking {
+        Ranking::Lru => atime as u64,
+        Ranking::Lfu => (freq as u64) << 32 | atime as u64,
+        Ranking::Slru => u64::from(freq >= 1) << 32 | atime as u64,
+    }
+}
+
+impl LogShard {
+    /// The pools that may give `pool` a segment, best first. A pool at its cap cleans only itself.
+    /// With targets set (an arbiter runs), by need: target bytes over the bytes the pool holds here,
+    /// lowest first (Memshare's `need`); a pool without a target never gives to another. Without
+    /// targets, `pool` itself, then the others by the bytes they hold. Pools at or below their
+    /// reserve never give to another.
+    pub(super) fn victims(&self, pool: usize) -> Vec<usize> {
+        let table = &self.globals.pools;
+        let cleanable = |q: usize| !self.pools[q].full.is_empty();
+        if !table.may_grow(pool) {
+            return if cleanable(pool) {
+                vec![pool]
+            } else {
+                Vec::new()
+            };
+        }
+        let n = self.pools.len();
+        let targets: Vec<usize> = (0..n).map(|q| table.snapshot(q).target).collect();
+        let any_target = targets.iter().any(|&t| t != UNLIMITED);
+        let mut order: Vec<(f64, usize)> = (0..n)
+            .filter(|&q| cleanable(q) && (q == pool || table.above_reserve(q) > 0))
+            .map(|q| {
+                let live = self.pools[q].live_bytes.max(1) as f64;
+                let key = if any_target {
+                    match targets[q] {
+                        UNLIMITED if q == pool => f64::MAX,
+                        UNLIMITED => f64::INFINITY,
+                        t => (t as f64 * self.seg_bytes as f64 / self.shards as f64) / live,
+                    }
+                } else if q == pool {
+                    f64::NEG_INFINITY
+                } else {
+                    -live
+                };
+                (key, q)
+            })
+            .collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then((a.1 != pool).cmp(&(b.1 != pool))));
+        order
+            .into_iter()
+            .filter(|&(key, q)| q == pool || key.is_finite() || !any_target)
+            .map(|(_, q)| q)
+            .collect()
+    }
+
+    /// One cleaning pass over `victim`'s oldest full segments; returns the segment it emptied (still
+    /// counted in `victim`), or `None` when it has none or, under `-M`, its survivors would not fit.
+    pub(super) fn clean(&mut self, victim: usize, clock: Clock) -> Option<u32> {
+        let k = self.clean_segments.min(self.pools[victim].full.len());
+        if k == 0 {
+            return None;
+        }
+        let inputs: Vec<u32> = self.pools[victim].full.iter().take(k).copied().collect();
+        let ranking = self.pools[victim].ranking;
+        let mut cands = Vec::new();
+        for &slot in &inputs {
+            let used = self.seg(slot as usize).used;
+            let mut off = 0;
+            while off < used {
+                let p = read_prefix(&self.seg(slot as usize).mem, off);
+                let h = self.handle(slot, off);
+                let rec = prefix_len(p);
+                off += rec;
+                let it = self.item(h);
+                if !it.has(bits::LINKED) {
+                    continue;
+                }
+                if self.is_dead(h, clock) {
+                    let fetched = it.has(bits::FETCHED);
+                    let c = &mut self.pools[victim].counters;
+                    c.reclaimed += 1;
+                    if !fetched {
+                        c.expired_unfetched += 1;
+                    }
+                    self.unlink(h);
+                    continue;
+                }
+                cands.push(Candidate {
+                    h,
+                    rec,
+                    rank: rank(ranking, it.atime(), prefix_freq(p)),
+                    hash: hash_key(it.tenant_key()),
+                });
+            }
+        }
+        // Plan: the highest ranked first, packed into k - 1 output segments.
+        cands.sort_by_key(|c| std::cmp::Reverse(c.rank));
+        let outs = k - 1;
+        let mut used = vec![0usize; outs];
+        let mut cur = 0;
+        let mut plan: Vec<(usize, usize, usize)> = Vec::with_capacity(cands.len());
+        let mut evict: Vec<usize> = Vec::new();
+        for (i, c) in cands.iter().enumerate() {
+            if outs == 0 {
+                evict.push(i);
+                continue;
+            }
+            if used[cur] + c.rec > self.seg_bytes && cur + 1 < outs {
+                cur += 1;
+            }
+            if used[cur] + c.rec <= self.seg_bytes {
+                plan.push((i, cur, used[cur]));
+                used[cur] += c.rec;
+            } else {
+                evict.push(i);
+            }
+        }
+        if !self.evict_when_full && !evict.is_empty() {
+            return None;
+        }
+        for &i in &evict {
+            let (h, hash) = (cands[i].h, cands[i].hash);
+            let (expiry, atime, fetched) = {
+                let it = self.item(h);
+                (it.expiry(), it.atime(), it.has(bits::FETCHED))
+            };
+            let c = &mut self.pools[victim].counters;
+            c.evicted += 1;
+            c.evicted_time = clock.now.saturating_sub(atime) as u64;
+            if expiry != 0 {
+                c.evicted_nonzero += 1;
+            }
+            if !fetched {
+                c.evicted_unfetched += 1;
+            }
+            self.remember_evicted(h, hash);
+            self.unlink(h);
+        }
+        // Survivors leave the index while every handle in it is still a pre-pass one, then are copied out.
+        let seg_bytes = self.seg_bytes;
+        if self.scratch.len() < outs * seg_bytes {
+            self.scratch.resize(outs * seg_bytes, 0);
+        }
+        for &(i, out, at) in &plan {
+            let Candidate { h, rec, hash, .. } = cands[i];
+            self.index_remove(hash, h);
+            let (slot, off) = self.split(h);
+            let src = &self.segs[slot].as_ref().expect("input segment").mem[off..off + rec];
+            let dst = &mut self.scratch[out * seg_bytes + at..out * seg_bytes + at + rec];
+            dst.copy_from_slice(src);
+            if ranking == Ranking::Lfu {
+                // Age the count: popularity that is not renewed fades.
+                let p = u32::from_le_bytes(dst[..4].try_into().unwrap());
+                let halved = (prefix_freq(p) / 2) << LEN_BITS | (p & ((1 << LEN_BITS) - 1));
+                dst[..4].copy_from_slice(&halved.to_le_bytes());
+            }
+        }
+        let mut items = vec![0usize; outs];
+        for &(_, out, _) in &plan {
+            items[out] += 1;
+        }
+        for out in 0..outs {
+            let slot = inputs[out] as usize;
+            let n = used[out];
+            let scratch = &self.scratch[out * seg_bytes..out * seg_bytes + n];
+            let seg = self.segs[slot].as_mut().expect("input segment");
+            seg.mem[..n].copy_from_slice(scratch);
+            seg.used = n;
+            seg.live = n;
+            seg.items = items[out];
+        }
+        for &(i, out, at) in &plan {
+            let h = self.handle(inputs[out], at);
+            self.index_insert(cands[i].hash, h);
+        }
+        let freed = inputs[k - 1];
+        {
+            let seg = self.seg_mut(freed as usize);
+            seg.used = 0;
+            seg.live = 0;
+            seg.items = 0;
+        }
+        self.pools[victim].full.drain(..k);
+        // Lower-ranked outputs first, so they come up for cleaning first.
+        for out in (0..outs).rev() {
+            if used[out] > 0 {
+                self.pools[victim].full.push_back(inputs[out]);
+            } else {
+                self.release(inputs[out], victim);
+            }
+        }
+        self.cleaned_bytes += used.iter().sum::<usize>() as u64;
+        self.clean_passes += 1;
+        Some(freed)
+    }
+}

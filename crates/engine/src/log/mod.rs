@@ -1,0 +1,542 @@
+//! The log-structured layout (Memshare §3–4): one shard's items appended to segments of one page each,
+//! whatever their size, with a hash index over them and a cleaner that ranks, evicts and compacts.
+//!
+//! A segment belongs to one tenant pool. Each pool appends to its own head segment; a full head joins
+//! the pool's queue of full segments (oldest first). When a pool needs a segment and memory is full,
+//! the cleaner (`clean`) takes the oldest full segments of the pool with the lowest *need* (target bytes
+//! over the bytes it holds), keeps the items its ranking function ranks highest, compacts them into
+//! one segment fewer and frees the last: that segment goes to the pool that asked. So memory moves
+//! between pools item by item, in bytes, and no size class exists to calcify.
+//!
+//! A record in a segment is a 4-byte prefix (record length in 8-byte units, and a 5-bit access count
+//! for LFU and segmented LRU) followed by an item in exactly the slab layout's format (`crate::item`),
+//! padded to 8 bytes. Handles are `segment slot << off_bits | offset / 8`; they stay valid while the
+//! shard lock is held and change only when the cleaner relocates an item (it repoints the index).
+//!
+//! Invariants (checked by `check_invariants`):
+//! - Records tile each segment from 0 to its `used` offset; a record is live iff its item has `LINKED`.
+//! - Exactly the live records are indexed, each once; each segment's `live` bytes and `items` count its
+//!   live records, and each pool's `live_bytes`, `items` and `requested_bytes` sum its segments'.
+//! - A segment is held by exactly one pool (its head or in its full queue); the pool table's `held`
+//!   counts them over all shards, and every held segment was taken from the page budget.
+//! - One cleaning pass holds the shard lock (like every shard operation) and copies at most
+//!   `clean_segments - 1` segments of survivors: with the default of two, one segment's worth of work.
+//!
+//! Files: `mod` (layout, index, items), `alloc` (appending and where segments come from), `clean`
+//! (the cleaner and victim choice), `report` (snapshots, walks, restore, reaping and the invariant
+//! checker).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use hashbrown::HashTable;
+
+use crate::config::Ranking;
+use crate::geometry::{ClassId, Geometry};
+use crate::globals::Globals;
+use crate::item::{bits, Item, ItemMut, HEADER_BYTES};
+use crate::profiling::{ClassProfilers, ShardProfiling};
+use crate::shard::{hash_key, AllocError, Miss, Part, ShadowQueue, PART_STRIDE};
+use crate::stats::{ClassCounters, GlobalCounters, TenantCounters};
+use crate::tenant::{Key, TenantId};
+use crate::Clock;
+
+mod alloc;
+mod clean;
+mod report;
+
+/// Bytes before the item in a record.
+pub(crate) const PREFIX: usize = 4;
+/// Records start at multiples of this.
+const ALIGN: usize = 8;
+/// Bits of the prefix that hold the record length in `ALIGN` units.
+const LEN_BITS: u32 = 27;
+/// The access count saturates here (5 bits).
+const FREQ_MAX: u32 = (1 << (32 - LEN_BITS)) - 1;
+
+/// The one class the log reports everything under (`stats slabs` shows class 1: the log).
+pub(crate) const LOG_CLASS: ClassId = ClassId(1);
+
+/// Bytes a record of an item with these key and value lengths takes in a segment.
+#[inline]
+pub(crate) fn record_bytes(key_len: usize, value_len: usize) -> usize {
+    (PREFIX + HEADER_BYTES + key_len + value_len).next_multiple_of(ALIGN)
+}
+
+/// One segment: a page of records appended front to back.
+pub(super) struct Segment {
+    mem: Box<[u8]>,
+    /// Bytes appended so far (records tile `0..used`).
+    used: usize,
+    /// Bytes of live records.
+    live: usize,
+    /// Live records.
+    items: usize,
+    pool: usize,
+}
+
+/// One tenant pool's part of the log in this shard.
+pub(super) struct PoolLog {
+    head: Option<u32>,
+    /// Full segments, oldest first: the cleaner's candidates.
+    full: VecDeque<u32>,
+    items: usize,
+    /// Record bytes of live items.
+    live_bytes: u64,
+    /// Live items' bytes by the engine's item accounting (`mem_requested`).
+    requested_bytes: u64,
+    counters: ClassCounters,
+    ranking: Ranking,
+}
+
+impl PoolLog {
+    fn segments(&self) -> usize {
+        self.full.len() + usize::from(self.head.is_some())
+    }
+}
+
+/// One shard of the log layout. Single-threaded, like `shard::Shard`; see the module invariants.
+pub(crate) struct LogShard {
+    geometry: Arc<Geometry>,
+    globals: Arc<Globals>,
+    evict_when_full: bool,
+    seg_bytes: usize,
+    off_bits: u32,
+    /// Segments one cleaning pass takes.
+    clean_segments: usize,
+    /// Shards of the engine: a pool's target is shared among them.
+    shards: usize,
+    index: HashTable<u64>,
+    segs: Vec<Option<Segment>>,
+    free_slots: Vec<u32>,
+    pools: Vec<PoolLog>,
+    pub(crate) profilers: ClassProfilers,
+    pub(crate) pool_profilers: Option<ClassProfilers>,
+    shadows: Vec<ShadowQueue>,
+    pub(crate) counters: GlobalCounters,
+    tenants: Vec<TenantCounters>,
+    /// Survivors of a pass are assembled here before they are written back (`clean_segments - 1`
+    /// segments, allocated on the first pass).
+    scratch: Vec<u8>,
+    /// Where the reaper resumes: segment slot and offset.
+    reap_at: (u32, usize),
+    /// Bytes the cleaner copied and passes it ran, since start (not reset by `stats reset`).
+    pub(crate) cleaned_bytes: u64,
+    pub(crate) clean_passes: u64,
+}
+
+#[inline]
+fn spread(tag: u32) -> u64 {
+    (tag as u64 | 1 << 32).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+#[inline]
+fn read_prefix(mem: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(mem[off..off + 4].try_into().unwrap())
+}
+
+#[inline]
+fn prefix_len(p: u32) -> usize {
+    (p & ((1 << LEN_BITS) - 1)) as usize * ALIGN
+}
+
+#[inline]
+fn prefix_freq(p: u32) -> u32 {
+    p >> LEN_BITS
+}
+
+#[inline]
+fn make_prefix(len: usize, freq: u32) -> u32 {
+    (len / ALIGN) as u32 | freq.min(FREQ_MAX) << LEN_BITS
+}
+
+impl LogShard {
+    pub(crate) fn new(
+        geometry: Arc<Geometry>,
+        globals: Arc<Globals>,
+        evict_when_full: bool,
+        profiling: &ShardProfiling,
+        ranking: Ranking,
+        clean_segments: usize,
+        shards: usize,
+    ) -> LogShard {
+        let seg_bytes = geometry.page_size_bytes();
+        assert!(seg_bytes / ALIGN < 1 << LEN_BITS, "segment too large");
+        let units = seg_bytes.div_ceil(ALIGN);
+        let off_bits = usize::BITS - (units - 1).max(1).leading_zeros();
+        let pools = globals.pools.len();
+        LogShard {
+            geometry,
+            evict_when_full,
+            seg_bytes,
+            off_bits,
+            clean_segments,
+            shards,
+            index: HashTable::new(),
+            segs: Vec::new(),
+            free_slots: Vec::new(),
+            pools: (0..pools)
+                .map(|_| PoolLog {
+                    head: None,
+                    full: VecDeque::new(),
+                    items: 0,
+                    live_bytes: 0,
+                    requested_bytes: 0,
+                    counters: ClassCounters::default(),
+                    ranking,
+                })
+                .collect(),
+            profilers: ClassProfilers::new(
+                profiling.classes,
+                pools * PART_STRIDE,
+                profiling.classes_created.clone(),
+            ),
+            pool_profilers: profiling.pools.map(|config| {
+                ClassProfilers::new(Some(config), pools, profiling.pools_created.clone())
+            }),
+            shadows: (0..pools)
+                .map(|_| ShadowQueue::new(profiling.shadow_bytes))
+                .collect(),
+            globals,
+            counters: GlobalCounters::default(),
+            tenants: Vec::new(),
+            scratch: Vec::new(),
+            reap_at: (0, 0),
+            cleaned_bytes: 0,
+            clean_passes: 0,
+        }
+    }
+
+    /// Most segments one shard can address.
+    pub(crate) fn max_pages(&self) -> usize {
+        1usize << (32 - self.off_bits)
+    }
+
+    #[inline]
+    fn handle(&self, slot: u32, off: usize) -> u32 {
+        slot << self.off_bits | (off / ALIGN) as u32
+    }
+
+    #[inline]
+    fn split(&self, h: u32) -> (usize, usize) {
+        (
+            (h >> self.off_bits) as usize,
+            (h & ((1 << self.off_bits) - 1)) as usize * ALIGN,
+        )
+    }
+
+    #[inline]
+    fn seg(&self, slot: usize) -> &Segment {
+        self.segs[slot].as_ref().expect("handle to a held segment")
+    }
+
+    #[inline]
+    fn seg_mut(&mut self, slot: usize) -> &mut Segment {
+        self.segs[slot].as_mut().expect("handle to a held segment")
+    }
+
+    #[inline]
+    pub(crate) fn item(&self, h: u32) -> Item<'_> {
+        let (slot, off) = self.split(h);
+        Item(&self.seg(slot).mem[off + PREFIX..])
+    }
+
+    #[inline]
+    pub(crate) fn item_mut(&mut self, h: u32) -> ItemMut<'_> {
+        let (slot, off) = self.split(h);
+        ItemMut(&mut self.seg_mut(slot).mem[off + PREFIX..])
+    }
+
+    #[inline]
+    fn prefix(&self, h: u32) -> u32 {
+        let (slot, off) = self.split(h);
+        read_prefix(&self.seg(slot).mem, off)
+    }
+
+    #[inline]
+    fn set_prefix(&mut self, h: u32, p: u32) {
+        let (slot, off) = self.split(h);
+        self.seg_mut(slot).mem[off..off + 4].copy_from_slice(&p.to_le_bytes());
+    }
+
+    #[inline]
+    fn pool_of_handle(&self, h: u32) -> usize {
+        self.seg(self.split(h).0).pool
+    }
+
+    pub(crate) fn part_of_item(&self, h: u32) -> Part {
+        Part::new(self.pool_of_handle(h), LOG_CLASS)
+    }
+
+    pub(crate) fn class_of_item(&self, _h: u32) -> ClassId {
+        LOG_CLASS
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    pub(crate) fn globals(&self) -> &Globals {
+        &self.globals
+    }
+
+    /// Sets how `pool` ranks its items from the next cleaning pass on.
+    pub(crate) fn set_ranking(&mut self, pool: usize, ranking: Ranking) {
+        if let Some(p) = self.pools.get_mut(pool) {
+            p.ranking = ranking;
+        }
+    }
+
+    /// The item's size by the engine's accounting (`mem_requested`, profilers).
+    #[inline]
+    fn accounted(&self, it: Item<'_>) -> usize {
+        self.geometry
+            .item_total_bytes(it.key_len(), it.client_flags(), it.value_len())
+    }
+
+    // ---- the index: `tag << 32 | handle`, as the slab layout's ----
+
+    #[inline]
+    fn index_find(&self, key: Key<'_>, hash: u64) -> Option<u32> {
+        let tag = hash as u32;
+        self.index
+            .find(spread(tag), |&e| {
+                (e >> 32) as u32 == tag && self.item(e as u32).tenant_key() == key
+            })
+            .map(|&e| e as u32)
+    }
+
+    #[inline]
+    fn index_insert(&mut self, hash: u64, h: u32) {
+        let tag = hash as u32;
+        self.index
+            .insert_unique(spread(tag), (tag as u64) << 32 | h as u64, |&e| {
+                spread((e >> 32) as u32)
+            });
+    }
+
+    fn index_remove(&mut self, hash: u64, h: u32) {
+        let tag = hash as u32;
+        let want = (tag as u64) << 32 | h as u64;
+        match self.index.find_entry(spread(tag), |&e| e == want) {
+            Ok(entry) => {
+                entry.remove();
+            }
+            Err(_) => unreachable!("linked item is indexed"),
+        }
+    }
+
+    // ---- items ----
+
+    /// Removes a live item: index, accounting; its record stays in the segment as dead bytes.
+    pub(crate) fn unlink(&mut self, h: u32) {
+        let it = self.item(h);
+        let (hash, tenant, requested) =
+            (hash_key(it.tenant_key()), it.tenant(), self.accounted(it));
+        let rec = prefix_len(self.prefix(h));
+        self.index_remove(hash, h);
+        self.item_mut(h).remove_bits(bits::LINKED);
+        let (slot, _) = self.split(h);
+        let seg = self.seg_mut(slot);
+        seg.live -= rec;
+        seg.items -= 1;
+        let pool = seg.pool;
+        let p = &mut self.pools[pool];
+        p.items -= 1;
+        p.live_bytes -= rec as u64;
+        p.requested_bytes -= requested as u64;
+        let t = self.tenant_counters_mut(tenant);
+        t.items -= 1;
+        t.bytes -= requested as u64;
+    }
+
+    /// Accounts and indexes a written record (its item has `LINKED` set by the caller's write).
+    fn link_written(&mut self, hash: u64, h: u32, cas: u64) {
+        let rec = prefix_len(self.prefix(h));
+        {
+            let mut it = self.item_mut(h);
+            it.set_cas(cas);
+            it.insert_bits(bits::LINKED);
+        }
+        let it = self.item(h);
+        let (requested, tenant) = (self.accounted(it), it.tenant());
+        self.index_insert(hash, h);
+        let (slot, _) = self.split(h);
+        let seg = self.seg_mut(slot);
+        seg.live += rec;
+        seg.items += 1;
+        let pool = seg.pool;
+        let p = &mut self.pools[pool];
+        p.items += 1;
+        p.live_bytes += rec as u64;
+        p.requested_bytes += requested as u64;
+        let t = self.tenant_counters_mut(tenant);
+        t.items += 1;
+        t.bytes += requested as u64;
+        self.counters.total_items += 1;
+    }
+
+    /// Finds a live item; expired and flushed items found on the way are unlinked (lazy expiry).
+    #[inline]
+    pub(crate) fn find(&mut self, key: Key<'_>, hash: u64, clock: Clock) -> Result<u32, Miss> {
+        let h = self.index_find(key, hash).ok_or(Miss::Absent)?;
+        let it = self.item(h);
+        if clock.is_expired(it.expiry()) {
+            self.unlink(h);
+            return Err(Miss::Expired);
+        }
+        if self
+            .globals
+            .is_flushed(key.tenant, it.atime(), it.cas(), clock.now)
+        {
+            self.unlink(h);
+            return Err(Miss::Flushed);
+        }
+        Ok(h)
+    }
+
+    #[inline]
+    fn is_dead(&self, h: u32, clock: Clock) -> bool {
+        let it = self.item(h);
+        clock.is_expired(it.expiry())
+            || self
+                .globals
+                .is_flushed(it.tenant(), it.atime(), it.cas(), clock.now)
+    }
+
+    /// A use without a read (`add` on an existing key): access time, access count, profilers.
+    #[inline]
+    pub(crate) fn promote(&mut self, h: u32, hash: u64, now: u32) {
+        self.item_mut(h).set_atime(now);
+        let p = self.prefix(h);
+        if prefix_freq(p) < FREQ_MAX {
+            self.set_prefix(h, p + (1 << LEN_BITS));
+        }
+        if self.profilers.enabled() || self.pool_profilers.is_some() {
+            let size = self.accounted(self.item(h));
+            self.record_use(self.part_of_item(h), hash, size);
+        }
+    }
+
+    /// A read: as `promote`, and the fetched bit.
+    #[inline]
+    pub(crate) fn bump(&mut self, h: u32, hash: u64, now: u32) {
+        self.promote(h, hash, now);
+        self.item_mut(h).insert_bits(bits::FETCHED);
+    }
+
+    #[inline]
+    fn record_use(&mut self, part: Part, hash: u64, size_bytes: usize) {
+        self.profilers.record(part.index(), hash, size_bytes);
+        if let Some(pools) = &mut self.pool_profilers {
+            pools.record(part.pool(), hash, size_bytes);
+        }
+    }
+
+    /// Writes a new item for `key` and links it, replacing any item of the key. In place when the old
+    /// record is of the same pool and large enough; otherwise appended to the pool's head segment
+    /// (which may run the cleaner). Returns the handle and the new CAS.
+    pub(crate) fn write_and_link(
+        &mut self,
+        key: Key<'_>,
+        hash: u64,
+        client_flags: u32,
+        expiry: u32,
+        parts: &[&[u8]],
+        clock: Clock,
+    ) -> Result<(u32, u64), AllocError> {
+        let value_len: usize = parts.iter().map(|p| p.len()).sum();
+        let h = self.place(key, hash, client_flags, value_len, clock)?;
+        self.item_mut(h)
+            .init(key, client_flags, expiry, clock.now, parts);
+        let cas = self.globals.next_cas();
+        self.link_written(hash, h, cas);
+        let size = self.accounted(self.item(h));
+        self.record_use(self.part_of_item(h), hash, size);
+        Ok((h, cas))
+    }
+
+    /// Where a new item of `key` goes, with any old item of the key already unlinked: the old record
+    /// (in place) if it is of the same pool and large enough, else a fresh record appended.
+    fn place(
+        &mut self,
+        key: Key<'_>,
+        hash: u64,
+        client_flags: u32,
+        value_len: usize,
+        clock: Clock,
+    ) -> Result<u32, AllocError> {
+        if !self
+            .geometry
+            .within_item_limit(key.bytes.len(), client_flags, value_len)
+        {
+            return Err(AllocError::TooLarge);
+        }
+        let rec = record_bytes(key.bytes.len(), value_len);
+        if rec > self.seg_bytes {
+            return Err(AllocError::TooLarge);
+        }
+        let pool = self.globals.pools.pool_of(key.tenant);
+        if let Some(old) = self.index_find(key, hash) {
+            let old_rec = prefix_len(self.prefix(old));
+            if self.pool_of_handle(old) == pool && old_rec >= rec {
+                self.unlink(old);
+                // The record keeps its length (the tail past the new item is padding); the count restarts.
+                self.set_prefix(old, make_prefix(old_rec, 0));
+                return Ok(old);
+            }
+        }
+        // Appending may run the cleaner, which may evict or move the old item: look it up afterwards.
+        let h = self.append(pool, rec, clock)?;
+        if let Some(old) = self.index_find(key, hash) {
+            self.unlink(old);
+        }
+        Ok(h)
+    }
+
+    /// A tenant's counters in this shard, created on its first use.
+    #[inline]
+    pub(crate) fn tenant_counters_mut(&mut self, tenant: TenantId) -> &mut TenantCounters {
+        if self.tenants.len() <= tenant.index() {
+            self.tenants
+                .resize(tenant.index() + 1, TenantCounters::default());
+        }
+        &mut self.tenants[tenant.index()]
+    }
+
+    pub(crate) fn tenant_counters(&self) -> &[TenantCounters] {
+        &self.tenants
+    }
+
+    #[inline]
+    pub(crate) fn class_counters_mut(&mut self, part: Part) -> &mut ClassCounters {
+        &mut self.pools[part.pool()].counters
+    }
+
+    #[inline]
+    pub(crate) fn part_for(&self, tenant: TenantId, _class: ClassId) -> Part {
+        Part::new(self.globals.pools.pool_of(tenant), LOG_CLASS)
+    }
+
+    /// A GET miss: a shadow hit if the pool's shadow queue holds the key (Memshare).
+    pub(crate) fn note_get_miss(&mut self, tenant: TenantId, hash: u64) -> bool {
+        let pool = self.globals.pools.pool_of(tenant);
+        if !self.shadows[pool].enabled() || !self.shadows[pool].take(hash) {
+            return false;
+        }
+        self.tenant_counters_mut(tenant).shadow_hits += 1;
+        true
+    }
+
+    fn remember_evicted(&mut self, h: u32, hash: u64) {
+        let pool = self.pool_of_handle(h);
+        if self.shadows[pool].enabled() {
+            let size = self.accounted(self.item(h)) as u64;
+            self.shadows[pool].push(hash, size);
+        }
+    }
+}
