@@ -116,8 +116,10 @@ fi
 
 # ---- fuzzing ----------------------------------------------------------------
 # The fuzz corpus replay (fuzz/seeds and, when present, fuzz/corpus/parse through the parser's contract
-# check, on stable) is the test `mrcache-protocol --test replay`, run by `cargo test` above. Fuzzing itself
-# needs nightly: see fuzz/README.md.
+# check, on stable) is the test `mrcache-protocol --test replay`, run by `cargo test` above; the targets
+# meta, config and reply replay fuzz/seeds/<target> through their checks (fuzz/checks/) in the tests
+# replay_meta (protocol), replay_config (server) and replay_reply (loadgen). Fuzzing itself needs
+# nightly: see fuzz/README.md and docs/fuzzing.md.
 # -----------------------------------------------------------------------------
 
 echo

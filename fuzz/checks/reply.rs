@@ -108,7 +108,8 @@ fn check_item(rest: &[u8], item: &ReplyItem<'_>, used: usize) {
         assert_eq!(
             parse_item(&rest[..cut]),
             Ok(None),
-            "the first {cut} bytes of a {used}-byte item {item:?} do not wait for more"
+            "the first {cut} bytes of a {used}-byte item (line {:?}) do not wait for more",
+            preview(line)
         );
     }
 }
