@@ -178,7 +178,10 @@ fn check_merged(file: &ConfigFile, users: &[(String, String)], config: &TenantsC
             .unwrap_or_else(|| panic!("auth user {user} is not a tenant"));
         assert_eq!(t.password.as_ref(), Some(password));
     }
-    let extra: Vec<&str> = config.tenants[n..].iter().map(|t| t.name.as_str()).collect();
+    let extra: Vec<&str> = config.tenants[n..]
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
     let mut expected: Vec<&str> = Vec::new();
     for (user, _) in users {
         if !file.tenants.iter().any(|t| t.name == *user) && !expected.contains(&user.as_str()) {
@@ -196,7 +199,11 @@ fn check_invariants(config: &TenantsConfig) {
     let mut names = HashSet::new();
     let mut ports = HashSet::new();
     for t in &config.tenants {
-        assert!(!t.name.is_empty() && t.name.len() <= 64, "name {:?}", t.name);
+        assert!(
+            !t.name.is_empty() && t.name.len() <= 64,
+            "name {:?}",
+            t.name
+        );
         assert!(t
             .name
             .bytes()
@@ -225,7 +232,11 @@ fn check_invariants(config: &TenantsConfig) {
         if let Some(r) = t.target_hit_ratio {
             assert!(r > 0.0 && r <= 1.0, "target_hit_ratio {r}");
         }
-        assert!(t.weight.is_finite() && t.weight > 0.0, "weight {}", t.weight);
+        assert!(
+            t.weight.is_finite() && t.weight > 0.0,
+            "weight {}",
+            t.weight
+        );
     }
     assert_eq!(
         config.auth_required(),
@@ -254,12 +265,21 @@ fn check_directory(config: &TenantsConfig) {
         assert_eq!(*id == TenantId::DEFAULT, t.name == DEFAULT_TENANT_NAME);
         assert_eq!(table.spec(*id), Some(t));
         if let Some(p) = &t.password {
-            assert_eq!(tenants.authenticate(t.name.as_bytes(), p.as_bytes(), None), Some(*id));
-            assert_eq!(tenants.authenticate(t.name.as_bytes(), p.as_bytes(), Some(*id)), Some(*id));
+            assert_eq!(
+                tenants.authenticate(t.name.as_bytes(), p.as_bytes(), None),
+                Some(*id)
+            );
+            assert_eq!(
+                tenants.authenticate(t.name.as_bytes(), p.as_bytes(), Some(*id)),
+                Some(*id)
+            );
             let mut wrong = p.clone().into_bytes();
             wrong.push(b'x');
             assert_eq!(tenants.authenticate(t.name.as_bytes(), &wrong, None), None);
-            assert_eq!(tenants.authenticate(t.name.as_bytes(), &p.as_bytes()[1..], None), None);
+            assert_eq!(
+                tenants.authenticate(t.name.as_bytes(), &p.as_bytes()[1..], None),
+                None
+            );
         } else {
             assert_eq!(tenants.authenticate(t.name.as_bytes(), b"x", None), None);
         }
@@ -276,7 +296,9 @@ fn check_directory(config: &TenantsConfig) {
     // No prefix holds a control byte, so this key is the default tenant's.
     assert_eq!(table.route(b"\x01key"), TenantId::DEFAULT);
     assert_eq!(table.auth_required(), config.auth_required());
-    tenants.replace(config.clone()).expect("the same config reloads");
+    tenants
+        .replace(config.clone())
+        .expect("the same config reloads");
     let again: Vec<TenantId> = tenants.current().tenants().map(|(id, _)| id).collect();
     let before: Vec<TenantId> = ids.iter().map(|(id, _)| *id).collect();
     assert_eq!(again, before, "a reload keeps every id");

@@ -112,7 +112,11 @@ fn plain_decimal(arg: &[u8], digits: usize) -> Option<i128> {
 
 /// Checks one accepted request; for a meta request returns its canonical re-encoding.
 fn check_meta(rest: &[u8], request: &Request<'_>, consumed: usize) -> Option<Vec<u8>> {
-    let line_len = rest.iter().position(|&b| b == b'\n').expect("a request has a line") + 1;
+    let line_len = rest
+        .iter()
+        .position(|&b| b == b'\n')
+        .expect("a request has a line")
+        + 1;
     let line = &rest[..line_len];
     let (cmd, key, flags): (&[u8], &MetaKey<'_>, &MetaFlags<'_>) = match request {
         Request::MetaGet(m) => (b"mg", &m.key, &m.flags),
@@ -138,7 +142,11 @@ fn check_meta(rest: &[u8], request: &Request<'_>, consumed: usize) -> Option<Vec
     };
     check_key(key, line);
     check_flags(flags, line);
-    assert_eq!(key.is_binary(), flags.has(b'b'), "b flag and key decoding disagree");
+    assert_eq!(
+        key.is_binary(),
+        flags.has(b'b'),
+        "b flag and key decoding disagree"
+    );
 
     let mut out = cmd.to_vec();
     out.push(b' ');
@@ -187,7 +195,11 @@ fn check_meta(rest: &[u8], request: &Request<'_>, consumed: usize) -> Option<Vec
         out.extend_from_slice(f.token);
     }
     out.extend_from_slice(b"\r\n");
-    if let Request::MetaSet(MetaSet { data: Data::Value(v), .. }) = request {
+    if let Request::MetaSet(MetaSet {
+        data: Data::Value(v),
+        ..
+    }) = request
+    {
         out.extend_from_slice(v);
         out.extend_from_slice(b"\r\n");
     }
@@ -225,17 +237,34 @@ fn check_flags(flags: &MetaFlags<'_>, line: &[u8]) {
     for f in flags.iter() {
         count += 1;
         assert!(!f.token.is_empty() && f.token[0] == f.letter);
-        assert!(FLAG_LETTERS.contains(&f.letter), "accepted flag {:?}", f.letter);
-        assert!(!seen[usize::from(f.letter)], "duplicate flag {:?}", f.letter);
+        assert!(
+            FLAG_LETTERS.contains(&f.letter),
+            "accepted flag {:?}",
+            f.letter
+        );
+        assert!(
+            !seen[usize::from(f.letter)],
+            "duplicate flag {:?}",
+            f.letter
+        );
         seen[usize::from(f.letter)] = true;
         assert!(within(f.token, line), "a flag token is a slice of its line");
         assert!(!f.token.contains(&b' ') && !f.token.contains(&b'\n') && !f.token.contains(&0));
         if f.letter == b'O' {
-            assert!(f.token.len() <= 32, "opaque token of {} bytes", f.token.len());
+            assert!(
+                f.token.len() <= 32,
+                "opaque token of {} bytes",
+                f.token.len()
+            );
         }
     }
     assert!(count <= 20, "{count} flags");
-    let arg = |letter: u8| flags.iter().find(|f| f.letter == letter).map(|f| &f.token[1..]);
+    let arg = |letter: u8| {
+        flags
+            .iter()
+            .find(|f| f.letter == letter)
+            .map(|f| &f.token[1..])
+    };
     assert_eq!(flags.value, flags.has(b'v'));
     assert_eq!(flags.no_update, flags.has(b'u'));
     assert_eq!(flags.quiet, flags.has(b'q'));
@@ -250,7 +279,12 @@ fn check_flags(flags: &MetaFlags<'_>, line: &[u8]) {
         (b'T', flags.ttl),
         (b'R', flags.recache),
     ] {
-        assert_eq!(field.is_some(), flags.has(letter), "flag {}", letter as char);
+        assert_eq!(
+            field.is_some(),
+            flags.has(letter),
+            "flag {}",
+            letter as char
+        );
         let field = field.map(i128::from);
         if let Some(v) = arg(letter).and_then(|a| plain_decimal(a, 9)) {
             assert_eq!(field, Some(v), "flag {}", letter as char);

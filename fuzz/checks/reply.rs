@@ -59,7 +59,11 @@ fn first_crlf(buf: &[u8]) -> Option<usize> {
 }
 
 fn check_item(rest: &[u8], item: &ReplyItem<'_>, used: usize) {
-    assert!(used >= 2 && used <= rest.len(), "used {used} of {}", rest.len());
+    assert!(
+        used >= 2 && used <= rest.len(),
+        "used {used} of {}",
+        rest.len()
+    );
     assert_eq!(&rest[used - 2..used], b"\r\n");
     let eol = first_crlf(rest).expect("an item has a line");
     assert!(eol <= MAX_LINE_BYTES, "a line of {eol} bytes was accepted");
@@ -79,7 +83,10 @@ fn check_item(rest: &[u8], item: &ReplyItem<'_>, used: usize) {
             };
             assert!(line.starts_with(prefix));
             assert!(within(msg, line));
-            assert_eq!(msg.as_ptr() as usize + msg.len(), line.as_ptr() as usize + eol);
+            assert_eq!(
+                msg.as_ptr() as usize + msg.len(),
+                line.as_ptr() as usize + eol
+            );
         }
         ReplyItem::Value { key, data_len } => {
             assert!(line.starts_with(b"VALUE "));

@@ -1,4 +1,5 @@
-//! Fuzzes the tenant configuration (`--config` TOML, `-Y` auth file, merge and validation); the properties are in `fuzz/checks/config.rs`, which the stable seed replay runs too.
+//! Fuzzes the tenant configuration (`--config` TOML, `-Y` auth file, merge and validation);
+//! the properties are in `fuzz/checks/config.rs`, which the stable seed replay runs too.
 //! `cargo +nightly fuzz run config fuzz/corpus/config fuzz/seeds/config` (see fuzz/README.md).
 #![no_main]
 

@@ -1,4 +1,5 @@
-//! Fuzzes the meta commands (`mg ms md ma mn me`) through `mrcache_protocol::parse`; the properties are in `fuzz/checks/meta.rs`, which the stable seed replay runs too.
+//! Fuzzes the meta commands (`mg ms md ma mn me`) through `mrcache_protocol::parse`;
+//! the properties are in `fuzz/checks/meta.rs`, which the stable seed replay runs too.
 //! `cargo +nightly fuzz run meta fuzz/corpus/meta fuzz/seeds/meta` (see fuzz/README.md).
 #![no_main]
 

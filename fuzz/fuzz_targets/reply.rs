@@ -1,4 +1,5 @@
-//! Fuzzes the load generator's reply reader `mrcache_loadgen::parse_item`; the properties are in `fuzz/checks/reply.rs`, which the stable seed replay runs too.
+//! Fuzzes the load generator's reply reader `mrcache_loadgen::parse_item`;
+//! the properties are in `fuzz/checks/reply.rs`, which the stable seed replay runs too.
 //! `cargo +nightly fuzz run reply fuzz/corpus/reply fuzz/seeds/reply` (see fuzz/README.md).
 #![no_main]
 
