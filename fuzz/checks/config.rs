@@ -4,7 +4,7 @@
 //!
 //! The input is a `--config` TOML text, optionally followed by a NUL byte and a `-Y` auth file. Checks:
 //! - [`parse_config`] never panics; a config it accepts round-trips: written back as TOML (every field,
-//!   sizes as byte counts, the arbiter by its `Display`) it parses to the same `ConfigFile`;
+//!   sizes in units and in bytes, the arbiter by its `Display`) it parses to the same `ConfigFile`;
 //!   its `tenant_policy` prints to a spec that parses back to itself, and builds an arbiter;
 //! - [`parse_auth_file`] never panics, and every user it reads is the text before a line's first `:`;
 //! - [`TenantsConfig::merge`] accepts only configs with the documented invariants (unique valid names,
@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 
 use mrcache_engine::TenantId;
 use mrcache_policy::TenantPolicySpec;
+use mrcache_units::format_size;
 use mrcache_server::tenants::config::{parse_auth_file, parse_config, ConfigFile};
 use mrcache_server::tenants::{ConfiguredTenant, Tenants, TenantsConfig, DEFAULT_TENANT_NAME};
 
@@ -111,8 +112,9 @@ fn write_toml(tenants: &[ConfiguredTenant], policy: Option<&TenantPolicySpec>) -
         if let Some(p) = t.port {
             writeln!(out, "port = {p}").unwrap();
         }
-        // As strings: a TOML integer stops at i64::MAX, a size may not.
-        writeln!(out, "reserved = \"{}\"", t.reserved_bytes).unwrap();
+        // As strings: a TOML integer stops at i64::MAX, a size may not. `reserved` in the largest
+        // exact unit (`format_size`), `max` as bytes, so both spellings are read back.
+        writeln!(out, "reserved = \"{}\"", format_size(t.reserved_bytes)).unwrap();
         if let Some(m) = t.max_bytes {
             writeln!(out, "max = \"{m}\"").unwrap();
         }
