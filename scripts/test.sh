@@ -118,7 +118,7 @@ fi
 # The fuzz corpus replay (fuzz/seeds and, when present, fuzz/corpus/parse through the parser's contract
 # check, on stable) is the test `mrcache-protocol --test replay`, run by `cargo test` above; the targets
 # meta, config and reply replay fuzz/seeds/<target> through their checks (fuzz/checks/) in the tests
-# replay_meta (protocol), replay_config (server) and replay_reply (loadgen). Fuzzing itself needs
+# replay_meta and replay_auth (protocol), replay_config (server) and replay_reply (loadgen). Fuzzing needs
 # nightly: see fuzz/README.md and docs/fuzzing.md.
 # -----------------------------------------------------------------------------
 
