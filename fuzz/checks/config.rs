@@ -22,9 +22,9 @@ use std::fmt::Write as _;
 
 use mrcache_engine::TenantId;
 use mrcache_policy::TenantPolicySpec;
-use mrcache_units::format_size;
 use mrcache_server::tenants::config::{parse_auth_file, parse_config, ConfigFile};
 use mrcache_server::tenants::{ConfiguredTenant, Tenants, TenantsConfig, DEFAULT_TENANT_NAME};
+use mrcache_units::format_size;
 
 /// Checks one input; panics on a violation.
 pub fn check(data: &[u8]) {
