@@ -142,8 +142,10 @@ done
 
 # ---- fuzzing ----------------------------------------------------------------
 # The fuzz corpus replay (fuzz/seeds and, when present, fuzz/corpus/parse through the parser's contract
-# check, on stable) is the test `mrcache-protocol --test replay`, run by `cargo test` above. Fuzzing itself
-# needs nightly: see fuzz/README.md.
+# check, on stable) is the test `mrcache-protocol --test replay`, run by `cargo test` above; the targets
+# meta, config and reply replay fuzz/seeds/<target> through their checks (fuzz/checks/) in the tests
+# replay_meta and replay_auth (protocol), replay_config (server) and replay_reply (loadgen). Fuzzing needs
+# nightly: see fuzz/README.md and docs/fuzzing.md.
 # -----------------------------------------------------------------------------
 
 echo

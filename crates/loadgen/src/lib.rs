@@ -37,7 +37,7 @@ pub use dist::{GapSampler, KeySampler, ValueSizer, MAX_VALUE_BYTES};
 pub use error::{BenchError, OptionError};
 pub use histo::{LatencyHistogram, LatencySummary};
 pub use qos::{QosSearch, QosStep};
-pub use reply::{parse_item, MalformedReply, ReplyItem};
+pub use reply::{parse_item, MalformedReply, ReplyItem, MAX_DATA_BYTES, MAX_LINE_BYTES};
 pub use report::{
     ErrorCounts, OpCounts, PreloadReport, QosReport, Report, ScanStep, TenantLoadReport,
 };

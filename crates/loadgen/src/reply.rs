@@ -57,7 +57,10 @@ impl fmt::Display for MalformedReply {
 /// more bytes are needed, or `Err` if the stream is corrupt.
 pub fn parse_item(buf: &[u8]) -> Result<Option<(ReplyItem<'_>, usize)>, MalformedReply> {
     let Some(eol) = find_crlf(buf) else {
-        if buf.len() > MAX_LINE_BYTES {
+        // A line of MAX_LINE_BYTES may have arrived up to its `\r`: wait for the `\n` then.
+        let may_still_end = buf.len() <= MAX_LINE_BYTES
+            || (buf.len() == MAX_LINE_BYTES + 1 && buf[MAX_LINE_BYTES] == b'\r');
+        if !may_still_end {
             return Err(MalformedReply(format!(
                 "no line end in {MAX_LINE_BYTES} bytes"
             )));
@@ -229,6 +232,24 @@ EXISTS\r\nNOT_FOUND\r\nERROR\r\nCLIENT_ERROR bad data chunk\r\nSERVER_ERROR out 
         assert!(parse_item(b"VALUE k 0 3\r\nabcXY").is_err());
         assert!(parse_item(b"VALUE k 0 99999999999999999999999\r\n").is_err());
         assert!(parse_item(&[b'x'; MAX_LINE_BYTES + 1]).is_err());
+    }
+
+    #[test]
+    fn a_longest_line_split_after_its_cr_waits_for_its_lf() {
+        // Caught by the `reply` fuzz target's split check (fuzz/checks/reply.rs): a line of exactly
+        // MAX_LINE_BYTES whose `\r` and `\n` arrive in different reads was refused as "no line end".
+        let mut wire = b"CLIENT_ERROR ".to_vec();
+        wire.resize(MAX_LINE_BYTES, b'x');
+        wire.extend_from_slice(b"\r\n");
+        assert_eq!(parse_item(&wire[..MAX_LINE_BYTES + 1]), Ok(None));
+        let (item, used) = parse_item(&wire).unwrap().unwrap();
+        assert_eq!(used, wire.len());
+        assert!(matches!(item, ReplyItem::ClientError(m) if m.len() == MAX_LINE_BYTES - 13));
+        // One byte more than the longest line, with no line end, is refused as before.
+        let mut long = wire[..MAX_LINE_BYTES].to_vec();
+        long.extend_from_slice(b"xy");
+        assert!(parse_item(&long).is_err());
+        assert!(parse_item(&long[..MAX_LINE_BYTES + 1]).is_err());
     }
 
     #[test]

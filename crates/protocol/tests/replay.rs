@@ -1,5 +1,6 @@
-//! Replays the fuzz corpus on stable Rust: every file in `fuzz/seeds/` (committed) and, when present,
-//! `fuzz/corpus/parse/` (grown by `cargo fuzz`, not committed) goes through the parser's contract check
+//! Replays the fuzz corpus on stable Rust: every file in `fuzz/seeds/` and `fuzz/seeds/parse/` (the
+//! minimised corpus; both committed) and, when present, `fuzz/corpus/parse/` (grown by `cargo fuzz`, not
+//! committed) goes through the parser's contract check
 //! with the default limits and with small ones, exactly as the fuzz target does. The binary parser's
 //! seeds (`fuzz/seeds/binary-proto/`) and corpus (`fuzz/corpus/binary/`) go through its own contract
 //! check, as the `binary` fuzz target drives it.
@@ -74,6 +75,9 @@ fn seeds_and_corpus_keep_the_parser_contract() {
         seeds > 0,
         "the committed seed corpus fuzz/seeds/ is empty or missing"
     );
+    let minimised = replay_dir(&root.join("seeds/parse"));
     let corpus = replay_dir(&root.join("corpus/parse"));
-    eprintln!("replayed {seeds} seeds and {corpus} corpus files");
+    eprintln!(
+        "replayed {seeds} seeds, {minimised} minimised corpus files and {corpus} corpus files"
+    );
 }
