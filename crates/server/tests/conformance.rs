@@ -47,14 +47,7 @@ const MAX_REPLY_BYTES: usize = 4 << 20;
 
 /// The case files, in name order.
 fn case_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "txt"))
-        .collect();
-    files.sort();
-    files
+    common::txt_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance"))
 }
 
 fn all_sections() -> Vec<Section> {

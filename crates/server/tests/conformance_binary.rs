@@ -39,14 +39,7 @@ fn sentinel() -> Vec<u8> {
 }
 
 fn case_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/binary");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "txt"))
-        .collect();
-    files.sort();
-    files
+    common::txt_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/binary"))
 }
 
 fn all_sections() -> Vec<Section> {

@@ -11,64 +11,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Server, ServerKind};
+use common::{LineClient as Client, Server, ServerKind};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A text-protocol client that reads replies line by line.
-struct Client {
-    reader: BufReader<TcpStream>,
-}
-
-impl Client {
-    fn connect(port: u16) -> Client {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(TIMEOUT)).unwrap();
-        s.set_nodelay(true).unwrap();
-        Client {
-            reader: BufReader::new(s),
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.reader.get_mut().write_all(bytes).unwrap();
-    }
-
-    fn line(&mut self) -> String {
-        let mut l = String::new();
-        self.reader.read_line(&mut l).expect("a reply line");
-        l.trim_end_matches("\r\n").to_string()
-    }
-
-    /// Sends `cmd` and returns the reply: one line, or every line through `END` for stats and gets.
-    fn call(&mut self, cmd: &str) -> String {
-        self.send(cmd.as_bytes());
-        let first = self.line();
-        if !(first.starts_with("VALUE ") || first.starts_with("STAT ")) {
-            return first;
-        }
-        let mut all = first;
-        loop {
-            let l = self.line();
-            all.push('\n');
-            all.push_str(&l);
-            if l == "END" {
-                return all;
-            }
-        }
-    }
-
-    fn auth(&mut self, user: &str, password: &str) -> String {
-        let token = format!("{user} {password}");
-        self.call(&format!("set auth 0 0 {}\r\n{token}\r\n", token.len()))
-    }
-}
 
 fn stat(reply: &str, name: &str) -> Option<String> {
     reply

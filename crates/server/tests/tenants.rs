@@ -7,65 +7,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{free_port, http_get, Server, ServerKind};
+use common::{free_port, http_get, LineClient as Client, Server, ServerKind};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A text-protocol client that reads replies line by line.
-struct Client {
-    reader: BufReader<TcpStream>,
-}
-
-impl Client {
-    fn connect(port: u16) -> Client {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(TIMEOUT)).unwrap();
-        s.set_nodelay(true).unwrap();
-        Client {
-            reader: BufReader::new(s),
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.reader.get_mut().write_all(bytes).unwrap();
-    }
-
-    fn line(&mut self) -> String {
-        let mut l = String::new();
-        self.reader.read_line(&mut l).expect("a reply line");
-        l.trim_end_matches("\r\n").to_string()
-    }
-
-    /// Sends `cmd` and returns the reply: one line, or every line through `END` for retrievals and stats.
-    fn call(&mut self, cmd: &str) -> String {
-        self.send(cmd.as_bytes());
-        let first = self.line();
-        if !(first.starts_with("VALUE ") || first.starts_with("STAT ") || first.starts_with("VA "))
-        {
-            return first;
-        }
-        let mut all = first;
-        loop {
-            let l = self.line();
-            let done = l == "END" || all.starts_with("VA ");
-            all.push('\n');
-            all.push_str(&l);
-            if done {
-                return all;
-            }
-        }
-    }
-
-    fn auth(&mut self, user: &str, password: &str) -> String {
-        let token = format!("{user} {password}");
-        self.call(&format!("set auth 0 0 {}\r\n{token}\r\n", token.len()))
-    }
-}
 
 fn temp_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mrcached-tenants-{}", std::process::id()));

@@ -32,13 +32,7 @@ pub fn dispatch_binary(
     packet: &Packet<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
-    let ctx = Ctx {
-        server,
-        stats,
-        clock: server.clock(),
-        tenancy,
-        fd,
-    };
+    let ctx = Ctx::new(server, stats, tenancy, fd);
     let h = &packet.header;
     let quiet = packet.quiet;
     // The tenant's rate limit, as for text requests (`super::charged_key`): keyed commands only.

@@ -67,7 +67,23 @@ pub(crate) struct Ctx<'a> {
     pub fd: i32,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The context of one request of connection `fd` (-1: unknown), on the server's clock now.
+    pub fn new(
+        server: &'a ServerContext,
+        stats: &'a ThreadStats,
+        tenancy: &'a Tenancy,
+        fd: i32,
+    ) -> Ctx<'a> {
+        Ctx {
+            server,
+            stats,
+            clock: server.clock(),
+            tenancy,
+            fd,
+        }
+    }
+
     /// The engine key for key bytes the client sent.
     #[inline]
     pub fn key<'k>(&self, bytes: &'k [u8]) -> Key<'k> {
@@ -168,13 +184,7 @@ pub fn dispatch_from(
             }
         }
     }
-    let ctx = Ctx {
-        server,
-        stats,
-        clock: server.clock(),
-        tenancy,
-        fd,
-    };
+    let ctx = Ctx::new(server, stats, tenancy, fd);
     match request {
         Request::Store(r) => storage::store(&ctx, &r, out),
         Request::Get(r) => retrieval::get(&ctx, r, resume_at, out),
@@ -214,13 +224,7 @@ pub fn refuse_store(
     request: Request<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
-    let ctx = Ctx {
-        server,
-        stats,
-        clock: server.clock(),
-        tenancy,
-        fd,
-    };
+    let ctx = Ctx::new(server, stats, tenancy, fd);
     match request {
         Request::Store(r) => storage::refuse_no_memory(&ctx, &r, out),
         Request::MetaSet(r) => meta::refuse_no_memory(&ctx, &r, out),

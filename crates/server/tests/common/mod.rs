@@ -397,3 +397,68 @@ pub fn run_with_deadline(command: &mut Command, timeout: Duration) -> (Option<i3
         String::from_utf8_lossy(&output.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
     (code, text)
 }
+
+/// How long a [`LineClient`] waits for a reply line.
+pub const LINE_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A text-protocol client that reads replies line by line (the tenants and ops tests).
+pub struct LineClient {
+    reader: BufReader<TcpStream>,
+}
+
+impl LineClient {
+    pub fn connect(port: u16) -> LineClient {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(LINE_CLIENT_TIMEOUT)).unwrap();
+        s.set_nodelay(true).unwrap();
+        LineClient {
+            reader: BufReader::new(s),
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.reader.get_mut().write_all(bytes).unwrap();
+    }
+
+    pub fn line(&mut self) -> String {
+        let mut l = String::new();
+        self.reader.read_line(&mut l).expect("a reply line");
+        l.trim_end_matches("\r\n").to_string()
+    }
+
+    /// Sends `cmd` and returns the reply: one line, or every line through `END` for retrievals and stats.
+    pub fn call(&mut self, cmd: &str) -> String {
+        self.send(cmd.as_bytes());
+        let first = self.line();
+        if !(first.starts_with("VALUE ") || first.starts_with("STAT ") || first.starts_with("VA "))
+        {
+            return first;
+        }
+        let mut all = first;
+        loop {
+            let l = self.line();
+            let done = l == "END" || all.starts_with("VA ");
+            all.push('\n');
+            all.push_str(&l);
+            if done {
+                return all;
+            }
+        }
+    }
+
+    pub fn auth(&mut self, user: &str, password: &str) -> String {
+        let token = format!("{user} {password}");
+        self.call(&format!("set auth 0 0 {}\r\n{token}\r\n", token.len()))
+    }
+}
+
+/// The `.txt` files directly in `dir`, in name order (the conformance case files).
+pub fn txt_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "txt"))
+        .collect();
+    files.sort();
+    files
+}
