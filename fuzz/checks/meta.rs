@@ -30,6 +30,7 @@ pub fn check(data: &[u8]) {
         item_size_max: 1024,
         item_overhead: 56,
         max_get_line_bytes: 4096,
+        binary_magic_closes: false,
         ..Limits::default()
     };
     check_stream(data, &Limits::default());

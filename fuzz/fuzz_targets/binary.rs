@@ -15,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
         item_overhead: 56,
         max_get_line_bytes: 4096,
         binary_magic_closes: false,
+        ..Limits::default()
     };
     for unauthenticated in [false, true] {
         check_binary_contract(data, &Limits::default(), unauthenticated);

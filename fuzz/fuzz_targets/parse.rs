@@ -13,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
         item_overhead: 56,
         max_get_line_bytes: 4096,
         binary_magic_closes: false,
+        ..Limits::default()
     };
     check_parse_contract(data, &Limits::default());
     check_parse_contract(data, &small);
