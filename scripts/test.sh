@@ -131,11 +131,16 @@ counted_step "pytest tests/python" pytest.log pytest pytest_run tests/python
 # Everything above ran on the defaults (-o io=auto: epoll; -o memory_layout=slab). The conformance
 # suite, memcapable and the Python tests run again on io_uring and on the log-structured layout:
 # MRCACHED_EXTRA_ARGS is appended to every mrcached the Rust and Python harnesses start.
+# The log layout also reruns the abusive-client memory bounds (tests/hardening.rs): they live in the
+# session and must hold whatever the layout. io_uring does not keep the stalled-upload bound yet
+# (docs/results.md §4.1), which is why it is not the default and hardening is not rerun on it.
 for extra in "-o io=uring" "-o memory_layout=log"; do
     tag="${extra#-o }"
+    tests=(--test conformance --test memcapable)
+    [ "$tag" = memory_layout=log ] && tests+=(--test hardening)
     export MRCACHED_EXTRA_ARGS="$extra"
-    counted_step "conformance + memcapable ($extra)" "cargo-$tag.log" '^test result:' \
-        cargo test --release -p mrcache-server --test conformance --test memcapable
+    counted_step "${tests[*]//--test /} ($extra)" "cargo-$tag.log" '^test result:' \
+        cargo test --release -p mrcache-server "${tests[@]}"
     counted_step "pytest tests/python ($extra)" "pytest-$tag.log" pytest pytest_run tests/python
     unset MRCACHED_EXTRA_ARGS
 done
