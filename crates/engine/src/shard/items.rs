@@ -123,28 +123,16 @@ impl Shard {
     #[inline]
     pub(crate) fn find(&mut self, key: Key<'_>, hash: u64, clock: Clock) -> Result<u32, Miss> {
         let h = self.index_find(key, hash).ok_or(Miss::Absent)?;
-        let it = self.item(h);
-        if clock.is_expired(it.expiry()) {
+        if let Some(miss) = self.globals.dead_reason(self.item(h), clock) {
             self.unlink(h);
-            return Err(Miss::Expired);
-        }
-        if self
-            .globals
-            .is_flushed(key.tenant, it.atime(), it.cas(), clock.now)
-        {
-            self.unlink(h);
-            return Err(Miss::Flushed);
+            return Err(miss);
         }
         Ok(h)
     }
 
     #[inline]
     pub(super) fn is_dead(&self, h: u32, clock: Clock) -> bool {
-        let it = self.item(h);
-        clock.is_expired(it.expiry())
-            || self
-                .globals
-                .is_flushed(it.tenant(), it.atime(), it.cas(), clock.now)
+        self.globals.dead_reason(self.item(h), clock).is_some()
     }
 
     /// Writes a new item into a fresh chunk and links it, replacing any item of the same key (looked up after
