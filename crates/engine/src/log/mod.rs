@@ -35,9 +35,9 @@ use crate::config::Ranking;
 use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{bits, Item, ItemMut, HEADER_BYTES};
-use crate::profiling::{ClassProfilers, ShardProfiling};
-use crate::shard::{hash_key, AllocError, Miss, Part, ShadowQueue, PART_STRIDE};
-use crate::stats::{ClassCounters, GlobalCounters, TenantCounters};
+use crate::profiling::ShardProfiling;
+use crate::shard::{hash_key, AllocError, Miss, Part, ShardMeters};
+use crate::stats::ClassCounters;
 use crate::tenant::{Key, TenantId};
 use crate::Clock;
 
@@ -110,11 +110,8 @@ pub(crate) struct LogShard {
     segs: Vec<Option<Segment>>,
     free_slots: Vec<u32>,
     pools: Vec<PoolLog>,
-    pub(crate) profilers: ClassProfilers,
-    pub(crate) pool_profilers: Option<ClassProfilers>,
-    shadows: Vec<ShadowQueue>,
-    pub(crate) counters: GlobalCounters,
-    tenants: Vec<TenantCounters>,
+    /// Counters, profilers and shadow queues, as the slab layout keeps them.
+    pub(crate) meters: ShardMeters,
     /// Survivors of a pass are assembled here before they are written back (`clean_segments - 1`
     /// segments, allocated on the first pass).
     scratch: Vec<u8>,
@@ -186,20 +183,8 @@ impl LogShard {
                     ranking,
                 })
                 .collect(),
-            profilers: ClassProfilers::new(
-                profiling.classes,
-                pools * PART_STRIDE,
-                profiling.classes_created.clone(),
-            ),
-            pool_profilers: profiling.pools.map(|config| {
-                ClassProfilers::new(Some(config), pools, profiling.pools_created.clone())
-            }),
-            shadows: (0..pools)
-                .map(|_| ShadowQueue::new(profiling.shadow_bytes))
-                .collect(),
+            meters: ShardMeters::new(profiling, pools),
             globals,
-            counters: GlobalCounters::default(),
-            tenants: Vec::new(),
             scratch: Vec::new(),
             reap_at: (0, 0),
             cleaned_bytes: 0,
@@ -349,7 +334,7 @@ impl LogShard {
         p.items -= 1;
         p.live_bytes -= rec as u64;
         p.requested_bytes -= requested as u64;
-        let t = self.tenant_counters_mut(tenant);
+        let t = self.meters.tenant_mut(tenant);
         t.items -= 1;
         t.bytes -= requested as u64;
     }
@@ -374,10 +359,10 @@ impl LogShard {
         p.items += 1;
         p.live_bytes += rec as u64;
         p.requested_bytes += requested as u64;
-        let t = self.tenant_counters_mut(tenant);
+        let t = self.meters.tenant_mut(tenant);
         t.items += 1;
         t.bytes += requested as u64;
-        self.counters.total_items += 1;
+        self.meters.counters.total_items += 1;
     }
 
     /// Finds a live item; expired and flushed items found on the way are unlinked (lazy expiry).
@@ -404,9 +389,9 @@ impl LogShard {
         if prefix_freq(p) < FREQ_MAX {
             self.set_prefix(h, p + (1 << LEN_BITS));
         }
-        if self.profilers.enabled() || self.pool_profilers.is_some() {
+        if self.meters.profiling() {
             let size = self.accounted(self.item(h));
-            self.record_use(self.part_of_item(h), hash, size);
+            self.meters.record_use(self.part_of_item(h), hash, size);
         }
     }
 
@@ -415,14 +400,6 @@ impl LogShard {
     pub(crate) fn bump(&mut self, h: u32, hash: u64, now: u32) {
         self.promote(h, hash, now);
         self.item_mut(h).insert_bits(bits::FETCHED);
-    }
-
-    #[inline]
-    fn record_use(&mut self, part: Part, hash: u64, size_bytes: usize) {
-        self.profilers.record(part.index(), hash, size_bytes);
-        if let Some(pools) = &mut self.pool_profilers {
-            pools.record(part.pool(), hash, size_bytes);
-        }
     }
 
     /// Writes a new item for `key` and links it, replacing any item of the key. In place when the old
@@ -444,7 +421,7 @@ impl LogShard {
         let cas = self.globals.next_cas();
         self.link_written(hash, h, cas);
         let size = self.accounted(self.item(h));
-        self.record_use(self.part_of_item(h), hash, size);
+        self.meters.record_use(self.part_of_item(h), hash, size);
         Ok((h, cas))
     }
 
@@ -486,20 +463,6 @@ impl LogShard {
         Ok(h)
     }
 
-    /// A tenant's counters in this shard, created on its first use.
-    #[inline]
-    pub(crate) fn tenant_counters_mut(&mut self, tenant: TenantId) -> &mut TenantCounters {
-        if self.tenants.len() <= tenant.index() {
-            self.tenants
-                .resize(tenant.index() + 1, TenantCounters::default());
-        }
-        &mut self.tenants[tenant.index()]
-    }
-
-    pub(crate) fn tenant_counters(&self) -> &[TenantCounters] {
-        &self.tenants
-    }
-
     #[inline]
     pub(crate) fn class_counters_mut(&mut self, part: Part) -> &mut ClassCounters {
         &mut self.pools[part.pool()].counters
@@ -510,21 +473,11 @@ impl LogShard {
         Part::new(self.globals.pools.pool_of(tenant), LOG_CLASS)
     }
 
-    /// A GET miss: a shadow hit if the pool's shadow queue holds the key (Memshare).
-    pub(crate) fn note_get_miss(&mut self, tenant: TenantId, hash: u64) -> bool {
-        let pool = self.globals.pools.pool_of(tenant);
-        if !self.shadows[pool].enabled() || !self.shadows[pool].take(hash) {
-            return false;
-        }
-        self.tenant_counters_mut(tenant).shadow_hits += 1;
-        true
-    }
-
     fn remember_evicted(&mut self, h: u32, hash: u64) {
         let pool = self.pool_of_handle(h);
-        if self.shadows[pool].enabled() {
+        if self.meters.remembers_evictions(pool) {
             let size = self.accounted(self.item(h)) as u64;
-            self.shadows[pool].push(hash, size);
+            self.meters.remember_evicted(pool, hash, size);
         }
     }
 }

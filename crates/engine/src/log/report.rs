@@ -9,7 +9,7 @@
 use super::{prefix_len, read_prefix, LogShard, LOG_CLASS};
 use crate::item::bits;
 use crate::shard::{hash_key, AllocError, Violation, WalkPosition};
-use crate::stats::{ClassCounters, ClassSnapshot, GlobalCounters, TenantCounters};
+use crate::stats::{ClassCounters, ClassSnapshot};
 use crate::tenant::Key;
 use crate::{Clock, ItemMarks, SavedItem};
 
@@ -110,16 +110,9 @@ impl LogShard {
     }
 
     pub(crate) fn reset_counters(&mut self) {
-        self.counters = GlobalCounters::default();
+        self.meters.reset_counters();
         for p in &mut self.pools {
             p.counters = ClassCounters::default();
-        }
-        for t in &mut self.tenants {
-            *t = TenantCounters {
-                items: t.items,
-                bytes: t.bytes,
-                ..TenantCounters::default()
-            };
         }
     }
 
@@ -148,7 +141,7 @@ impl LogShard {
             }
         }
         self.reap_at = (slot, off);
-        self.counters.expired_reaped += reaped as u64;
+        self.meters.counters.expired_reaped += reaped as u64;
         reaped
     }
 
@@ -305,19 +298,7 @@ impl LogShard {
                 ));
             }
         }
-        if linked != self.index.len() {
-            return Err(Violation::IndexCount {
-                linked,
-                indexed: self.index.len(),
-            });
-        }
-        let tenant_items: u64 = self.tenants.iter().map(|t| t.items).sum();
-        if tenant_items != linked as u64 {
-            return Err(Violation::TenantItems {
-                linked,
-                tenant_items,
-            });
-        }
+        self.meters.check_linked(linked, self.index.len())?;
         Ok(held)
     }
 }

@@ -35,18 +35,18 @@ impl Shard {
                 v.tenant(),
             )
         };
-        let t = self.tenant_counters_mut(tenant);
+        let t = self.meters.tenant_mut(tenant);
         t.items += 1;
         t.bytes += requested as u64;
         self.index_insert(hash, h);
         self.lru_push_head(part, h);
         if profile {
-            self.record_use(part, hash, requested);
+            self.meters.record_use(part, hash, requested);
         }
         let c = self.part_state(part);
         c.items += 1;
         c.requested_bytes += requested as u64;
-        self.counters.total_items += 1;
+        self.meters.counters.total_items += 1;
     }
 
     /// Removes a linked item from the index and LRU and frees its chunk.
@@ -60,7 +60,7 @@ impl Shard {
                 v.tenant(),
             )
         };
-        let t = self.tenant_counters_mut(tenant);
+        let t = self.meters.tenant_mut(tenant);
         t.items -= 1;
         t.bytes -= requested as u64;
         self.index_remove(h);
@@ -94,21 +94,12 @@ impl Shard {
             self.lru_push_head(part, h);
         }
         self.item_mut(h).set_atime(now);
-        if self.profilers.enabled() || self.pool_profilers.is_some() {
+        if self.meters.profiling() {
             let it = self.item(h);
             let size =
                 self.geometry
                     .item_total_bytes(it.key_len(), it.client_flags(), it.value_len());
-            self.record_use(part, hash, size);
-        }
-    }
-
-    /// Feeds one use of partition `part` to its profiler and its pool's.
-    #[inline]
-    pub(super) fn record_use(&mut self, part: Part, hash: u64, size_bytes: usize) {
-        self.profilers.record(part.index(), hash, size_bytes);
-        if let Some(pools) = &mut self.pool_profilers {
-            pools.record(part.pool(), hash, size_bytes);
+            self.meters.record_use(part, hash, size);
         }
     }
 
