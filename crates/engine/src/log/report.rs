@@ -11,7 +11,7 @@ use crate::item::bits;
 use crate::shard::{hash_key, AllocError, Violation, WalkPosition};
 use crate::stats::{ClassCounters, ClassSnapshot};
 use crate::tenant::Key;
-use crate::{Clock, ItemMarks, SavedItem};
+use crate::{Clock, SavedItem};
 
 impl LogShard {
     /// The log as one class (class 1), of one pool or of all (`None`): its pages are the segments, its
@@ -190,15 +190,7 @@ impl LogShard {
                 if !it.has(bits::LINKED) || self.is_dead(h, clock) {
                     continue;
                 }
-                f(&SavedItem {
-                    key: it.tenant_key(),
-                    value: it.value(),
-                    client_flags: it.client_flags(),
-                    expiry: it.expiry(),
-                    atime: it.atime(),
-                    cas: it.cas(),
-                    marks: ItemMarks::from_bits(it.bits()),
-                });
+                f(&SavedItem::of(it));
             }
             at = WalkPosition {
                 slot: at.slot + 1,
@@ -217,17 +209,7 @@ impl LogShard {
         clock: Clock,
     ) -> Result<(), AllocError> {
         let h = self.place(item.key, hash, item.client_flags, item.value.len(), clock)?;
-        {
-            let mut it = self.item_mut(h);
-            it.init(
-                item.key,
-                item.client_flags,
-                item.expiry,
-                item.atime,
-                &[item.value],
-            );
-            it.insert_bits(item.marks.bits() & crate::shard::restart_bits());
-        }
+        item.write_to(self.item_mut(h));
         self.link_written(hash, h, item.cas);
         Ok(())
     }

@@ -49,7 +49,7 @@ mod snapshot;
 pub(crate) use index::hash_key;
 pub use invariants::{InvariantError, Partition, Violation};
 pub(crate) use meters::ShardMeters;
-pub(crate) use restart::{restart_bits, WalkPosition};
+pub(crate) use restart::WalkPosition;
 pub(crate) use shadow::ShadowQueue;
 
 /// Partition numbers leave room for every slab class memcached allows (63) in each pool.
