@@ -110,11 +110,7 @@ impl LogShard {
                 }
                 if self.is_dead(h, clock) {
                     let fetched = it.has(bits::FETCHED);
-                    let c = &mut self.pools[victim].counters;
-                    c.reclaimed += 1;
-                    if !fetched {
-                        c.expired_unfetched += 1;
-                    }
+                    self.pools[victim].counters.count_reclaim(fetched);
                     self.unlink(h);
                     continue;
                 }
@@ -157,15 +153,9 @@ impl LogShard {
                 let it = self.item(h);
                 (it.expiry(), it.atime(), it.has(bits::FETCHED))
             };
-            let c = &mut self.pools[victim].counters;
-            c.evicted += 1;
-            c.evicted_time = clock.now.saturating_sub(atime) as u64;
-            if expiry != 0 {
-                c.evicted_nonzero += 1;
-            }
-            if !fetched {
-                c.evicted_unfetched += 1;
-            }
+            self.pools[victim]
+                .counters
+                .count_eviction(expiry, atime, fetched, clock.now);
             self.remember_evicted(h, hash);
             self.unlink(h);
         }
