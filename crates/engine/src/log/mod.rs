@@ -334,12 +334,10 @@ impl LogShard {
         p.items -= 1;
         p.live_bytes -= rec as u64;
         p.requested_bytes -= requested as u64;
-        let t = self.meters.tenant_mut(tenant);
-        t.items -= 1;
-        t.bytes -= requested as u64;
+        self.meters.count_unlink(tenant, requested);
     }
 
-    /// Accounts and indexes a written record (its item has `LINKED` set by the caller's write).
+    /// Links a written record: its CAS and `LINKED`, the index, accounting.
     fn link_written(&mut self, hash: u64, h: u32, cas: u64) {
         let rec = prefix_len(self.prefix(h));
         {
@@ -359,10 +357,7 @@ impl LogShard {
         p.items += 1;
         p.live_bytes += rec as u64;
         p.requested_bytes += requested as u64;
-        let t = self.meters.tenant_mut(tenant);
-        t.items += 1;
-        t.bytes += requested as u64;
-        self.meters.counters.total_items += 1;
+        self.meters.count_link(tenant, requested);
     }
 
     /// Finds a live item; expired and flushed items found on the way are unlinked (lazy expiry).

@@ -35,9 +35,7 @@ impl Shard {
                 v.tenant(),
             )
         };
-        let t = self.meters.tenant_mut(tenant);
-        t.items += 1;
-        t.bytes += requested as u64;
+        self.meters.count_link(tenant, requested);
         self.index_insert(hash, h);
         self.lru_push_head(part, h);
         if profile {
@@ -46,7 +44,6 @@ impl Shard {
         let c = self.part_state(part);
         c.items += 1;
         c.requested_bytes += requested as u64;
-        self.meters.counters.total_items += 1;
     }
 
     /// Removes a linked item from the index and LRU and frees its chunk.
@@ -60,9 +57,7 @@ impl Shard {
                 v.tenant(),
             )
         };
-        let t = self.meters.tenant_mut(tenant);
-        t.items -= 1;
-        t.bytes -= requested as u64;
+        self.meters.count_unlink(tenant, requested);
         self.index_remove(h);
         self.lru_unlink(part, h);
         let c = self.part_state(part);

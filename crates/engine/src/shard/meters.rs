@@ -56,6 +56,24 @@ impl ShardMeters {
         &mut self.tenants[tenant.index()]
     }
 
+    /// Counts an item of `tenant`, of `bytes` by the engine's accounting, as linked (a store's or a
+    /// restore's; `total_items` counts every link since start).
+    #[inline]
+    pub(crate) fn count_link(&mut self, tenant: TenantId, bytes: usize) {
+        let t = self.tenant_mut(tenant);
+        t.items += 1;
+        t.bytes += bytes as u64;
+        self.counters.total_items += 1;
+    }
+
+    /// Counts an item of `tenant`, of `bytes`, as unlinked (deleted, replaced, evicted or expired).
+    #[inline]
+    pub(crate) fn count_unlink(&mut self, tenant: TenantId, bytes: usize) {
+        let t = self.tenant_mut(tenant);
+        t.items -= 1;
+        t.bytes -= bytes as u64;
+    }
+
     pub(crate) fn tenants(&self) -> &[TenantCounters] {
         &self.tenants
     }
