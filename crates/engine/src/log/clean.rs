@@ -166,7 +166,7 @@ impl LogShard {
         }
         for &(i, out, at) in &plan {
             let Candidate { h, rec, hash, .. } = cands[i];
-            self.index_remove(hash, h);
+            self.index.remove(hash, h);
             let (slot, off) = self.split(h);
             let src = &self.segs[slot].as_ref().expect("input segment").mem[off..off + rec];
             let dst = &mut self.scratch[out * seg_bytes + at..out * seg_bytes + at + rec];
@@ -194,7 +194,7 @@ impl LogShard {
         }
         for &(i, out, at) in &plan {
             let h = self.handle(inputs[out], at);
-            self.index_insert(cands[i].hash, h);
+            self.index.insert(cands[i].hash, h);
         }
         let freed = inputs[k - 1];
         {

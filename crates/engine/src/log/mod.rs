@@ -29,14 +29,12 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use hashbrown::HashTable;
-
 use crate::config::Ranking;
 use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{bits, Item, ItemMut, HEADER_BYTES};
 use crate::profiling::ShardProfiling;
-use crate::shard::{hash_key, AllocError, Miss, Part, ShardMeters};
+use crate::shard::{hash_key, AllocError, KeyIndex, Miss, Part, ShardMeters};
 use crate::stats::ClassCounters;
 use crate::tenant::{Key, TenantId};
 use crate::Clock;
@@ -106,7 +104,7 @@ pub(crate) struct LogShard {
     clean_segments: usize,
     /// Shards of the engine: a pool's target is shared among them.
     shards: usize,
-    index: HashTable<u64>,
+    index: KeyIndex,
     segs: Vec<Option<Segment>>,
     free_slots: Vec<u32>,
     pools: Vec<PoolLog>,
@@ -120,11 +118,6 @@ pub(crate) struct LogShard {
     /// Bytes the cleaner copied and passes it ran, since start (not reset by `stats reset`).
     pub(crate) cleaned_bytes: u64,
     pub(crate) clean_passes: u64,
-}
-
-#[inline]
-fn spread(tag: u32) -> u64 {
-    (tag as u64 | 1 << 32).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 #[inline]
@@ -169,7 +162,7 @@ impl LogShard {
             off_bits,
             clean_segments,
             shards,
-            index: HashTable::new(),
+            index: KeyIndex::default(),
             segs: Vec::new(),
             free_slots: Vec::new(),
             pools: (0..pools)
@@ -283,36 +276,10 @@ impl LogShard {
             .item_total_bytes(it.key_len(), it.client_flags(), it.value_len())
     }
 
-    // ---- the index: `tag << 32 | handle`, as the slab layout's ----
-
+    /// The record of `key` in the index (the slab layout's `KeyIndex`, over record handles).
     #[inline]
     fn index_find(&self, key: Key<'_>, hash: u64) -> Option<u32> {
-        let tag = hash as u32;
-        self.index
-            .find(spread(tag), |&e| {
-                (e >> 32) as u32 == tag && self.item(e as u32).tenant_key() == key
-            })
-            .map(|&e| e as u32)
-    }
-
-    #[inline]
-    fn index_insert(&mut self, hash: u64, h: u32) {
-        let tag = hash as u32;
-        self.index
-            .insert_unique(spread(tag), (tag as u64) << 32 | h as u64, |&e| {
-                spread((e >> 32) as u32)
-            });
-    }
-
-    fn index_remove(&mut self, hash: u64, h: u32) {
-        let tag = hash as u32;
-        let want = (tag as u64) << 32 | h as u64;
-        match self.index.find_entry(spread(tag), |&e| e == want) {
-            Ok(entry) => {
-                entry.remove();
-            }
-            Err(_) => unreachable!("linked item is indexed"),
-        }
+        self.index.find(hash, |h| self.item(h).tenant_key() == key)
     }
 
     // ---- items ----
@@ -323,7 +290,7 @@ impl LogShard {
         let (hash, tenant, requested) =
             (hash_key(it.tenant_key()), it.tenant(), self.accounted(it));
         let rec = prefix_len(self.prefix(h));
-        self.index_remove(hash, h);
+        self.index.remove(hash, h);
         self.item_mut(h).remove_bits(bits::LINKED);
         let (slot, _) = self.split(h);
         let seg = self.seg_mut(slot);
@@ -347,7 +314,7 @@ impl LogShard {
         }
         let it = self.item(h);
         let (requested, tenant) = (self.accounted(it), it.tenant());
-        self.index_insert(hash, h);
+        self.index.insert(hash, h);
         let (slot, _) = self.split(h);
         let seg = self.seg_mut(slot);
         seg.live += rec;

@@ -36,7 +36,7 @@ impl Shard {
             )
         };
         self.meters.count_link(tenant, requested);
-        self.index_insert(hash, h);
+        self.index.insert(hash, h);
         self.lru_push_head(part, h);
         if profile {
             self.meters.record_use(part, hash, requested);

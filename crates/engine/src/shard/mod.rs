@@ -25,8 +25,6 @@
 
 use std::sync::Arc;
 
-use hashbrown::HashTable;
-
 use crate::geometry::{ClassGeometry, ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{Item, ItemMut, NIL};
@@ -46,7 +44,7 @@ mod restart;
 mod shadow;
 mod snapshot;
 
-pub(crate) use index::hash_key;
+pub(crate) use index::{hash_key, KeyIndex};
 pub use invariants::{InvariantError, Partition, Violation};
 pub(crate) use meters::ShardMeters;
 pub(crate) use restart::WalkPosition;
@@ -160,7 +158,7 @@ pub(crate) struct Shard {
     globals: Arc<Globals>,
     evict_when_full: bool,
     chunk_bits: u32,
-    index: HashTable<u64>,
+    index: KeyIndex,
     pages: Vec<Option<Page>>,
     free_slots: Vec<u32>,
     /// Indexed by `Part::index`: `PART_STRIDE` per pool.
@@ -214,7 +212,7 @@ impl Shard {
             globals,
             evict_when_full,
             chunk_bits,
-            index: HashTable::new(),
+            index: KeyIndex::default(),
             pages: Vec::new(),
             free_slots: Vec::new(),
             meters: ShardMeters::new(profiling, pools),
