@@ -408,7 +408,8 @@ impl LogShard {
             return Err(AllocError::TooLarge);
         }
         let pool = self.globals.pools.pool_of(key.tenant);
-        if let Some(old) = self.index_find(key, hash) {
+        let old = self.index_find(key, hash);
+        if let Some(old) = old {
             let old_rec = prefix_len(self.prefix(old));
             if self.pool_of_handle(old) == pool && old_rec >= rec {
                 self.unlink(old);
@@ -417,9 +418,10 @@ impl LogShard {
                 return Ok(old);
             }
         }
-        // Appending may run the cleaner, which may evict or move the old item: look it up afterwards.
+        // Appending may run the cleaner, which may evict or move the old item: look it up afterwards
+        // (only if there was one: cleaning never links an item).
         let h = self.append(pool, rec, clock)?;
-        if let Some(old) = self.index_find(key, hash) {
+        if let Some(old) = old.and_then(|_| self.index_find(key, hash)) {
             self.unlink(old);
         }
         Ok(h)
