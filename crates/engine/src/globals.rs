@@ -13,8 +13,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;
 
+use crate::item::Item;
 use crate::pool::PoolTable;
+use crate::shard::Miss;
 use crate::tenant::TenantId;
+use crate::Clock;
 
 /// Tenants per lazily allocated block of flush horizons: 256 x 16 bytes, and 256 blocks span every id.
 const HORIZONS_PER_BLOCK: usize = 256;
@@ -235,6 +238,20 @@ impl Globals {
             }
         } else {
             horizon.oldest_live.store(new_oldest, Relaxed);
+        }
+    }
+
+    /// Why `it` can no longer be read at `clock`: its expiry passed, or a flush of its tenant took
+    /// effect after it was stored; `None` while it is live. Both layouts' lookups, reapers and cleaners
+    /// judge an item by this one test.
+    #[inline]
+    pub(crate) fn dead_reason(&self, it: Item<'_>, clock: Clock) -> Option<Miss> {
+        if clock.is_expired(it.expiry()) {
+            Some(Miss::Expired)
+        } else if self.is_flushed(it.tenant(), it.atime(), it.cas(), clock.now) {
+            Some(Miss::Flushed)
+        } else {
+            None
         }
     }
 

@@ -13,7 +13,9 @@ use crate::globals::Globals;
 use crate::item::{Item, ItemMut};
 use crate::log::LogShard;
 use crate::profiling::ClassProfilers;
-use crate::shard::{AllocError, Miss, PageMoveOutcome, Part, Shard, Violation, WalkPosition};
+use crate::shard::{
+    AllocError, Miss, PageMoveOutcome, Part, Shard, ShardMeters, Violation, WalkPosition,
+};
 use crate::stats::{ClassCounters, ClassSnapshot, GlobalCounters, TenantCounters};
 use crate::tenant::{Key, TenantId};
 use crate::{Clock, SavedItem};
@@ -79,12 +81,21 @@ impl AnyShard {
     pub(crate) fn part_for(&self, tenant: TenantId, class: ClassId) -> Part {
         each!(self, s => s.part_for(tenant, class))
     }
+    /// Counters, profilers and shadow queues: one type in both layouts.
+    #[inline]
+    fn meters(&self) -> &ShardMeters {
+        each!(self, s => &s.meters)
+    }
+    #[inline]
+    fn meters_mut(&mut self) -> &mut ShardMeters {
+        each!(self, s => &mut s.meters)
+    }
     #[inline]
     pub(crate) fn counters(&mut self) -> &mut GlobalCounters {
-        each!(self, s => &mut s.counters)
+        &mut self.meters_mut().counters
     }
     pub(crate) fn global_counters(&self) -> &GlobalCounters {
-        each!(self, s => &s.counters)
+        &self.meters().counters
     }
     #[inline]
     pub(crate) fn class_counters_mut(&mut self, part: Part) -> &mut ClassCounters {
@@ -92,13 +103,15 @@ impl AnyShard {
     }
     #[inline]
     pub(crate) fn tenant_counters_mut(&mut self, tenant: TenantId) -> &mut TenantCounters {
-        each!(self, s => s.tenant_counters_mut(tenant))
+        self.meters_mut().tenant_mut(tenant)
     }
     pub(crate) fn tenant_counters(&self) -> &[TenantCounters] {
-        each!(self, s => s.tenant_counters())
+        self.meters().tenants()
     }
+    /// A GET miss: a shadow hit if the tenant's pool's shadow queue holds the key (Memshare).
     pub(crate) fn note_get_miss(&mut self, tenant: TenantId, hash: u64) -> bool {
-        each!(self, s => s.note_get_miss(tenant, hash))
+        let pool = self.globals().pools.pool_of(tenant);
+        self.meters_mut().note_get_miss(pool, tenant, hash)
     }
     pub(crate) fn len(&self) -> usize {
         each!(self, s => s.len())
@@ -113,14 +126,11 @@ impl AnyShard {
         each!(self, s => s.max_pages())
     }
     pub(crate) fn profilers(&self) -> &ClassProfilers {
-        each!(self, s => &s.profilers)
+        &self.meters().profilers
     }
     /// The per-pool profiler's histogram of `pool`, with its sampling rate.
     pub(crate) fn pool_histogram(&self, pool: usize) -> Option<(ReuseTimeHistogram, f64)> {
-        let profilers = each!(self, s => s.pool_profilers.as_ref())?;
-        profilers
-            .histogram(pool)
-            .map(|h| (h, profilers.sampling_rate(pool).unwrap_or(1.0)))
+        self.meters().pool_histogram(pool)
     }
     pub(crate) fn snapshot(&self, clock: Clock, pool: Option<usize>) -> Vec<ClassSnapshot> {
         each!(self, s => s.snapshot(clock, pool))

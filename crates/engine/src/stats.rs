@@ -77,6 +77,27 @@ impl ClassCounters {
         self.moves_evicted += o.moves_evicted;
         self.inserts += o.inserts;
     }
+
+    /// Counts a live item evicted at `now` (by either layout): its expiry, last access and whether it
+    /// was read since it was stored.
+    pub(crate) fn count_eviction(&mut self, expiry: u32, atime: u32, fetched: bool, now: u32) {
+        self.evicted += 1;
+        self.evicted_time = now.saturating_sub(atime) as u64;
+        if expiry != 0 {
+            self.evicted_nonzero += 1;
+        }
+        if !fetched {
+            self.evicted_unfetched += 1;
+        }
+    }
+
+    /// Counts an expired or flushed item whose memory was taken back for a new one.
+    pub(crate) fn count_reclaim(&mut self, fetched: bool) {
+        self.reclaimed += 1;
+        if !fetched {
+            self.expired_unfetched += 1;
+        }
+    }
 }
 
 /// Key-level counters that belong to no class (misses have no item).

@@ -3,8 +3,8 @@
 //! updates, ranking functions, `-M`, and tenant targets moving memory in bytes.
 
 use mrcache_engine::{
-    Clock, Engine, EngineConfig, Key, MemoryLayout, Ranking, StoreArgs, StoreMode, StoreOutcome,
-    TenantId, UNLIMITED,
+    ClassId, Clock, Engine, EngineConfig, Key, MemoryLayout, Ranking, ReassignOutcome, StoreArgs,
+    StoreMode, StoreOutcome, TenantId, UNLIMITED,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -144,6 +144,31 @@ fn same_size_update_stays_in_place_and_a_larger_one_moves() {
     assert_eq!(e.get(key, c, |it| it.value().len()).unwrap(), 5000);
     e.store(&StoreArgs::set(key, b"short"), c);
     assert_eq!(e.get(key, c, |it| it.value().to_vec()).unwrap(), b"short");
+    e.check_invariants().unwrap();
+}
+
+/// `slabs reassign` on the log: its memory is in segments, so no class has a page to spare; ids it does
+/// not have, and a class to itself, are answered as on the slab layout.
+#[test]
+fn reassign_finds_no_class_page_to_spare_in_the_log() {
+    let e = log_engine(64 << 20, 2, 1, Ranking::Lru);
+    let c = Clock::logical(100);
+    for k in 0..5000 {
+        let key = format!("k{k}");
+        e.store(
+            &StoreArgs::set(Key::new(TenantId(0), key.as_bytes()), &[b'v'; 3000]),
+            c,
+        );
+    }
+    assert!(e.stats(c).pages_in_use >= 10);
+    let (one, two) = (ClassId::from_index(1), ClassId::from_index(2));
+    assert_eq!(e.reassign(one, two), ReassignOutcome::NoSpare);
+    assert_eq!(e.reassign(two, one), ReassignOutcome::NoSpare);
+    assert_eq!(e.reassign(one, one), ReassignOutcome::Same);
+    assert_eq!(
+        e.reassign(one, ClassId::from_index(200)),
+        ReassignOutcome::BadClass
+    );
     e.check_invariants().unwrap();
 }
 

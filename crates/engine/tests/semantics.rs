@@ -40,6 +40,22 @@ fn get(e: &Engine, key: &[u8], clock: Clock) -> Option<Vec<u8>> {
     e.get(Key::default_tenant(key), clock, |it| it.value().to_vec())
 }
 
+/// The `i`th test key: 8 bytes, in order.
+fn key(i: usize) -> Vec<u8> {
+    format!("k{i:07}").into_bytes()
+}
+
+/// A 2 MiB engine (two pages), a 900-byte value, the class it lands in under an 8-byte `key`, and how
+/// many such items two pages of that class hold.
+fn two_pages_of_one_class() -> (Engine, Vec<u8>, ClassId, usize) {
+    let e = engine(2);
+    let value = vec![b'x'; 900];
+    let total = e.geometry().item_total_bytes(8, 0, value.len());
+    let class = e.geometry().class_for(total).unwrap();
+    let capacity = 2 * e.geometry().class(class).chunks_per_page;
+    (e, value, class, capacity)
+}
+
 #[test]
 fn cas_values_count_up_from_one_and_guard_updates() {
     let (e, c) = (engine(64), Clock::logical(100));
@@ -128,13 +144,8 @@ fn expiry_is_lazy_and_negative_exptime_is_already_expired() {
 fn eviction_is_exact_lru_within_a_class() {
     // 2 MiB = 2 pages; 1000-byte values land in one class holding 1024 items per page... use the class
     // geometry to know the exact capacity of one page.
-    let e = engine(2);
+    let (e, value, class, capacity) = two_pages_of_one_class();
     let c = Clock::logical(100);
-    let value = vec![b'x'; 900];
-    let total = e.geometry().item_total_bytes(8, 0, value.len());
-    let class = e.geometry().class_for(total).unwrap();
-    let capacity = 2 * e.geometry().class(class).chunks_per_page;
-    let key = |i: usize| format!("k{i:07}").into_bytes();
     for i in 0..capacity {
         assert!(matches!(
             set(&e, &key(i), &value, c),
@@ -162,7 +173,6 @@ fn page_move_evicts_the_coldest_page_worth_and_keeps_the_rest() {
         .class_for(e.geometry().item_total_bytes(8, 0, 900))
         .unwrap();
     let per_page = e.geometry().class(small_class).chunks_per_page;
-    let key = |i: usize| format!("k{i:07}").into_bytes();
     // Fill three pages; then read the first page-worth so they become the hottest.
     let n = 3 * per_page;
     for i in 0..n {
@@ -208,7 +218,6 @@ fn page_move_evicts_the_coldest_page_worth_and_keeps_the_rest() {
 fn a_class_always_gets_a_first_page_and_memory_stays_bounded() {
     let e = engine(2);
     let c = Clock::logical(100);
-    let key = |i: usize| format!("k{i:07}").into_bytes();
     for i in 0..5000 {
         set(&e, &key(i), &[b'a'; 100], c);
     }
@@ -287,7 +296,6 @@ fn random_page_eviction_empties_whole_pages_of_any_class() {
     let e = engine(4);
     e.set_random_page_eviction(true);
     let c = Clock::logical(100);
-    let key = |i: usize| format!("k{i:07}").into_bytes();
     let geometry = e.geometry();
     let small_class = geometry
         .class_for(geometry.item_total_bytes(8, 0, 900))
@@ -338,7 +346,6 @@ fn page_caps_fix_the_allocation_and_a_zero_cap_stores_nothing() {
     caps[small_class.index()] = 1;
     caps[big_class.index()] = 3;
     e.set_class_page_caps(Some(&caps));
-    let key = |i: usize| format!("k{i:07}").into_bytes();
     for i in 0..5_000 {
         set(&e, &key(i), &[b's'; 900], c);
     }
@@ -448,13 +455,8 @@ fn first_pages_past_the_limit_stay_within_memcacheds_excess_when_pages_are_large
 /// (`reclaimed`) and evict nothing, so no live item loses its place to an item nobody can read.
 #[test]
 fn an_expired_tail_item_is_reused_before_a_live_one_is_evicted() {
-    let e = engine(2);
+    let (e, value, class, capacity) = two_pages_of_one_class();
     let c = Clock::logical(100);
-    let value = vec![b'x'; 900];
-    let total = e.geometry().item_total_bytes(8, 0, value.len());
-    let class = e.geometry().class_for(total).unwrap();
-    let capacity = 2 * e.geometry().class(class).chunks_per_page;
-    let key = |i: usize| format!("k{i:07}").into_bytes();
     // The three oldest items expire after 10 s; the rest never do.
     for i in 0..capacity {
         let exptime = if i < 3 { 10 } else { 0 };

@@ -38,13 +38,9 @@ impl Engine {
         if src == dst {
             return ReassignOutcome::Same;
         }
-        if self.config.memory_layout == crate::config::MemoryLayout::Log {
-            // The log's memory is in segments, not in class pages: no class has a page to spare, as
-            // memcached answers for a class with fewer than two pages.
-            return ReassignOutcome::NoSpare;
-        }
         // memcached's rule: a source with fewer than two pages has none to spare. Per shard, so that a move
-        // never empties a class in the shard it is taken from.
+        // never empties a class in the shard it is taken from. The log's memory is in segments, not in
+        // class pages (`part_pages` is 0 there): no class of it has a page to spare.
         let src_part = Part::new(0, src);
         let spare = self
             .shards

@@ -12,6 +12,7 @@
 //! than the restored one.
 
 use super::Engine;
+use crate::item::{bits, Item, ItemMut};
 use crate::shard::{hash_key, AllocError, WalkPosition};
 use crate::tenant::Key;
 use crate::Clock;
@@ -31,8 +32,11 @@ impl ItemCursor {
     }
 }
 
+/// The item bits a restart keeps: everything a client can observe; not the list states.
+const RESTORED_BITS: u8 = bits::FETCHED | bits::STALE | bits::TOKEN_SENT | bits::KEY_BINARY;
+
 /// Meta-protocol marks an item keeps across a restart: read since stored, stale, win token sent, key
-/// sent in base64. Their bit values are stable (a restart file stores them).
+/// sent in base64. Their bit values are stable (a restart file stores them). Only `RESTORED_BITS`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ItemMarks(u8);
 
@@ -44,7 +48,7 @@ impl ItemMarks {
 
     /// Marks from stored bits; unknown bits are dropped.
     pub fn from_bits(bits: u8) -> ItemMarks {
-        ItemMarks(bits & crate::shard::restart_bits())
+        ItemMarks(bits & RESTORED_BITS)
     }
 }
 
@@ -66,6 +70,34 @@ pub struct SavedItem<'a> {
     pub cas: u64,
     /// Its meta-protocol marks.
     pub marks: ItemMarks,
+}
+
+impl<'a> SavedItem<'a> {
+    /// A linked item as a walk of either layout reports it, read where it is stored.
+    pub(crate) fn of(it: Item<'a>) -> SavedItem<'a> {
+        SavedItem {
+            key: it.tenant_key(),
+            value: it.value(),
+            client_flags: it.client_flags(),
+            expiry: it.expiry(),
+            atime: it.atime(),
+            cas: it.cas(),
+            marks: ItemMarks::from_bits(it.bits()),
+        }
+    }
+
+    /// Writes this item over `it`, a place of either layout just allocated for it: key, value, flags,
+    /// times and marks. Not the CAS, which the layout sets as it links the item.
+    pub(crate) fn write_to(&self, mut it: ItemMut<'_>) {
+        it.init(
+            self.key,
+            self.client_flags,
+            self.expiry,
+            self.atime,
+            &[self.value],
+        );
+        it.insert_bits(self.marks.bits());
+    }
 }
 
 /// What [`Engine::restore_item`] did.

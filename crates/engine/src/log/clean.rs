@@ -110,11 +110,7 @@ impl LogShard {
                 }
                 if self.is_dead(h, clock) {
                     let fetched = it.has(bits::FETCHED);
-                    let c = &mut self.pools[victim].counters;
-                    c.reclaimed += 1;
-                    if !fetched {
-                        c.expired_unfetched += 1;
-                    }
+                    self.pools[victim].counters.count_reclaim(fetched);
                     self.unlink(h);
                     continue;
                 }
@@ -157,15 +153,9 @@ impl LogShard {
                 let it = self.item(h);
                 (it.expiry(), it.atime(), it.has(bits::FETCHED))
             };
-            let c = &mut self.pools[victim].counters;
-            c.evicted += 1;
-            c.evicted_time = clock.now.saturating_sub(atime) as u64;
-            if expiry != 0 {
-                c.evicted_nonzero += 1;
-            }
-            if !fetched {
-                c.evicted_unfetched += 1;
-            }
+            self.pools[victim]
+                .counters
+                .count_eviction(expiry, atime, fetched, clock.now);
             self.remember_evicted(h, hash);
             self.unlink(h);
         }
@@ -176,7 +166,7 @@ impl LogShard {
         }
         for &(i, out, at) in &plan {
             let Candidate { h, rec, hash, .. } = cands[i];
-            self.index_remove(hash, h);
+            self.index.remove(hash, h);
             let (slot, off) = self.split(h);
             let src = &self.segs[slot].as_ref().expect("input segment").mem[off..off + rec];
             let dst = &mut self.scratch[out * seg_bytes + at..out * seg_bytes + at + rec];
@@ -204,7 +194,7 @@ impl LogShard {
         }
         for &(i, out, at) in &plan {
             let h = self.handle(inputs[out], at);
-            self.index_insert(cands[i].hash, h);
+            self.index.insert(cands[i].hash, h);
         }
         let freed = inputs[k - 1];
         {

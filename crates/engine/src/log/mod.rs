@@ -29,15 +29,13 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use hashbrown::HashTable;
-
 use crate::config::Ranking;
 use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{bits, Item, ItemMut, HEADER_BYTES};
-use crate::profiling::{ClassProfilers, ShardProfiling};
-use crate::shard::{hash_key, AllocError, Miss, Part, ShadowQueue, PART_STRIDE};
-use crate::stats::{ClassCounters, GlobalCounters, TenantCounters};
+use crate::profiling::ShardProfiling;
+use crate::shard::{hash_key, AllocError, KeyIndex, Miss, Part, ShardMeters};
+use crate::stats::ClassCounters;
 use crate::tenant::{Key, TenantId};
 use crate::Clock;
 
@@ -106,15 +104,12 @@ pub(crate) struct LogShard {
     clean_segments: usize,
     /// Shards of the engine: a pool's target is shared among them.
     shards: usize,
-    index: HashTable<u64>,
+    index: KeyIndex,
     segs: Vec<Option<Segment>>,
     free_slots: Vec<u32>,
     pools: Vec<PoolLog>,
-    pub(crate) profilers: ClassProfilers,
-    pub(crate) pool_profilers: Option<ClassProfilers>,
-    shadows: Vec<ShadowQueue>,
-    pub(crate) counters: GlobalCounters,
-    tenants: Vec<TenantCounters>,
+    /// Counters, profilers and shadow queues, as the slab layout keeps them.
+    pub(crate) meters: ShardMeters,
     /// Survivors of a pass are assembled here before they are written back (`clean_segments - 1`
     /// segments, allocated on the first pass).
     scratch: Vec<u8>,
@@ -123,11 +118,6 @@ pub(crate) struct LogShard {
     /// Bytes the cleaner copied and passes it ran, since start (not reset by `stats reset`).
     pub(crate) cleaned_bytes: u64,
     pub(crate) clean_passes: u64,
-}
-
-#[inline]
-fn spread(tag: u32) -> u64 {
-    (tag as u64 | 1 << 32).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 #[inline]
@@ -172,7 +162,7 @@ impl LogShard {
             off_bits,
             clean_segments,
             shards,
-            index: HashTable::new(),
+            index: KeyIndex::default(),
             segs: Vec::new(),
             free_slots: Vec::new(),
             pools: (0..pools)
@@ -186,20 +176,8 @@ impl LogShard {
                     ranking,
                 })
                 .collect(),
-            profilers: ClassProfilers::new(
-                profiling.classes,
-                pools * PART_STRIDE,
-                profiling.classes_created.clone(),
-            ),
-            pool_profilers: profiling.pools.map(|config| {
-                ClassProfilers::new(Some(config), pools, profiling.pools_created.clone())
-            }),
-            shadows: (0..pools)
-                .map(|_| ShadowQueue::new(profiling.shadow_bytes))
-                .collect(),
+            meters: ShardMeters::new(profiling, pools),
             globals,
-            counters: GlobalCounters::default(),
-            tenants: Vec::new(),
             scratch: Vec::new(),
             reap_at: (0, 0),
             cleaned_bytes: 0,
@@ -298,36 +276,10 @@ impl LogShard {
             .item_total_bytes(it.key_len(), it.client_flags(), it.value_len())
     }
 
-    // ---- the index: `tag << 32 | handle`, as the slab layout's ----
-
+    /// The record of `key` in the index (the slab layout's `KeyIndex`, over record handles).
     #[inline]
     fn index_find(&self, key: Key<'_>, hash: u64) -> Option<u32> {
-        let tag = hash as u32;
-        self.index
-            .find(spread(tag), |&e| {
-                (e >> 32) as u32 == tag && self.item(e as u32).tenant_key() == key
-            })
-            .map(|&e| e as u32)
-    }
-
-    #[inline]
-    fn index_insert(&mut self, hash: u64, h: u32) {
-        let tag = hash as u32;
-        self.index
-            .insert_unique(spread(tag), (tag as u64) << 32 | h as u64, |&e| {
-                spread((e >> 32) as u32)
-            });
-    }
-
-    fn index_remove(&mut self, hash: u64, h: u32) {
-        let tag = hash as u32;
-        let want = (tag as u64) << 32 | h as u64;
-        match self.index.find_entry(spread(tag), |&e| e == want) {
-            Ok(entry) => {
-                entry.remove();
-            }
-            Err(_) => unreachable!("linked item is indexed"),
-        }
+        self.index.find(hash, |h| self.item(h).tenant_key() == key)
     }
 
     // ---- items ----
@@ -338,7 +290,7 @@ impl LogShard {
         let (hash, tenant, requested) =
             (hash_key(it.tenant_key()), it.tenant(), self.accounted(it));
         let rec = prefix_len(self.prefix(h));
-        self.index_remove(hash, h);
+        self.index.remove(hash, h);
         self.item_mut(h).remove_bits(bits::LINKED);
         let (slot, _) = self.split(h);
         let seg = self.seg_mut(slot);
@@ -349,12 +301,10 @@ impl LogShard {
         p.items -= 1;
         p.live_bytes -= rec as u64;
         p.requested_bytes -= requested as u64;
-        let t = self.tenant_counters_mut(tenant);
-        t.items -= 1;
-        t.bytes -= requested as u64;
+        self.meters.count_unlink(tenant, requested);
     }
 
-    /// Accounts and indexes a written record (its item has `LINKED` set by the caller's write).
+    /// Links a written record: its CAS and `LINKED`, the index, accounting.
     fn link_written(&mut self, hash: u64, h: u32, cas: u64) {
         let rec = prefix_len(self.prefix(h));
         {
@@ -364,7 +314,7 @@ impl LogShard {
         }
         let it = self.item(h);
         let (requested, tenant) = (self.accounted(it), it.tenant());
-        self.index_insert(hash, h);
+        self.index.insert(hash, h);
         let (slot, _) = self.split(h);
         let seg = self.seg_mut(slot);
         seg.live += rec;
@@ -374,38 +324,23 @@ impl LogShard {
         p.items += 1;
         p.live_bytes += rec as u64;
         p.requested_bytes += requested as u64;
-        let t = self.tenant_counters_mut(tenant);
-        t.items += 1;
-        t.bytes += requested as u64;
-        self.counters.total_items += 1;
+        self.meters.count_link(tenant, requested);
     }
 
     /// Finds a live item; expired and flushed items found on the way are unlinked (lazy expiry).
     #[inline]
     pub(crate) fn find(&mut self, key: Key<'_>, hash: u64, clock: Clock) -> Result<u32, Miss> {
         let h = self.index_find(key, hash).ok_or(Miss::Absent)?;
-        let it = self.item(h);
-        if clock.is_expired(it.expiry()) {
+        if let Some(miss) = self.globals.dead_reason(self.item(h), clock) {
             self.unlink(h);
-            return Err(Miss::Expired);
-        }
-        if self
-            .globals
-            .is_flushed(key.tenant, it.atime(), it.cas(), clock.now)
-        {
-            self.unlink(h);
-            return Err(Miss::Flushed);
+            return Err(miss);
         }
         Ok(h)
     }
 
     #[inline]
     fn is_dead(&self, h: u32, clock: Clock) -> bool {
-        let it = self.item(h);
-        clock.is_expired(it.expiry())
-            || self
-                .globals
-                .is_flushed(it.tenant(), it.atime(), it.cas(), clock.now)
+        self.globals.dead_reason(self.item(h), clock).is_some()
     }
 
     /// A use without a read (`add` on an existing key): access time, access count, profilers.
@@ -416,9 +351,9 @@ impl LogShard {
         if prefix_freq(p) < FREQ_MAX {
             self.set_prefix(h, p + (1 << LEN_BITS));
         }
-        if self.profilers.enabled() || self.pool_profilers.is_some() {
+        if self.meters.profiling() {
             let size = self.accounted(self.item(h));
-            self.record_use(self.part_of_item(h), hash, size);
+            self.meters.record_use(self.part_of_item(h), hash, size);
         }
     }
 
@@ -427,14 +362,6 @@ impl LogShard {
     pub(crate) fn bump(&mut self, h: u32, hash: u64, now: u32) {
         self.promote(h, hash, now);
         self.item_mut(h).insert_bits(bits::FETCHED);
-    }
-
-    #[inline]
-    fn record_use(&mut self, part: Part, hash: u64, size_bytes: usize) {
-        self.profilers.record(part.index(), hash, size_bytes);
-        if let Some(pools) = &mut self.pool_profilers {
-            pools.record(part.pool(), hash, size_bytes);
-        }
     }
 
     /// Writes a new item for `key` and links it, replacing any item of the key. In place when the old
@@ -456,7 +383,7 @@ impl LogShard {
         let cas = self.globals.next_cas();
         self.link_written(hash, h, cas);
         let size = self.accounted(self.item(h));
-        self.record_use(self.part_of_item(h), hash, size);
+        self.meters.record_use(self.part_of_item(h), hash, size);
         Ok((h, cas))
     }
 
@@ -481,7 +408,8 @@ impl LogShard {
             return Err(AllocError::TooLarge);
         }
         let pool = self.globals.pools.pool_of(key.tenant);
-        if let Some(old) = self.index_find(key, hash) {
+        let old = self.index_find(key, hash);
+        if let Some(old) = old {
             let old_rec = prefix_len(self.prefix(old));
             if self.pool_of_handle(old) == pool && old_rec >= rec {
                 self.unlink(old);
@@ -490,26 +418,13 @@ impl LogShard {
                 return Ok(old);
             }
         }
-        // Appending may run the cleaner, which may evict or move the old item: look it up afterwards.
+        // Appending may run the cleaner, which may evict or move the old item: look it up afterwards
+        // (only if there was one: cleaning never links an item).
         let h = self.append(pool, rec, clock)?;
-        if let Some(old) = self.index_find(key, hash) {
+        if let Some(old) = old.and_then(|_| self.index_find(key, hash)) {
             self.unlink(old);
         }
         Ok(h)
-    }
-
-    /// A tenant's counters in this shard, created on its first use.
-    #[inline]
-    pub(crate) fn tenant_counters_mut(&mut self, tenant: TenantId) -> &mut TenantCounters {
-        if self.tenants.len() <= tenant.index() {
-            self.tenants
-                .resize(tenant.index() + 1, TenantCounters::default());
-        }
-        &mut self.tenants[tenant.index()]
-    }
-
-    pub(crate) fn tenant_counters(&self) -> &[TenantCounters] {
-        &self.tenants
     }
 
     #[inline]
@@ -522,21 +437,11 @@ impl LogShard {
         Part::new(self.globals.pools.pool_of(tenant), LOG_CLASS)
     }
 
-    /// A GET miss: a shadow hit if the pool's shadow queue holds the key (Memshare).
-    pub(crate) fn note_get_miss(&mut self, tenant: TenantId, hash: u64) -> bool {
-        let pool = self.globals.pools.pool_of(tenant);
-        if !self.shadows[pool].enabled() || !self.shadows[pool].take(hash) {
-            return false;
-        }
-        self.tenant_counters_mut(tenant).shadow_hits += 1;
-        true
-    }
-
     fn remember_evicted(&mut self, h: u32, hash: u64) {
         let pool = self.pool_of_handle(h);
-        if self.shadows[pool].enabled() {
+        if self.meters.remembers_evictions(pool) {
             let size = self.accounted(self.item(h)) as u64;
-            self.shadows[pool].push(hash, size);
+            self.meters.remember_evicted(pool, hash, size);
         }
     }
 }

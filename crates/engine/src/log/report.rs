@@ -9,9 +9,9 @@
 use super::{prefix_len, read_prefix, LogShard, LOG_CLASS};
 use crate::item::bits;
 use crate::shard::{hash_key, AllocError, Violation, WalkPosition};
-use crate::stats::{ClassCounters, ClassSnapshot, GlobalCounters, TenantCounters};
+use crate::stats::{ClassCounters, ClassSnapshot};
 use crate::tenant::Key;
-use crate::{Clock, ItemMarks, SavedItem};
+use crate::{Clock, SavedItem};
 
 impl LogShard {
     /// The log as one class (class 1), of one pool or of all (`None`): its pages are the segments, its
@@ -110,16 +110,9 @@ impl LogShard {
     }
 
     pub(crate) fn reset_counters(&mut self) {
-        self.counters = GlobalCounters::default();
+        self.meters.reset_counters();
         for p in &mut self.pools {
             p.counters = ClassCounters::default();
-        }
-        for t in &mut self.tenants {
-            *t = TenantCounters {
-                items: t.items,
-                bytes: t.bytes,
-                ..TenantCounters::default()
-            };
         }
     }
 
@@ -148,7 +141,7 @@ impl LogShard {
             }
         }
         self.reap_at = (slot, off);
-        self.counters.expired_reaped += reaped as u64;
+        self.meters.counters.expired_reaped += reaped as u64;
         reaped
     }
 
@@ -197,15 +190,7 @@ impl LogShard {
                 if !it.has(bits::LINKED) || self.is_dead(h, clock) {
                     continue;
                 }
-                f(&SavedItem {
-                    key: it.tenant_key(),
-                    value: it.value(),
-                    client_flags: it.client_flags(),
-                    expiry: it.expiry(),
-                    atime: it.atime(),
-                    cas: it.cas(),
-                    marks: ItemMarks::from_bits(it.bits()),
-                });
+                f(&SavedItem::of(it));
             }
             at = WalkPosition {
                 slot: at.slot + 1,
@@ -224,17 +209,7 @@ impl LogShard {
         clock: Clock,
     ) -> Result<(), AllocError> {
         let h = self.place(item.key, hash, item.client_flags, item.value.len(), clock)?;
-        {
-            let mut it = self.item_mut(h);
-            it.init(
-                item.key,
-                item.client_flags,
-                item.expiry,
-                item.atime,
-                &[item.value],
-            );
-            it.insert_bits(item.marks.bits() & crate::shard::restart_bits());
-        }
+        item.write_to(self.item_mut(h));
         self.link_written(hash, h, item.cas);
         Ok(())
     }
@@ -305,19 +280,7 @@ impl LogShard {
                 ));
             }
         }
-        if linked != self.index.len() {
-            return Err(Violation::IndexCount {
-                linked,
-                indexed: self.index.len(),
-            });
-        }
-        let tenant_items: u64 = self.tenants.iter().map(|t| t.items).sum();
-        if tenant_items != linked as u64 {
-            return Err(Violation::TenantItems {
-                linked,
-                tenant_items,
-            });
-        }
+        self.meters.check_linked(linked, self.index.len())?;
         Ok(held)
     }
 }

@@ -143,11 +143,7 @@ impl Shard {
             }
             if self.is_dead(h, clock) {
                 let fetched = self.item(h).has(bits::FETCHED);
-                let c = self.part_state(part);
-                c.counters.reclaimed += 1;
-                if !fetched {
-                    c.counters.expired_unfetched += 1;
-                }
+                self.part_state(part).counters.count_reclaim(fetched);
                 return Some(self.unlink_and_take(part, h));
             }
             h = self.prev(h);
@@ -168,15 +164,9 @@ impl Shard {
             let it = self.item(tail);
             (it.expiry(), it.atime(), it.has(bits::FETCHED))
         };
-        let c = self.part_state(part);
-        c.counters.evicted += 1;
-        c.counters.evicted_time = clock.now.saturating_sub(atime) as u64;
-        if expiry != 0 {
-            c.counters.evicted_nonzero += 1;
-        }
-        if !fetched {
-            c.counters.evicted_unfetched += 1;
-        }
+        self.part_state(part)
+            .counters
+            .count_eviction(expiry, atime, fetched, clock.now);
         self.remember_evicted(tail);
         if let Some(observe) = self.globals.eviction_observer() {
             let it = self.item(tail);

@@ -1,11 +1,14 @@
-//! The shard's hash index: one `u64` per linked item in a `hashbrown::HashTable`, holding
-//! `tag << 32 | handle` where `tag` is the low 32 bits of the key's hash (`Key::hash`).
+//! The shard's hash index (`KeyIndex`, the log layout's too): one `u64` per linked item in a
+//! `hashbrown::HashTable`, holding `tag << 32 | handle` where `tag` is the low 32 bits of the key's hash
+//! (`Key::hash`). A handle means whatever the layout makes of it (a chunk, a record).
 //!
 //! Invariants:
 //! - Exactly the linked items are indexed, each once; an entry's handle points at a chunk whose item has
 //!   that key (a lookup compares the tag first, then the tenant and key bytes in the item).
 //! - The table probes with `spread(tag)`, so resizing rehashes from the entries alone and never touches
 //!   item memory.
+
+use hashbrown::HashTable;
 
 use super::{chunk_of, Shard};
 use crate::item::Item;
@@ -25,46 +28,78 @@ fn spread(tag: u32) -> u64 {
     (tag as u64 | 1 << 32).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-impl Shard {
+/// The index of linked items by key hash; the layout says which handle holds which key.
+#[derive(Default)]
+pub(crate) struct KeyIndex {
+    table: HashTable<u64>,
+}
+
+impl KeyIndex {
+    /// The handle indexed under `hash` whose item `is_key` accepts (the tag is compared first).
     #[inline]
-    pub(super) fn index_find(&self, key: Key<'_>, hash: u64) -> Option<u32> {
+    pub(crate) fn find(&self, hash: u64, is_key: impl Fn(u32) -> bool) -> Option<u32> {
         let tag = hash as u32;
-        let (pages, bits) = (&self.pages, self.chunk_bits);
-        self.index
+        self.table
             .find(spread(tag), |&e| {
-                (e >> 32) as u32 == tag && Item(chunk_of(pages, bits, e as u32)).tenant_key() == key
+                (e >> 32) as u32 == tag && is_key(e as u32)
             })
             .map(|&e| e as u32)
     }
 
     #[inline]
-    pub(super) fn index_insert(&mut self, hash: u64, h: u32) {
+    pub(crate) fn insert(&mut self, hash: u64, h: u32) {
         let tag = hash as u32;
-        self.index
+        self.table
             .insert_unique(spread(tag), (tag as u64) << 32 | h as u64, |&e| {
                 spread((e >> 32) as u32)
             });
     }
 
-    /// Points the index entry of the item at `old` to `new` (same key, relocated or replaced).
-    pub(super) fn index_repoint(&mut self, old: u32, new: u32) {
-        let hash = hash_key(self.item(old).tenant_key());
+    /// Points the entry of handle `old` (key hash `hash`) to `new` (same key, relocated).
+    pub(crate) fn repoint(&mut self, hash: u64, old: u32, new: u32) {
         let tag = hash as u32;
         let entry = self
-            .index
+            .table
             .find_mut(spread(tag), |&e| e as u32 == old)
             .expect("linked item is indexed");
         *entry = (tag as u64) << 32 | new as u64;
     }
 
-    pub(super) fn index_remove(&mut self, h: u32) {
-        let hash = hash_key(self.item(h).tenant_key());
-        let tag = hash as u32;
-        match self.index.find_entry(spread(tag), |&e| e as u32 == h) {
+    /// Removes the entry of handle `h` (key hash `hash`).
+    pub(crate) fn remove(&mut self, hash: u64, h: u32) {
+        match self
+            .table
+            .find_entry(spread(hash as u32), |&e| e as u32 == h)
+        {
             Ok(entry) => {
                 entry.remove();
             }
             Err(_) => unreachable!("linked item is indexed"),
         }
+    }
+
+    /// Linked items.
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
+    }
+}
+
+impl Shard {
+    #[inline]
+    pub(super) fn index_find(&self, key: Key<'_>, hash: u64) -> Option<u32> {
+        let (pages, bits) = (&self.pages, self.chunk_bits);
+        self.index
+            .find(hash, |h| Item(chunk_of(pages, bits, h)).tenant_key() == key)
+    }
+
+    /// Points the index entry of the item at `old` to `new` (same key, relocated or replaced).
+    pub(super) fn index_repoint(&mut self, old: u32, new: u32) {
+        let hash = hash_key(self.item(old).tenant_key());
+        self.index.repoint(hash, old, new);
+    }
+
+    pub(super) fn index_remove(&mut self, h: u32) {
+        let hash = hash_key(self.item(h).tenant_key());
+        self.index.remove(hash, h);
     }
 }

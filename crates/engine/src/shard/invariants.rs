@@ -241,19 +241,7 @@ impl Shard {
             linked += c.items;
             pages_held += c.pages.len();
         }
-        if linked != self.index.len() {
-            return Err(Violation::IndexCount {
-                linked,
-                indexed: self.index.len(),
-            });
-        }
-        let tenant_items: u64 = self.tenants.iter().map(|t| t.items).sum();
-        if tenant_items != linked as u64 {
-            return Err(Violation::TenantItems {
-                linked,
-                tenant_items,
-            });
-        }
+        self.meters.check_linked(linked, self.index.len())?;
         if pages_held != self.pages.len() - self.free_slots.len() {
             return Err(Violation::PageTable);
         }

@@ -35,18 +35,15 @@ impl Shard {
                 v.tenant(),
             )
         };
-        let t = self.tenant_counters_mut(tenant);
-        t.items += 1;
-        t.bytes += requested as u64;
-        self.index_insert(hash, h);
+        self.meters.count_link(tenant, requested);
+        self.index.insert(hash, h);
         self.lru_push_head(part, h);
         if profile {
-            self.record_use(part, hash, requested);
+            self.meters.record_use(part, hash, requested);
         }
         let c = self.part_state(part);
         c.items += 1;
         c.requested_bytes += requested as u64;
-        self.counters.total_items += 1;
     }
 
     /// Removes a linked item from the index and LRU and frees its chunk.
@@ -60,9 +57,7 @@ impl Shard {
                 v.tenant(),
             )
         };
-        let t = self.tenant_counters_mut(tenant);
-        t.items -= 1;
-        t.bytes -= requested as u64;
+        self.meters.count_unlink(tenant, requested);
         self.index_remove(h);
         self.lru_unlink(part, h);
         let c = self.part_state(part);
@@ -94,21 +89,12 @@ impl Shard {
             self.lru_push_head(part, h);
         }
         self.item_mut(h).set_atime(now);
-        if self.profilers.enabled() || self.pool_profilers.is_some() {
+        if self.meters.profiling() {
             let it = self.item(h);
             let size =
                 self.geometry
                     .item_total_bytes(it.key_len(), it.client_flags(), it.value_len());
-            self.record_use(part, hash, size);
-        }
-    }
-
-    /// Feeds one use of partition `part` to its profiler and its pool's.
-    #[inline]
-    pub(super) fn record_use(&mut self, part: Part, hash: u64, size_bytes: usize) {
-        self.profilers.record(part.index(), hash, size_bytes);
-        if let Some(pools) = &mut self.pool_profilers {
-            pools.record(part.pool(), hash, size_bytes);
+            self.meters.record_use(part, hash, size);
         }
     }
 
@@ -123,28 +109,16 @@ impl Shard {
     #[inline]
     pub(crate) fn find(&mut self, key: Key<'_>, hash: u64, clock: Clock) -> Result<u32, Miss> {
         let h = self.index_find(key, hash).ok_or(Miss::Absent)?;
-        let it = self.item(h);
-        if clock.is_expired(it.expiry()) {
+        if let Some(miss) = self.globals.dead_reason(self.item(h), clock) {
             self.unlink(h);
-            return Err(Miss::Expired);
-        }
-        if self
-            .globals
-            .is_flushed(key.tenant, it.atime(), it.cas(), clock.now)
-        {
-            self.unlink(h);
-            return Err(Miss::Flushed);
+            return Err(miss);
         }
         Ok(h)
     }
 
     #[inline]
     pub(super) fn is_dead(&self, h: u32, clock: Clock) -> bool {
-        let it = self.item(h);
-        clock.is_expired(it.expiry())
-            || self
-                .globals
-                .is_flushed(it.tenant(), it.atime(), it.cas(), clock.now)
+        self.globals.dead_reason(self.item(h), clock).is_some()
     }
 
     /// Writes a new item into a fresh chunk and links it, replacing any item of the same key (looked up after

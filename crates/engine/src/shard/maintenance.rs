@@ -35,7 +35,7 @@ impl Shard {
             counters.crawler_reclaimed += here;
             reaped += here as usize;
         }
-        self.counters.expired_reaped += reaped as u64;
+        self.meters.counters.expired_reaped += reaped as u64;
         reaped
     }
 

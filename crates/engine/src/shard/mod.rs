@@ -18,19 +18,18 @@
 //!
 //! Files, one concern each: `index` (the hash index), `lists` (LRU and free lists), `items` (link,
 //! unlink, lookup), `alloc` (chunks and pages), `donor` (who gives a page), `page_move` (moving one),
-//! `shadow` (Memshare's shadow queue), `maintenance` (reaping, shrinking), `restart` (walking live
+//! `shadow` (Memshare's shadow queue), `meters` (counters, profilers and shadow queues, shared with
+//! the log layout), `maintenance` (reaping, shrinking), `restart` (walking live
 //! items and restoring saved ones, for a warm restart), `snapshot` (counters and class snapshots)
 //! and `invariants` (the checker of all of the above).
 
 use std::sync::Arc;
 
-use hashbrown::HashTable;
-
 use crate::geometry::{ClassGeometry, ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{Item, ItemMut, NIL};
-use crate::profiling::{ClassProfilers, ShardProfiling};
-use crate::stats::{ClassCounters, GlobalCounters, TenantCounters};
+use crate::profiling::ShardProfiling;
+use crate::stats::ClassCounters;
 
 mod alloc;
 mod donor;
@@ -39,14 +38,16 @@ mod invariants;
 mod items;
 mod lists;
 mod maintenance;
+mod meters;
 mod page_move;
 mod restart;
 mod shadow;
 mod snapshot;
 
-pub(crate) use index::hash_key;
+pub(crate) use index::{hash_key, KeyIndex};
 pub use invariants::{InvariantError, Partition, Violation};
-pub(crate) use restart::{restart_bits, WalkPosition};
+pub(crate) use meters::ShardMeters;
+pub(crate) use restart::WalkPosition;
 pub(crate) use shadow::ShadowQueue;
 
 /// Partition numbers leave room for every slab class memcached allows (63) in each pool.
@@ -157,19 +158,13 @@ pub(crate) struct Shard {
     globals: Arc<Globals>,
     evict_when_full: bool,
     chunk_bits: u32,
-    index: HashTable<u64>,
+    index: KeyIndex,
     pages: Vec<Option<Page>>,
     free_slots: Vec<u32>,
     /// Indexed by `Part::index`: `PART_STRIDE` per pool.
     parts: Vec<ClassState>,
-    pub(crate) profilers: ClassProfilers,
-    /// One profiler per pool, over all its classes, in bytes (only with more than one pool).
-    pub(crate) pool_profilers: Option<ClassProfilers>,
-    /// Each pool's shadow queue of recently evicted keys (Memshare), when configured.
-    shadows: Vec<ShadowQueue>,
-    pub(crate) counters: GlobalCounters,
-    /// Per-tenant counters, indexed by `TenantId::index`, grown on a tenant's first use here.
-    tenants: Vec<TenantCounters>,
+    /// Counters, profilers and shadow queues, as the log layout keeps them.
+    pub(crate) meters: ShardMeters,
     /// Most pages each class may hold in this shard (a fixed allocation), or `None` for demand filling.
     page_caps: Option<Vec<usize>>,
     /// State of the random page choice of `evict_random_page`.
@@ -217,23 +212,11 @@ impl Shard {
             globals,
             evict_when_full,
             chunk_bits,
-            index: HashTable::new(),
+            index: KeyIndex::default(),
             pages: Vec::new(),
             free_slots: Vec::new(),
-            profilers: ClassProfilers::new(
-                profiling.classes,
-                parts.len(),
-                profiling.classes_created.clone(),
-            ),
-            pool_profilers: profiling.pools.map(|config| {
-                ClassProfilers::new(Some(config), pools, profiling.pools_created.clone())
-            }),
-            shadows: (0..pools)
-                .map(|_| ShadowQueue::new(profiling.shadow_bytes))
-                .collect(),
+            meters: ShardMeters::new(profiling, pools),
             parts,
-            counters: GlobalCounters::default(),
-            tenants: Vec::new(),
             page_caps: None,
             rng: seed | 1,
         }

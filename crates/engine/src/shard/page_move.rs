@@ -129,7 +129,7 @@ impl Shard {
         c.pages.retain(|&s| s != slot);
         c.counters.moves_rescued += moved.rescued as u64;
         c.counters.moves_evicted += moved.evicted as u64;
-        self.counters.slabs_moved += 1;
+        self.meters.counters.slabs_moved += 1;
         self.globals.pools.lost(src.pool());
         match dst {
             Some(dst) => {

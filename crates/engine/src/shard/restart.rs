@@ -12,21 +12,13 @@
 use super::Shard;
 use crate::item::bits;
 use crate::shard::AllocError;
-use crate::{Clock, ItemMarks, SavedItem};
+use crate::{Clock, SavedItem};
 
 /// Where a walk of one shard stands: the next chunk to inspect.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WalkPosition {
     pub slot: u32,
     pub chunk: u32,
-}
-
-/// The item bits a restart keeps: everything a client can observe; not the list states.
-const RESTORED_BITS: u8 = bits::FETCHED | bits::STALE | bits::TOKEN_SENT | bits::KEY_BINARY;
-
-/// [`RESTORED_BITS`], for the facade's `ItemMarks`.
-pub(crate) const fn restart_bits() -> u8 {
-    RESTORED_BITS
 }
 
 impl Shard {
@@ -64,15 +56,7 @@ impl Shard {
                 if !it.has(bits::LINKED) || self.is_dead(h, clock) {
                     continue;
                 }
-                f(&SavedItem {
-                    key: it.tenant_key(),
-                    value: it.value(),
-                    client_flags: it.client_flags(),
-                    expiry: it.expiry(),
-                    atime: it.atime(),
-                    cas: it.cas(),
-                    marks: ItemMarks::from_bits(it.bits()),
-                });
+                f(&SavedItem::of(it));
             }
             at = WalkPosition {
                 slot: at.slot + 1,
@@ -92,34 +76,22 @@ impl Shard {
         hash: u64,
         clock: Clock,
     ) -> Result<(), AllocError> {
-        let SavedItem {
-            key,
-            value,
-            client_flags,
-            expiry,
-            atime,
-            cas,
-            marks,
-        } = *item;
+        let (key, client_flags, value_len) = (item.key, item.client_flags, item.value.len());
         if !self
             .geometry
-            .within_item_limit(key.bytes.len(), client_flags, value.len())
+            .within_item_limit(key.bytes.len(), client_flags, value_len)
         {
             return Err(AllocError::TooLarge);
         }
         let total = self
             .geometry
-            .item_total_bytes(key.bytes.len(), client_flags, value.len());
+            .item_total_bytes(key.bytes.len(), client_flags, value_len);
         let (part, h) = self.alloc(total, key.tenant, clock)?;
-        {
-            let mut it = self.item_mut(h);
-            it.init(key, client_flags, expiry, atime, &[value]);
-            it.insert_bits(marks.bits() & RESTORED_BITS);
-        }
+        item.write_to(self.item_mut(h));
         if let Some(old) = self.index_find(key, hash) {
             self.unlink(old);
         }
-        self.link_with_cas(part, hash, h, cas, false);
+        self.link_with_cas(part, hash, h, item.cas, false);
         Ok(())
     }
 }

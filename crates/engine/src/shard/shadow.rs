@@ -11,15 +11,14 @@
 //! - Memory: one map entry and at most a few fifo entries per live key; dead fifo entries are dropped
 //!   at the front, and the fifo is compacted when more than half of it is dead.
 //!
-//! The shard feeds its pools' queues from here too: `remember_evicted` as an item is evicted,
-//! `note_get_miss` on a GET miss.
+//! The slab shard feeds its pools' queues (held in `ShardMeters`, which also answers a GET miss) from
+//! here too: `remember_evicted` as an item is evicted.
 
 use std::collections::VecDeque;
 
 use mrcache_profile::KeyMap;
 
 use super::{hash_key, Shard};
-use crate::tenant::TenantId;
 
 pub(crate) struct ShadowQueue {
     capacity: u64,
@@ -94,7 +93,7 @@ impl Shard {
     /// Puts an item about to be evicted into its pool's shadow queue (when shadow queues are on).
     pub(super) fn remember_evicted(&mut self, h: u32) {
         let pool = self.part_of(h).pool();
-        if !self.shadows[pool].enabled() {
+        if !self.meters.remembers_evictions(pool) {
             return;
         }
         let it = self.item(h);
@@ -102,18 +101,7 @@ impl Shard {
             .geometry
             .item_total_bytes(it.key_len(), it.client_flags(), it.value_len());
         let hash = hash_key(it.tenant_key());
-        self.shadows[pool].push(hash, size as u64);
-    }
-
-    /// A GET miss of `key` (hash `hash`): if its pool's shadow queue holds it, it leaves the queue and
-    /// counts as a shadow hit of the tenant. Returns whether it was one.
-    pub(crate) fn note_get_miss(&mut self, tenant: TenantId, hash: u64) -> bool {
-        let pool = self.globals.pools.pool_of(tenant);
-        if !self.shadows[pool].enabled() || !self.shadows[pool].take(hash) {
-            return false;
-        }
-        self.tenant_counters_mut(tenant).shadow_hits += 1;
-        true
+        self.meters.remember_evicted(pool, hash, size as u64);
     }
 }
 

@@ -8,25 +8,11 @@
 use super::{Part, Shard, PART_STRIDE};
 use crate::geometry::ClassId;
 use crate::item::NIL;
-use crate::stats::{ClassCounters, ClassSnapshot, GlobalCounters, TenantCounters};
+use crate::stats::{ClassCounters, ClassSnapshot};
 use crate::tenant::TenantId;
 use crate::Clock;
 
 impl Shard {
-    /// A tenant's counters in this shard, created on its first use.
-    #[inline]
-    pub(crate) fn tenant_counters_mut(&mut self, tenant: TenantId) -> &mut TenantCounters {
-        if self.tenants.len() <= tenant.index() {
-            self.tenants
-                .resize(tenant.index() + 1, TenantCounters::default());
-        }
-        &mut self.tenants[tenant.index()]
-    }
-
-    pub(crate) fn tenant_counters(&self) -> &[TenantCounters] {
-        &self.tenants
-    }
-
     #[inline]
     pub(crate) fn class_counters_mut(&mut self, part: Part) -> &mut ClassCounters {
         &mut self.part_state(part).counters
@@ -119,17 +105,9 @@ impl Shard {
     }
 
     pub(crate) fn reset_counters(&mut self) {
-        self.counters = GlobalCounters::default();
+        self.meters.reset_counters();
         for c in &mut self.parts {
             c.counters = ClassCounters::default();
-        }
-        // Items and bytes are state, not counters: they survive `stats reset`.
-        for t in &mut self.tenants {
-            *t = TenantCounters {
-                items: t.items,
-                bytes: t.bytes,
-                ..TenantCounters::default()
-            };
         }
     }
 }
