@@ -18,15 +18,13 @@
 //! the generation guards against it anyway. The ring is declared before the buffers and connections, so it
 //! is torn down before any memory the kernel may still write to or read from.
 
-use crate::isolation::ThreadPlacement;
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
@@ -72,64 +70,9 @@ struct Slot<S> {
     closing: bool,
 }
 
-/// Starts worker `id` on its own thread. The ring is created on that thread (a single-issuer ring belongs
-/// to the thread that made it); this returns once it exists, or with the error that prevented it.
-pub fn spawn<S, F>(
-    id: usize,
-    ctx: Arc<ServerContext>,
-    poll: Poll,
-    waker: Arc<Waker>,
-    inbox: Receiver<NewConn>,
-    new_session: F,
-    placement: ThreadPlacement,
-) -> io::Result<JoinHandle<io::Result<()>>>
-where
-    S: ProtocolSession,
-    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S + Send + 'static,
-{
-    let (ready_tx, ready_rx) = mpsc::sync_channel(1);
-    let handle = std::thread::Builder::new()
-        .name(format!("mrcached-worker-{id}"))
-        .spawn(move || {
-            // Pinned and scheduled (`-o worker_cpus`, `-o sched`) before the ring exists, as the epoll
-            // workers are (`net::spawn_placed`).
-            // The error goes back as it is (it names the option).
-            if let Err(e) = placement.apply_to_current_thread() {
-                let _ = ready_tx.send(Err((io::Error::new(e.kind(), e.to_string()), false)));
-                return Err(e);
-            }
-            let worker = match UringWorker::new(id, ctx, poll, waker, inbox, new_session) {
-                Ok(w) => {
-                    let _ = ready_tx.send(Ok(()));
-                    w
-                }
-                Err(e) => {
-                    let _ = ready_tx.send(Err((io::Error::new(e.kind(), e.to_string()), true)));
-                    return Err(e);
-                }
-            };
-            worker.run()
-        })?;
-    match ready_rx.recv() {
-        Ok(Ok(())) => Ok(handle),
-        Ok(Err((e, ring))) => {
-            let _ = handle.join();
-            if !ring {
-                return Err(e);
-            }
-            Err(io::Error::new(
-                e.kind(),
-                format!("io_uring worker {id} could not start: {e}"),
-            ))
-        }
-        Err(_) => Err(io::Error::other(format!(
-            "io_uring worker {id} exited while starting"
-        ))),
-    }
-}
-
-/// One io_uring worker's state. Field order matters: `ring` drops first (see the module notes).
-struct UringWorker<S, F> {
+/// One io_uring worker's state; [`UringWorker::run`] is the thread body. Field order matters: `ring`
+/// drops first (see the module notes).
+pub(crate) struct UringWorker<S, F> {
     ring: IoUring,
     bufs: BufRing,
     conns: Vec<Option<Slot<S>>>,
@@ -156,7 +99,9 @@ where
     S: ProtocolSession,
     F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
 {
-    fn new(
+    /// Makes the worker's ring and receive buffers; called on the worker's own thread (a single-issuer
+    /// ring belongs to the thread that made it). The error names the worker.
+    pub(crate) fn new(
         id: usize,
         ctx: Arc<ServerContext>,
         poll: Poll,
@@ -164,10 +109,17 @@ where
         inbox: Receiver<NewConn>,
         new_session: F,
     ) -> io::Result<Self> {
-        let ring = build_ring(RING_ENTRIES)?;
+        let could_not_start = |e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!("io_uring worker {id} could not start: {e}"),
+            )
+        };
+        let ring = build_ring(RING_ENTRIES).map_err(could_not_start)?;
         // Saves the descriptor lookup on every enter; older kernels simply do without.
         let _ = ring.submitter().register_ring_fd();
-        let bufs = BufRing::new(&ring, RECV_BUFFERS, RECV_BUFFER_BYTES, BUFFER_GROUP)?;
+        let bufs = BufRing::new(&ring, RECV_BUFFERS, RECV_BUFFER_BYTES, BUFFER_GROUP)
+            .map_err(could_not_start)?;
         let stats = ctx.thread_stats[id].clone();
         let max_read_buffer_bytes = ctx.settings.item_size_max_bytes + 2 + MAX_COMMAND_LINE_BYTES;
         Ok(UringWorker {
@@ -192,7 +144,7 @@ where
     }
 
     /// The event loop; returns when the server shuts down (all its connections closed).
-    fn run(mut self) -> io::Result<()> {
+    pub(crate) fn run(mut self) -> io::Result<()> {
         self.arm_wake();
         let result = self.event_loop();
         self.close_all();
