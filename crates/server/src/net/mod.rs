@@ -44,7 +44,7 @@ use crate::session::{Progress, Session};
 use crate::settings::IoMode;
 use listener::{Listener, WorkerPort};
 use maintenance::Maintenance;
-use worker::{Worker, WAKER_TOKEN};
+use worker::{Worker, WorkerBase, WAKER_TOKEN};
 
 /// What a connection needs from the protocol: bytes in, replies out. The server runs
 /// [`crate::session::Session`]; tests of this layer run small stand-ins.
@@ -211,19 +211,22 @@ impl Server {
             });
             let name = format!("mrcached-worker-{id}");
             let placement = isolation.worker(id);
-            let (ctx, new_session) = (ctx.clone(), new_session.clone());
+            let base = WorkerBase::new(id, ctx.clone(), poll, waker, inbox, new_session.clone());
             let spawned = match io {
-                IoBackend::Epoll => {
-                    let worker = Worker::new(id, ctx, poll, waker, inbox, new_session);
-                    spawn_placed(name, placement, || Ok(()), move || Ok(worker), Worker::run)
-                }
+                IoBackend::Epoll => spawn_placed(
+                    name,
+                    placement,
+                    || Ok(()),
+                    move || Ok(Worker::new(base)),
+                    Worker::run,
+                ),
                 // The ring is made on the worker's thread: a single-issuer ring belongs to the thread
                 // that made it.
                 IoBackend::Uring => spawn_placed(
                     name,
                     placement,
                     || Ok(()),
-                    move || uring::UringWorker::new(id, ctx, poll, waker, inbox, new_session),
+                    move || uring::UringWorker::new(base),
                     uring::UringWorker::run,
                 ),
             };

@@ -22,21 +22,18 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use mio::{Events, Poll, Waker};
+use mio::Events;
 
 use super::bufring::BufRing;
 use super::socket::{UringSocket, RECV_PAUSE_BYTES};
 use super::{build_ring, BUFFER_GROUP, RECV_BUFFERS, RECV_BUFFER_BYTES, RING_ENTRIES};
 use crate::context::{ServerContext, ThreadStats};
-use crate::net::conn::{Conn, Next, Turn, MAX_COMMAND_LINE_BYTES};
-use crate::net::registry::ConnInfo;
-use crate::net::worker::NewConn;
+use crate::net::conn::{Conn, Next};
+use crate::net::worker::{NewConn, WorkerBase};
 use crate::net::ProtocolSession;
 
 /// `IORING_ENTER_GETEVENTS`: run deferred completions even when not waiting for any.
@@ -82,16 +79,8 @@ pub(crate) struct UringWorker<S, F> {
     completions: Vec<(u64, i32, u32)>,
     /// Sends queued since the last enter.
     sends_queued: usize,
-    id: usize,
-    ctx: Arc<ServerContext>,
-    stats: Arc<ThreadStats>,
-    poll: Poll,
+    base: WorkerBase<F>,
     events: Events,
-    /// Kept alive here for the same reason as on the epoll path (`net/worker.rs`).
-    _waker: Arc<Waker>,
-    inbox: Receiver<NewConn>,
-    new_session: F,
-    max_read_buffer_bytes: usize,
 }
 
 impl<S, F> UringWorker<S, F>
@@ -101,14 +90,8 @@ where
 {
     /// Makes the worker's ring and receive buffers; called on the worker's own thread (a single-issuer
     /// ring belongs to the thread that made it). The error names the worker.
-    pub(crate) fn new(
-        id: usize,
-        ctx: Arc<ServerContext>,
-        poll: Poll,
-        waker: Arc<Waker>,
-        inbox: Receiver<NewConn>,
-        new_session: F,
-    ) -> io::Result<Self> {
+    pub(crate) fn new(base: WorkerBase<F>) -> io::Result<Self> {
+        let id = base.id;
         let could_not_start = |e: io::Error| {
             io::Error::new(
                 e.kind(),
@@ -120,8 +103,6 @@ where
         let _ = ring.submitter().register_ring_fd();
         let bufs = BufRing::new(&ring, RECV_BUFFERS, RECV_BUFFER_BYTES, BUFFER_GROUP)
             .map_err(could_not_start)?;
-        let stats = ctx.thread_stats[id].clone();
-        let max_read_buffer_bytes = ctx.settings.item_size_max_bytes + 2 + MAX_COMMAND_LINE_BYTES;
         Ok(UringWorker {
             ring,
             bufs,
@@ -131,15 +112,8 @@ where
             ready: VecDeque::new(),
             completions: Vec::with_capacity(RING_ENTRIES as usize),
             sends_queued: 0,
-            id,
-            ctx,
-            stats,
-            poll,
+            base,
             events: Events::with_capacity(64),
-            _waker: waker,
-            inbox,
-            new_session,
-            max_read_buffer_bytes,
         })
     }
 
@@ -162,10 +136,10 @@ where
                     _ => return Err(e),
                 }
             }
-            if self.ctx.is_shutting_down() {
+            if self.base.ctx.is_shutting_down() {
                 return Ok(());
             }
-            let now_secs = self.ctx.clock().now;
+            let now_secs = self.base.ctx.clock().now;
             self.reap(now_secs);
             // One turn for each connection that was ready when this round started.
             for _ in 0..self.ready.len() {
@@ -227,10 +201,11 @@ where
     }
 
     fn arm_wake(&mut self) {
-        let entry = opcode::PollAdd::new(types::Fd(self.poll.as_raw_fd()), libc::POLLIN as u32)
-            .multi(true)
-            .build()
-            .user_data(user_data(KIND_WAKE, 0, 0));
+        let entry =
+            opcode::PollAdd::new(types::Fd(self.base.poll.as_raw_fd()), libc::POLLIN as u32)
+                .multi(true)
+                .build()
+                .user_data(user_data(KIND_WAKE, 0, 0));
         self.push(entry);
     }
 
@@ -248,7 +223,7 @@ where
             match kind {
                 KIND_WAKE => {
                     // Collect the waker's edge so the epoll descriptor is quiet again, then the handovers.
-                    let _ = self.poll.poll(&mut self.events, Some(Duration::ZERO));
+                    let _ = self.base.poll.poll(&mut self.events, Some(Duration::ZERO));
                     self.accept_new(now_secs);
                     if !cqueue::more(flags) {
                         self.arm_wake();
@@ -354,12 +329,7 @@ where
         if s.closing {
             return;
         }
-        let turn = Turn {
-            max_requests: self.ctx.settings.reqs_per_event,
-            stats: &self.stats,
-            now_secs,
-        };
-        match s.conn.drive(&turn) {
+        match s.conn.drive(&self.base.turn(now_secs)) {
             Next::Wait => s.conn.stream_mut().release_idle(),
             Next::Again => {
                 s.queued = true;
@@ -379,7 +349,7 @@ where
         let gen = s.gen;
         let closing = s.closing;
         let sock = s.conn.stream_mut();
-        let fd = types::Fd(sock.fd());
+        let fd = types::Fd(sock.as_raw_fd());
         let mut entries: [Option<squeue::Entry>; 2] = [None, None];
         let to_send = sock.to_send();
         if !to_send.is_empty() {
@@ -421,11 +391,8 @@ where
 
     /// Registers every connection the listener has handed over and arms its receive.
     fn accept_new(&mut self, now_secs: u32) {
-        loop {
-            match self.inbox.try_recv() {
-                Ok(new) => self.open(new, now_secs),
-                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => return,
-            }
+        while let Some(new) = self.base.handed_over() {
+            self.open(new, now_secs);
         }
     }
 
@@ -440,21 +407,14 @@ where
         // io_uring waits for readiness itself; a blocking socket keeps a retried operation from failing
         // with EAGAIN.
         let _ = stream.set_nonblocking(false);
-        let fd = stream.as_raw_fd();
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.gens.push(0);
             self.conns.len() - 1
         });
-        let info = Arc::new(ConnInfo::new(fd, peer, local, now_secs));
-        self.ctx.connections.insert(self.id, slot, info.clone());
-        let session = (self.new_session)(self.ctx.clone(), self.stats.clone(), local, fd);
-        let conn = Conn::new(
-            UringSocket::new(stream),
-            session,
-            info,
-            self.max_read_buffer_bytes,
-        );
+        let conn = self
+            .base
+            .open_conn(slot, UringSocket::new(stream), peer, local, now_secs);
         self.conns[slot] = Some(Slot {
             conn,
             gen: self.gens[slot],
@@ -468,8 +428,7 @@ where
     fn release(&mut self, slot: usize) {
         if self.conns[slot].take().is_some() {
             self.gens[slot] = self.gens[slot].wrapping_add(1) & 0xff_ffff;
-            self.ctx.connections.remove(self.id, slot);
-            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+            self.base.closed(slot);
             self.free_slots.push(slot);
         }
     }
@@ -509,11 +468,7 @@ where
         for slot in 0..self.conns.len() {
             self.release(slot);
         }
-        // Connections handed over but never opened still count as current.
-        while let Ok(new) = self.inbox.try_recv() {
-            drop(new);
-            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
-        }
+        self.base.drop_unopened();
     }
 
     fn in_flight(&self) -> bool {
