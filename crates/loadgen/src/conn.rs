@@ -192,16 +192,11 @@ impl Conn {
     ) -> Result<(), Fault> {
         if let Some(r) = self.ring.as_mut() {
             // io_uring: a receive completed; its bytes are already at the end of `rbuf`.
-            match r.received.take() {
-                None => return Ok(()),
-                Some(n) if n <= 0 => return Err(Fault::Reset),
-                Some(_) => {}
-            }
-            let now = Instant::now();
-            while let Some(item) = self.next_item(plan)? {
-                self.on_item(item, now, plan, window, stats)?;
-            }
-            return Ok(());
+            return match r.received.take() {
+                None => Ok(()),
+                Some(n) if n <= 0 => Err(Fault::Reset),
+                Some(_) => self.handle_replies(plan, window, stats),
+            };
         }
         loop {
             self.make_room();
@@ -219,15 +214,26 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return Err(Fault::Reset),
             };
-            // One clock read per batch: every reply in it had arrived by now.
-            let now = Instant::now();
-            while let Some(item) = self.next_item(plan)? {
-                self.on_item(item, now, plan, window, stats)?;
-            }
+            self.handle_replies(plan, window, stats)?;
             if drained {
                 return Ok(());
             }
         }
+    }
+
+    /// Handles every complete reply item in the read buffer (after a read on either I/O path).
+    fn handle_replies(
+        &mut self,
+        plan: &Plan,
+        window: &Window,
+        stats: &mut RunStats,
+    ) -> Result<(), Fault> {
+        // One clock read per batch: every reply in it had arrived by now.
+        let now = Instant::now();
+        while let Some(item) = self.next_item(plan)? {
+            self.on_item(item, now, plan, window, stats)?;
+        }
+        Ok(())
     }
 
     /// io_uring: room at the end of the read buffer for the next receive (compacted or grown first).

@@ -294,11 +294,7 @@ impl<'a> Worker<'a> {
             if self.poll.poll(&mut events, Some(timeout)).is_err() {
                 continue; // EINTR; anything else recurs and the deadline still ends the loop.
             }
-            for ev in events.iter() {
-                let i = ev.token().0;
-                let peer_closed = ev.is_read_closed() || ev.is_error();
-                self.on_event(i, ev.is_readable() || peer_closed, peer_closed);
-            }
+            self.on_poll_events(&events);
         }
         self.send_tick();
         self.close_cpu_window();
@@ -344,6 +340,14 @@ impl<'a> Worker<'a> {
                                 .map_or(true, |t| t >= self.window.measure_end)
                     })
             }
+        }
+    }
+
+    /// The mio poll's events: every connection's on the epoll path, connects in progress on io_uring.
+    fn on_poll_events(&mut self, events: &Events) {
+        for ev in events.iter() {
+            let peer_closed = ev.is_read_closed() || ev.is_error();
+            self.on_event(ev.token().0, ev.is_readable() || peer_closed, peer_closed);
         }
     }
 
@@ -671,16 +675,7 @@ impl<'a> Worker<'a> {
             match kind {
                 uring::KIND_POLL => {
                     if self.poll.poll(events, Some(Duration::ZERO)).is_ok() {
-                        let ready: Vec<(usize, bool, bool)> = events
-                            .iter()
-                            .map(|ev| {
-                                let peer_closed = ev.is_read_closed() || ev.is_error();
-                                (ev.token().0, ev.is_readable() || peer_closed, peer_closed)
-                            })
-                            .collect();
-                        for (i, readable, peer_closed) in ready {
-                            self.on_event(i, readable, peer_closed);
-                        }
+                        self.on_poll_events(events);
                     }
                     if !io_uring::cqueue::more(flags) {
                         let fd = self.poll.as_raw_fd();

@@ -286,11 +286,8 @@ impl Listener {
                     }
                 }
             }
-            if self.shutdown_requested(&events) {
+            if self.on_control_events(&events) {
                 return Ok(());
-            }
-            if events.iter().any(|e| e.token() == RELOAD_TOKEN) {
-                self.reload_tenants();
             }
             for event in events.iter() {
                 let i = event.token().0;
@@ -387,11 +384,8 @@ impl Listener {
                             return Err(e);
                         }
                     }
-                    if self.shutdown_requested(&events) {
+                    if self.on_control_events(&events) {
                         return Ok(());
-                    }
-                    if events.iter().any(|e| e.token() == RELOAD_TOKEN) {
-                        self.reload_tenants();
                     }
                     continue;
                 }
@@ -409,34 +403,37 @@ impl Listener {
                     }
                     continue;
                 }
-                let e = io::Error::from_raw_os_error(-res);
                 if res == -libc::ECANCELED {
                     continue;
                 }
-                if is_resource_exhaustion(&e) {
-                    self.ctx.conns.listen_disabled_num.fetch_add(1, Relaxed);
-                    if self.ctx.settings.verbose > 0 {
-                        eprintln!("mrcached: too many open files, not accepting for a while: {e}");
-                    }
-                    if paused_until.is_none() {
-                        paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
-                        for (j, on) in armed.iter().enumerate() {
-                            if *on {
-                                let cancel =
-                                    opcode::AsyncCancel::new(j as u64).build().user_data(CANCEL);
-                                // SAFETY: a cancel points at no memory.
-                                while unsafe { ring.submission().push(&cancel) }.is_err() {
-                                    ring.submit()?;
-                                }
+                if self.accept_failed(&io::Error::from_raw_os_error(-res)) && paused_until.is_none()
+                {
+                    paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+                    for (j, on) in armed.iter().enumerate() {
+                        if *on {
+                            let cancel =
+                                opcode::AsyncCancel::new(j as u64).build().user_data(CANCEL);
+                            // SAFETY: a cancel points at no memory.
+                            while unsafe { ring.submission().push(&cancel) }.is_err() {
+                                ring.submit()?;
                             }
                         }
                     }
-                } else if self.ctx.settings.verbose > 0 {
-                    // The peer gave up before accept (ECONNABORTED) and similar.
-                    eprintln!("mrcached: accept failed: {e}");
                 }
             }
         }
+    }
+
+    /// Handles the signal pipes' and the shutdown waker's events (both loops poll them with mio):
+    /// returns true when the listener must stop; reloads the tenants on SIGHUP otherwise.
+    fn on_control_events(&mut self, events: &Events) -> bool {
+        if self.shutdown_requested(events) {
+            return true;
+        }
+        if events.iter().any(|e| e.token() == RELOAD_TOKEN) {
+            self.reload_tenants();
+        }
+        false
     }
 
     fn shutdown_requested(&mut self, events: &Events) -> bool {
@@ -528,21 +525,31 @@ impl Listener {
                 Ok((stream, peer)) => self.dispatch(stream, peer),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) if is_resource_exhaustion(&e) => {
-                    self.ctx.conns.listen_disabled_num.fetch_add(1, Relaxed);
-                    if self.ctx.settings.verbose > 0 {
-                        eprintln!("mrcached: too many open files, not accepting for a while: {e}");
-                    }
-                    return false;
-                }
-                // The peer gave up before accept (ECONNABORTED) and similar: try the next one.
                 Err(e) => {
-                    if self.ctx.settings.verbose > 0 {
-                        eprintln!("mrcached: accept failed: {e}");
+                    if self.accept_failed(&e) {
+                        return false;
                     }
                 }
             }
         }
+    }
+
+    /// Counts and logs a failed accept (both loops). Returns true when out of descriptors: accepting
+    /// pauses for [`ACCEPT_BACKOFF`]; otherwise (the peer gave up before accept, ECONNABORTED, and
+    /// similar) the next connection is accepted.
+    fn accept_failed(&self, e: &io::Error) -> bool {
+        let exhausted = is_resource_exhaustion(e);
+        if exhausted {
+            self.ctx.conns.listen_disabled_num.fetch_add(1, Relaxed);
+        }
+        if self.ctx.settings.verbose > 0 {
+            if exhausted {
+                eprintln!("mrcached: too many open files, not accepting for a while: {e}");
+            } else {
+                eprintln!("mrcached: accept failed: {e}");
+            }
+        }
+        exhausted
     }
 
     fn dispatch(&mut self, mut stream: mio::net::TcpStream, peer: SocketAddr) {

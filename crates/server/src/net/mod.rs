@@ -44,7 +44,7 @@ use crate::session::{Progress, Session};
 use crate::settings::IoMode;
 use listener::{Listener, WorkerPort};
 use maintenance::Maintenance;
-use worker::{Worker, WAKER_TOKEN};
+use worker::{Worker, WorkerBase, WAKER_TOKEN};
 
 /// What a connection needs from the protocol: bytes in, replies out. The server runs
 /// [`crate::session::Session`]; tests of this layer run small stand-ins.
@@ -209,25 +209,25 @@ impl Server {
                 sender,
                 waker: waker.clone(),
             });
+            let name = format!("mrcached-worker-{id}");
+            let placement = isolation.worker(id);
+            let base = WorkerBase::new(id, ctx.clone(), poll, waker, inbox, new_session.clone());
             let spawned = match io {
-                IoBackend::Epoll => {
-                    let worker =
-                        Worker::new(id, ctx.clone(), poll, waker, inbox, new_session.clone());
-                    spawn_placed(
-                        format!("mrcached-worker-{id}"),
-                        isolation.worker(id),
-                        || Ok(()),
-                        move || worker.run(),
-                    )
-                }
-                IoBackend::Uring => uring::spawn(
-                    id,
-                    ctx.clone(),
-                    poll,
-                    waker,
-                    inbox,
-                    new_session.clone(),
-                    isolation.worker(id),
+                IoBackend::Epoll => spawn_placed(
+                    name,
+                    placement,
+                    || Ok(()),
+                    move || Ok(Worker::new(base)),
+                    Worker::run,
+                ),
+                // The ring is made on the worker's thread: a single-issuer ring belongs to the thread
+                // that made it.
+                IoBackend::Uring => spawn_placed(
+                    name,
+                    placement,
+                    || Ok(()),
+                    move || uring::UringWorker::new(base),
+                    uring::UringWorker::run,
                 ),
             };
             match spawned {
@@ -315,7 +315,8 @@ impl Server {
                     "mrcached-maintenance".into(),
                     service.clone(),
                     || (),
-                    move || m.run(stop_rx),
+                    move || Ok(m),
+                    move |m| m.run(stop_rx),
                 );
                 match placed {
                     Ok(handle) => Some((stop, handle)),
@@ -331,7 +332,8 @@ impl Server {
             "mrcached-listener".into(),
             service,
             || Ok(()),
-            move || listener.run(),
+            move || Ok(listener),
+            Listener::run,
         ) {
             Ok(handle) => handle,
             Err(e) => {
@@ -408,27 +410,34 @@ fn stop_workers(
     }
 }
 
-/// Spawns a thread that places itself (`crate::isolation`) before it runs `body`, and waits until it
-/// has: when the placement fails the thread returns `skipped()` without running `body`, and the error
-/// (which names the option) is returned here.
-fn spawn_placed<T: Send + 'static>(
+/// Spawns a thread that places itself (`crate::isolation`), then makes its state with `start` and runs
+/// `run` on it, and waits until the thread has placed itself and started: when placing or starting fails
+/// the thread returns `skipped()` without running, and the error (which names the option, or what could
+/// not start) is returned here.
+fn spawn_placed<W, T: Send + 'static>(
     name: String,
     placement: ThreadPlacement,
     skipped: fn() -> T,
-    body: impl FnOnce() -> T + Send + 'static,
+    start: impl FnOnce() -> io::Result<W> + Send + 'static,
+    run: impl FnOnce(W) -> T + Send + 'static,
 ) -> io::Result<JoinHandle<T>> {
-    let (placed_tx, placed_rx) = mpsc::sync_channel(1);
-    let handle = std::thread::Builder::new().name(name).spawn(move || {
-        let placed = placement.apply_to_current_thread();
-        let ok = placed.is_ok();
-        let _ = placed_tx.send(placed);
-        if ok {
-            body()
-        } else {
-            skipped()
-        }
-    })?;
-    match placed_rx.recv() {
+    let (started_tx, started_rx) = mpsc::sync_channel(1);
+    let thread_name = name.clone();
+    let handle = std::thread::Builder::new()
+        .name(thread_name)
+        .spawn(
+            move || match placement.apply_to_current_thread().and_then(|()| start()) {
+                Ok(state) => {
+                    let _ = started_tx.send(Ok(()));
+                    run(state)
+                }
+                Err(e) => {
+                    let _ = started_tx.send(Err(e));
+                    skipped()
+                }
+            },
+        )?;
+    match started_rx.recv() {
         Ok(Ok(())) => Ok(handle),
         Ok(Err(e)) => {
             let _ = handle.join();
@@ -436,7 +445,7 @@ fn spawn_placed<T: Send + 'static>(
         }
         Err(_) => {
             let _ = handle.join();
-            Err(io::Error::other("a server thread died while being placed"))
+            Err(io::Error::other(format!("{name} died while starting")))
         }
     }
 }

@@ -7,15 +7,18 @@
 //! run again before the worker blocks in `poll` (it polls with a zero timeout while the queue is not
 //! empty, so their neighbours' events are served in between).
 //!
+//! [`WorkerBase`] is what this worker shares with the io_uring one (`uring/worker.rs`): the handover
+//! channel, `-R` turns, and opening and closing a connection (`stats conns`, `curr_connections`).
+//!
 //! Locks: none of its own on the request path. The connection registry's per-worker mutex (a leaf) is
 //! taken on open and close only; the engine's shard locks are taken inside the session.
 
 use std::collections::VecDeque;
-use std::io;
+use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use mio::net::TcpStream;
@@ -41,33 +44,23 @@ pub struct NewConn {
     pub local: SocketAddr,
 }
 
-struct Slot<S> {
-    conn: Conn<S>,
-    queued: bool,
-}
-
-/// One worker's state; [`Worker::run`] is the thread body.
-pub struct Worker<S, F> {
-    id: usize,
-    ctx: Arc<ServerContext>,
+/// What a worker holds whichever I/O path runs it (this file's [`Worker`], `uring::UringWorker`): its
+/// context and counters, the listener's handover channel and waker, and how it opens a connection.
+pub(crate) struct WorkerBase<F> {
+    pub(crate) id: usize,
+    pub(crate) ctx: Arc<ServerContext>,
     stats: Arc<ThreadStats>,
-    poll: Poll,
+    /// The poll the listener's waker is registered with (on the epoll path, the connections' too).
+    pub(crate) poll: Poll,
     /// Kept alive here: if only the listener held it, the listener's exit would close the eventfd and
     /// drop a wake-up the worker has not yet collected.
     _waker: Arc<Waker>,
     inbox: Receiver<NewConn>,
     new_session: F,
-    conns: Vec<Option<Slot<S>>>,
-    free_slots: Vec<usize>,
-    ready: VecDeque<usize>,
     max_read_buffer_bytes: usize,
 }
 
-impl<S, F> Worker<S, F>
-where
-    S: ProtocolSession,
-    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
-{
+impl<F> WorkerBase<F> {
     pub(crate) fn new(
         id: usize,
         ctx: Arc<ServerContext>,
@@ -79,7 +72,7 @@ where
         let stats = ctx.thread_stats[id].clone();
         // A value of the largest item, its CRLF and its command line must fit in the read buffer.
         let max_read_buffer_bytes = ctx.settings.item_size_max_bytes + 2 + MAX_COMMAND_LINE_BYTES;
-        Worker {
+        WorkerBase {
             id,
             ctx,
             stats,
@@ -87,10 +80,86 @@ where
             _waker: waker,
             inbox,
             new_session,
+            max_read_buffer_bytes,
+        }
+    }
+
+    /// The next connection the listener has handed over, if any.
+    pub(crate) fn handed_over(&self) -> Option<NewConn> {
+        // Empty, or the listener is gone (shutdown): nothing to open either way.
+        self.inbox.try_recv().ok()
+    }
+
+    /// A connection's turn: `-R` and this worker's counters.
+    pub(crate) fn turn(&self, now_secs: u32) -> Turn<'_> {
+        Turn {
+            max_requests: self.ctx.settings.reqs_per_event,
+            stats: &self.stats,
+            now_secs,
+        }
+    }
+
+    /// Opens a handed-over connection in `slot`, over `stream` (its socket as the I/O path wraps it):
+    /// lists it for `stats conns` and starts its session.
+    pub(crate) fn open_conn<S, T>(
+        &self,
+        slot: usize,
+        stream: T,
+        peer: SocketAddr,
+        local: SocketAddr,
+        now_secs: u32,
+    ) -> Conn<S, T>
+    where
+        S: ProtocolSession,
+        T: Read + Write + AsRawFd,
+        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
+    {
+        let fd = stream.as_raw_fd();
+        let info = Arc::new(ConnInfo::new(fd, peer, local, now_secs));
+        self.ctx.connections.insert(self.id, slot, info.clone());
+        let session = (self.new_session)(self.ctx.clone(), self.stats.clone(), local, fd);
+        Conn::new(stream, session, info, self.max_read_buffer_bytes)
+    }
+
+    /// The connection in `slot` is closed: no longer listed, no longer current.
+    pub(crate) fn closed(&self, slot: usize) {
+        self.ctx.connections.remove(self.id, slot);
+        self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+    }
+
+    /// At shutdown: connections handed over but never opened still count as current.
+    pub(crate) fn drop_unopened(&self) {
+        while let Some(new) = self.handed_over() {
+            drop(new);
+            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+struct Slot<S> {
+    conn: Conn<S>,
+    queued: bool,
+}
+
+/// One worker's state on the epoll path; [`Worker::run`] is the thread body.
+pub struct Worker<S, F> {
+    base: WorkerBase<F>,
+    conns: Vec<Option<Slot<S>>>,
+    free_slots: Vec<usize>,
+    ready: VecDeque<usize>,
+}
+
+impl<S, F> Worker<S, F>
+where
+    S: ProtocolSession,
+    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
+{
+    pub(crate) fn new(base: WorkerBase<F>) -> Self {
+        Worker {
+            base,
             conns: Vec::new(),
             free_slots: Vec::new(),
             ready: VecDeque::new(),
-            max_read_buffer_bytes,
         }
     }
 
@@ -99,16 +168,16 @@ where
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         loop {
             let timeout = (!self.ready.is_empty()).then_some(std::time::Duration::ZERO);
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
+            if let Err(e) = self.base.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
                 return Err(e);
             }
-            if self.ctx.is_shutting_down() {
+            if self.base.ctx.is_shutting_down() {
                 break;
             }
-            let now_secs = self.ctx.clock().now;
+            let now_secs = self.base.ctx.clock().now;
             for event in events.iter() {
                 if event.token() == WAKER_TOKEN {
                     self.accept_new(now_secs);
@@ -142,12 +211,7 @@ where
             return;
         };
         s.queued = false;
-        let turn = Turn {
-            max_requests: self.ctx.settings.reqs_per_event,
-            stats: &self.stats,
-            now_secs,
-        };
-        match s.conn.drive(&turn) {
+        match s.conn.drive(&self.base.turn(now_secs)) {
             Next::Wait => {}
             Next::Again => {
                 s.queued = true;
@@ -159,43 +223,32 @@ where
 
     /// Registers every connection the listener has handed over.
     fn accept_new(&mut self, now_secs: u32) {
-        loop {
-            match self.inbox.try_recv() {
-                Ok(new) => self.open(new, now_secs),
-                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => return,
-            }
+        while let Some(new) = self.base.handed_over() {
+            self.open(new, now_secs);
         }
     }
 
-    fn open(&mut self, mut new: NewConn, now_secs: u32) {
+    fn open(&mut self, new: NewConn, now_secs: u32) {
+        let NewConn {
+            mut stream,
+            peer,
+            local,
+        } = new;
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.conns.len() - 1
         });
-        let registered = self.poll.registry().register(
-            &mut new.stream,
+        let registered = self.base.poll.registry().register(
+            &mut stream,
             Token(slot),
             Interest::READABLE | Interest::WRITABLE,
         );
         if registered.is_err() {
             self.free_slots.push(slot);
-            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+            self.base.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
             return;
         }
-        let info = Arc::new(ConnInfo::new(
-            new.stream.as_raw_fd(),
-            new.peer,
-            new.local,
-            now_secs,
-        ));
-        self.ctx.connections.insert(self.id, slot, info.clone());
-        let session = (self.new_session)(
-            self.ctx.clone(),
-            self.stats.clone(),
-            new.local,
-            new.stream.as_raw_fd(),
-        );
-        let conn = Conn::new(new.stream, session, info, self.max_read_buffer_bytes);
+        let conn = self.base.open_conn(slot, stream, peer, local, now_secs);
         self.conns[slot] = Some(Slot { conn, queued: true });
         // Data may have arrived before registration; run it once now.
         self.ready.push_back(slot);
@@ -203,9 +256,8 @@ where
 
     fn close(&mut self, slot: usize) {
         if let Some(mut s) = self.conns[slot].take() {
-            let _ = self.poll.registry().deregister(s.conn.stream_mut());
-            self.ctx.connections.remove(self.id, slot);
-            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+            let _ = self.base.poll.registry().deregister(s.conn.stream_mut());
+            self.base.closed(slot);
             self.free_slots.push(slot);
         }
     }
@@ -214,10 +266,6 @@ where
         for slot in 0..self.conns.len() {
             self.close(slot);
         }
-        // Connections handed over but never opened still count as current.
-        while let Ok(new) = self.inbox.try_recv() {
-            drop(new);
-            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
-        }
+        self.base.drop_unopened();
     }
 }

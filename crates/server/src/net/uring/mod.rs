@@ -21,7 +21,7 @@ use std::os::fd::AsRawFd;
 use io_uring::{cqueue, opcode, types, IoUring};
 
 pub use socket::UringSocket;
-pub use worker::spawn;
+pub(crate) use worker::UringWorker;
 
 /// Submission queue entries per worker ring (the completion queue is four times as large; the kernel
 /// keeps overflowing completions rather than dropping them).

@@ -14,6 +14,7 @@
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
 
 /// Staged output per send: larger replies go out in several sends (the rest waits in `Conn`'s buffer).
 pub const MAX_SEND_BYTES: usize = 256 * 1024;
@@ -53,11 +54,6 @@ impl UringSocket {
             recv_cancelling: false,
             write_blocked: false,
         }
-    }
-
-    pub(super) fn fd(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        self.stream.as_raw_fd()
     }
 
     /// Bytes received that `Conn` has not read yet.
@@ -128,6 +124,12 @@ impl UringSocket {
             self.in_buf = Vec::new();
             self.in_pos = 0;
         }
+    }
+}
+
+impl AsRawFd for UringSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.stream.as_raw_fd()
     }
 }
 

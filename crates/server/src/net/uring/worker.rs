@@ -18,27 +18,22 @@
 //! the generation guards against it anyway. The ring is declared before the buffers and connections, so it
 //! is torn down before any memory the kernel may still write to or read from.
 
-use crate::isolation::ThreadPlacement;
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use mio::{Events, Poll, Waker};
+use mio::Events;
 
 use super::bufring::BufRing;
 use super::socket::{UringSocket, RECV_PAUSE_BYTES};
 use super::{build_ring, BUFFER_GROUP, RECV_BUFFERS, RECV_BUFFER_BYTES, RING_ENTRIES};
 use crate::context::{ServerContext, ThreadStats};
-use crate::net::conn::{Conn, Next, Turn, MAX_COMMAND_LINE_BYTES};
-use crate::net::registry::ConnInfo;
-use crate::net::worker::NewConn;
+use crate::net::conn::{Conn, Next};
+use crate::net::worker::{NewConn, WorkerBase};
 use crate::net::ProtocolSession;
 
 /// `IORING_ENTER_GETEVENTS`: run deferred completions even when not waiting for any.
@@ -72,64 +67,9 @@ struct Slot<S> {
     closing: bool,
 }
 
-/// Starts worker `id` on its own thread. The ring is created on that thread (a single-issuer ring belongs
-/// to the thread that made it); this returns once it exists, or with the error that prevented it.
-pub fn spawn<S, F>(
-    id: usize,
-    ctx: Arc<ServerContext>,
-    poll: Poll,
-    waker: Arc<Waker>,
-    inbox: Receiver<NewConn>,
-    new_session: F,
-    placement: ThreadPlacement,
-) -> io::Result<JoinHandle<io::Result<()>>>
-where
-    S: ProtocolSession,
-    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S + Send + 'static,
-{
-    let (ready_tx, ready_rx) = mpsc::sync_channel(1);
-    let handle = std::thread::Builder::new()
-        .name(format!("mrcached-worker-{id}"))
-        .spawn(move || {
-            // Pinned and scheduled (`-o worker_cpus`, `-o sched`) before the ring exists, as the epoll
-            // workers are (`net::spawn_placed`).
-            // The error goes back as it is (it names the option).
-            if let Err(e) = placement.apply_to_current_thread() {
-                let _ = ready_tx.send(Err((io::Error::new(e.kind(), e.to_string()), false)));
-                return Err(e);
-            }
-            let worker = match UringWorker::new(id, ctx, poll, waker, inbox, new_session) {
-                Ok(w) => {
-                    let _ = ready_tx.send(Ok(()));
-                    w
-                }
-                Err(e) => {
-                    let _ = ready_tx.send(Err((io::Error::new(e.kind(), e.to_string()), true)));
-                    return Err(e);
-                }
-            };
-            worker.run()
-        })?;
-    match ready_rx.recv() {
-        Ok(Ok(())) => Ok(handle),
-        Ok(Err((e, ring))) => {
-            let _ = handle.join();
-            if !ring {
-                return Err(e);
-            }
-            Err(io::Error::new(
-                e.kind(),
-                format!("io_uring worker {id} could not start: {e}"),
-            ))
-        }
-        Err(_) => Err(io::Error::other(format!(
-            "io_uring worker {id} exited while starting"
-        ))),
-    }
-}
-
-/// One io_uring worker's state. Field order matters: `ring` drops first (see the module notes).
-struct UringWorker<S, F> {
+/// One io_uring worker's state; [`UringWorker::run`] is the thread body. Field order matters: `ring`
+/// drops first (see the module notes).
+pub(crate) struct UringWorker<S, F> {
     ring: IoUring,
     bufs: BufRing,
     conns: Vec<Option<Slot<S>>>,
@@ -139,16 +79,8 @@ struct UringWorker<S, F> {
     completions: Vec<(u64, i32, u32)>,
     /// Sends queued since the last enter.
     sends_queued: usize,
-    id: usize,
-    ctx: Arc<ServerContext>,
-    stats: Arc<ThreadStats>,
-    poll: Poll,
+    base: WorkerBase<F>,
     events: Events,
-    /// Kept alive here for the same reason as on the epoll path (`net/worker.rs`).
-    _waker: Arc<Waker>,
-    inbox: Receiver<NewConn>,
-    new_session: F,
-    max_read_buffer_bytes: usize,
 }
 
 impl<S, F> UringWorker<S, F>
@@ -156,20 +88,21 @@ where
     S: ProtocolSession,
     F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
 {
-    fn new(
-        id: usize,
-        ctx: Arc<ServerContext>,
-        poll: Poll,
-        waker: Arc<Waker>,
-        inbox: Receiver<NewConn>,
-        new_session: F,
-    ) -> io::Result<Self> {
-        let ring = build_ring(RING_ENTRIES)?;
+    /// Makes the worker's ring and receive buffers; called on the worker's own thread (a single-issuer
+    /// ring belongs to the thread that made it). The error names the worker.
+    pub(crate) fn new(base: WorkerBase<F>) -> io::Result<Self> {
+        let id = base.id;
+        let could_not_start = |e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!("io_uring worker {id} could not start: {e}"),
+            )
+        };
+        let ring = build_ring(RING_ENTRIES).map_err(could_not_start)?;
         // Saves the descriptor lookup on every enter; older kernels simply do without.
         let _ = ring.submitter().register_ring_fd();
-        let bufs = BufRing::new(&ring, RECV_BUFFERS, RECV_BUFFER_BYTES, BUFFER_GROUP)?;
-        let stats = ctx.thread_stats[id].clone();
-        let max_read_buffer_bytes = ctx.settings.item_size_max_bytes + 2 + MAX_COMMAND_LINE_BYTES;
+        let bufs = BufRing::new(&ring, RECV_BUFFERS, RECV_BUFFER_BYTES, BUFFER_GROUP)
+            .map_err(could_not_start)?;
         Ok(UringWorker {
             ring,
             bufs,
@@ -179,20 +112,13 @@ where
             ready: VecDeque::new(),
             completions: Vec::with_capacity(RING_ENTRIES as usize),
             sends_queued: 0,
-            id,
-            ctx,
-            stats,
-            poll,
+            base,
             events: Events::with_capacity(64),
-            _waker: waker,
-            inbox,
-            new_session,
-            max_read_buffer_bytes,
         })
     }
 
     /// The event loop; returns when the server shuts down (all its connections closed).
-    fn run(mut self) -> io::Result<()> {
+    pub(crate) fn run(mut self) -> io::Result<()> {
         self.arm_wake();
         let result = self.event_loop();
         self.close_all();
@@ -210,10 +136,10 @@ where
                     _ => return Err(e),
                 }
             }
-            if self.ctx.is_shutting_down() {
+            if self.base.ctx.is_shutting_down() {
                 return Ok(());
             }
-            let now_secs = self.ctx.clock().now;
+            let now_secs = self.base.ctx.clock().now;
             self.reap(now_secs);
             // One turn for each connection that was ready when this round started.
             for _ in 0..self.ready.len() {
@@ -275,10 +201,11 @@ where
     }
 
     fn arm_wake(&mut self) {
-        let entry = opcode::PollAdd::new(types::Fd(self.poll.as_raw_fd()), libc::POLLIN as u32)
-            .multi(true)
-            .build()
-            .user_data(user_data(KIND_WAKE, 0, 0));
+        let entry =
+            opcode::PollAdd::new(types::Fd(self.base.poll.as_raw_fd()), libc::POLLIN as u32)
+                .multi(true)
+                .build()
+                .user_data(user_data(KIND_WAKE, 0, 0));
         self.push(entry);
     }
 
@@ -296,7 +223,7 @@ where
             match kind {
                 KIND_WAKE => {
                     // Collect the waker's edge so the epoll descriptor is quiet again, then the handovers.
-                    let _ = self.poll.poll(&mut self.events, Some(Duration::ZERO));
+                    let _ = self.base.poll.poll(&mut self.events, Some(Duration::ZERO));
                     self.accept_new(now_secs);
                     if !cqueue::more(flags) {
                         self.arm_wake();
@@ -402,12 +329,7 @@ where
         if s.closing {
             return;
         }
-        let turn = Turn {
-            max_requests: self.ctx.settings.reqs_per_event,
-            stats: &self.stats,
-            now_secs,
-        };
-        match s.conn.drive(&turn) {
+        match s.conn.drive(&self.base.turn(now_secs)) {
             Next::Wait => s.conn.stream_mut().release_idle(),
             Next::Again => {
                 s.queued = true;
@@ -427,7 +349,7 @@ where
         let gen = s.gen;
         let closing = s.closing;
         let sock = s.conn.stream_mut();
-        let fd = types::Fd(sock.fd());
+        let fd = types::Fd(sock.as_raw_fd());
         let mut entries: [Option<squeue::Entry>; 2] = [None, None];
         let to_send = sock.to_send();
         if !to_send.is_empty() {
@@ -469,11 +391,8 @@ where
 
     /// Registers every connection the listener has handed over and arms its receive.
     fn accept_new(&mut self, now_secs: u32) {
-        loop {
-            match self.inbox.try_recv() {
-                Ok(new) => self.open(new, now_secs),
-                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => return,
-            }
+        while let Some(new) = self.base.handed_over() {
+            self.open(new, now_secs);
         }
     }
 
@@ -488,21 +407,14 @@ where
         // io_uring waits for readiness itself; a blocking socket keeps a retried operation from failing
         // with EAGAIN.
         let _ = stream.set_nonblocking(false);
-        let fd = stream.as_raw_fd();
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.gens.push(0);
             self.conns.len() - 1
         });
-        let info = Arc::new(ConnInfo::new(fd, peer, local, now_secs));
-        self.ctx.connections.insert(self.id, slot, info.clone());
-        let session = (self.new_session)(self.ctx.clone(), self.stats.clone(), local, fd);
-        let conn = Conn::new(
-            UringSocket::new(stream),
-            session,
-            info,
-            self.max_read_buffer_bytes,
-        );
+        let conn = self
+            .base
+            .open_conn(slot, UringSocket::new(stream), peer, local, now_secs);
         self.conns[slot] = Some(Slot {
             conn,
             gen: self.gens[slot],
@@ -516,8 +428,7 @@ where
     fn release(&mut self, slot: usize) {
         if self.conns[slot].take().is_some() {
             self.gens[slot] = self.gens[slot].wrapping_add(1) & 0xff_ffff;
-            self.ctx.connections.remove(self.id, slot);
-            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
+            self.base.closed(slot);
             self.free_slots.push(slot);
         }
     }
@@ -557,11 +468,7 @@ where
         for slot in 0..self.conns.len() {
             self.release(slot);
         }
-        // Connections handed over but never opened still count as current.
-        while let Ok(new) = self.inbox.try_recv() {
-            drop(new);
-            self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);
-        }
+        self.base.drop_unopened();
     }
 
     fn in_flight(&self) -> bool {
