@@ -135,22 +135,23 @@ impl DetailStats {
             return;
         };
         let prefix = &key[..end];
+        let bucket = murmur3_32(prefix) as usize % BUCKETS;
         let mut table = self.prefixes.lock();
         let full = table.len >= MAX_PREFIXES;
-        let bucket = &mut table.buckets[murmur3_32(prefix) as usize % BUCKETS];
-        let at = match bucket.iter().position(|(p, _)| p.as_slice() == prefix) {
+        let entries = &mut table.buckets[bucket];
+        let at = match entries.iter().position(|(p, _)| p.as_slice() == prefix) {
             Some(at) => at,
             None if full => {
                 self.dropped.fetch_add(1, Relaxed);
                 return;
             }
             None => {
-                bucket.insert(0, (prefix.to_vec(), Counts::default()));
+                entries.insert(0, (prefix.to_vec(), Counts::default()));
                 table.len += 1;
                 0
             }
         };
-        let counts = &mut table.buckets[murmur3_32(prefix) as usize % BUCKETS][at].1;
+        let counts = &mut table.buckets[bucket][at].1;
         match op {
             Op::Get { hit } => {
                 counts.get += 1;
