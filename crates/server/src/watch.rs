@@ -27,9 +27,10 @@ use parking_lot::{Condvar, Mutex};
 
 /// Stream bits, by memcached's names (`watch fetchers mutations ...`).
 pub mod stream {
-    /// `fetchers`: every key a retrieval command (get, gets, gat, gats, mg) looks up (`item_get`).
+    /// `fetchers`: every key a retrieval command (get, gets, gat, gats, mg; binary get and gat) looks
+    /// up (`item_get`).
     pub const FETCHERS: u32 = 1;
-    /// `mutations`: every storage command (text or `ms`) that reaches the cache (`item_store`).
+    /// `mutations`: every storage command (text, `ms` or binary) that reaches the cache (`item_store`).
     pub const MUTATIONS: u32 = 1 << 1;
     /// `evictions`: every live item evicted to make room (`eviction`).
     pub const EVICTIONS: u32 = 1 << 2;
