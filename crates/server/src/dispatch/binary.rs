@@ -38,14 +38,7 @@ pub fn dispatch_binary(
     let h = &packet.header;
     let quiet = packet.quiet;
     // The tenant's rate limit, as for text requests (`super::charged_key`): keyed commands only.
-    let charged = match &packet.command {
-        Command::Get { key, .. }
-        | Command::Store { key, .. }
-        | Command::Delete { key }
-        | Command::Arith { key, .. } => Some(*key),
-        _ => None,
-    };
-    if let Some(key) = charged {
+    if let Some(key) = packet.command.key() {
         if !server.tenants.admit(tenancy, key) {
             response::error(out, h, Status::TemporaryFailure);
             return match packet.command {
