@@ -66,7 +66,7 @@ pub struct Worker<S, F> {
 impl<S, F> Worker<S, F>
 where
     S: ProtocolSession,
-    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
+    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, &Arc<ConnInfo>) -> S,
 {
     pub(crate) fn new(
         id: usize,
@@ -189,12 +189,7 @@ where
             now_secs,
         ));
         self.ctx.connections.insert(self.id, slot, info.clone());
-        let session = (self.new_session)(
-            self.ctx.clone(),
-            self.stats.clone(),
-            new.local,
-            new.stream.as_raw_fd(),
-        );
+        let session = (self.new_session)(self.ctx.clone(), self.stats.clone(), &info);
         let conn = Conn::new(new.stream, session, info, self.max_read_buffer_bytes);
         self.conns[slot] = Some(Slot { conn, queued: true });
         // Data may have arrived before registration; run it once now.

@@ -34,7 +34,7 @@ impl Session {
         let parsed = binary::parse(rest, &self.limits, unauthenticated);
         let log = match parsed {
             Parsed::Request { .. } | Parsed::Error { .. } => {
-                verbose::BinaryLog::start(&self.ctx, self.fd, rest, out)
+                verbose::BinaryLog::start(&self.ctx, self.conn.fd, rest, out)
             }
             Parsed::Incomplete { .. } | Parsed::Close => None,
         };
@@ -133,7 +133,7 @@ impl Session {
                             &self.ctx,
                             &self.stats,
                             &self.tenancy,
-                            self.fd,
+                            self.conn.fd,
                             &packet,
                             out,
                         );
@@ -144,7 +144,7 @@ impl Session {
                         &self.ctx,
                         &self.stats,
                         &self.tenancy,
-                        self.fd,
+                        self.conn.fd,
                         &packet,
                         out,
                     ),

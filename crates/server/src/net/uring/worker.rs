@@ -21,7 +21,6 @@
 use crate::isolation::ThreadPlacement;
 use std::collections::VecDeque;
 use std::io;
-use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
@@ -85,7 +84,7 @@ pub fn spawn<S, F>(
 ) -> io::Result<JoinHandle<io::Result<()>>>
 where
     S: ProtocolSession,
-    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S + Send + 'static,
+    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, &Arc<ConnInfo>) -> S + Send + 'static,
 {
     let (ready_tx, ready_rx) = mpsc::sync_channel(1);
     let handle = std::thread::Builder::new()
@@ -154,7 +153,7 @@ struct UringWorker<S, F> {
 impl<S, F> UringWorker<S, F>
 where
     S: ProtocolSession,
-    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
+    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, &Arc<ConnInfo>) -> S,
 {
     fn new(
         id: usize,
@@ -496,7 +495,7 @@ where
         });
         let info = Arc::new(ConnInfo::new(fd, peer, local, now_secs));
         self.ctx.connections.insert(self.id, slot, info.clone());
-        let session = (self.new_session)(self.ctx.clone(), self.stats.clone(), local, fd);
+        let session = (self.new_session)(self.ctx.clone(), self.stats.clone(), &info);
         let conn = Conn::new(
             UringSocket::new(stream),
             session,
