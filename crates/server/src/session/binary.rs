@@ -34,13 +34,13 @@ impl Session {
         let parsed = binary::parse(rest, &self.limits, unauthenticated);
         let log = match parsed {
             Parsed::Request { .. } | Parsed::Error { .. } => {
-                verbose::BinaryLog::start(&self.ctx, self.conn.fd, rest, out)
+                verbose::RequestLog::binary(&self.ctx, self.conn.fd, rest, out)
             }
             Parsed::Incomplete { .. } | Parsed::Close => None,
         };
         let stop = self.binary_run(parsed, out, progress);
         if let Some(log) = log {
-            log.reply(out);
+            log.reply(&self.ctx, out);
         }
         stop
     }

@@ -328,7 +328,7 @@ impl Session {
             // oversized input not at all).
             let log = match parsed {
                 Parsed::Request { .. } | Parsed::Error(_) if self.resume == 0 => {
-                    verbose::CommandLog::start(&self.ctx, self.conn.fd, rest, out)
+                    verbose::RequestLog::text(&self.ctx, self.conn.fd, rest, out)
                 }
                 _ => None,
             };
@@ -356,7 +356,7 @@ impl Session {
                         )
                     };
                     if let Some(log) = log {
-                        log.reply(out);
+                        log.reply(&self.ctx, out);
                     }
                     match flow {
                         Flow::Continue => progress.consumed += consumed,
@@ -395,7 +395,7 @@ impl Session {
                         response::line(out, e.line);
                     }
                     if let Some(log) = log {
-                        log.reply(out);
+                        log.reply(&self.ctx, out);
                     }
                 }
                 Parsed::Close => {
