@@ -128,7 +128,7 @@ impl Session {
                         }
                         flow
                     }
-                    Command::Noop => {
+                    _ => {
                         let flow = dispatch_binary(
                             &self.ctx,
                             &self.stats,
@@ -137,17 +137,12 @@ impl Session {
                             &packet,
                             out,
                         );
-                        self.flushed = out.len();
+                        // A noop makes memcached write what it has so far (see `Parsed::Close`).
+                        if packet.command == Command::Noop {
+                            self.flushed = out.len();
+                        }
                         flow
                     }
-                    _ => dispatch_binary(
-                        &self.ctx,
-                        &self.stats,
-                        &self.tenancy,
-                        self.conn.fd,
-                        &packet,
-                        out,
-                    ),
                 };
                 match flow {
                     Flow::Continue => false,
