@@ -120,8 +120,9 @@ impl Session {
     /// name a tenant).
     pub fn new(ctx: Arc<ServerContext>, stats: Arc<ThreadStats>, conn: &Arc<ConnInfo>) -> Session {
         let table = ctx.tenants.current();
-        let port_tenant = table.port_tenant(conn.local.port()).map(|(id, _)| id);
-        let (tenancy, auth) = match table.port_tenant(conn.local.port()) {
+        let on_port = table.port_tenant(conn.local.port());
+        let port_tenant = on_port.map(|(id, _)| id);
+        let (tenancy, auth) = match on_port {
             Some((id, spec)) => (
                 Tenancy::Fixed(id),
                 match spec.password {
