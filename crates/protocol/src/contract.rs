@@ -8,6 +8,34 @@ use crate::{parse, Limits, KEY_MAX_LENGTH};
 /// non-empty prefix of what it was given, that `Incomplete` asks for more than it had, that error lines
 /// are single lines, and that keys respect the key length limit.
 pub fn check_parse_contract(input: &[u8], limits: &Limits) {
+    walk(input, |rest| match parse(rest, limits) {
+        Parsed::Request { request, consumed } => {
+            assert!(
+                consumed > 0 && consumed <= rest.len(),
+                "consumed {consumed} of {}",
+                rest.len()
+            );
+            Some((consumed, check_request(&request)))
+        }
+        Parsed::Incomplete { needed } => {
+            if let Some(needed) = needed {
+                assert!(needed > rest.len(), "needs {needed} but has {}", rest.len());
+            }
+            None
+        }
+        Parsed::Error(e) => {
+            assert!(e.consumed > 0 && e.consumed <= rest.len());
+            assert!(!e.line.is_empty() && !e.line.contains('\n'));
+            Some((e.consumed, e.swallow))
+        }
+        Parsed::Close => None,
+    });
+}
+
+/// Drives a parser over `input` the way a session does: `step` gets the unconsumed rest and returns
+/// the bytes it consumed and the bytes to discard after them, or `None` to stop (more input needed, or
+/// the connection closes); discarded bytes are skipped without being parsed.
+pub(crate) fn walk(input: &[u8], mut step: impl FnMut(&[u8]) -> Option<(usize, usize)>) {
     let mut pos = 0;
     let mut swallow = 0usize;
     while pos < input.len() {
@@ -17,31 +45,11 @@ pub fn check_parse_contract(input: &[u8], limits: &Limits) {
             swallow -= take;
             continue;
         }
-        let rest = &input[pos..];
-        match parse(rest, limits) {
-            Parsed::Request { request, consumed } => {
-                assert!(
-                    consumed > 0 && consumed <= rest.len(),
-                    "consumed {consumed} of {}",
-                    rest.len()
-                );
-                swallow = check_request(&request);
-                pos += consumed;
-            }
-            Parsed::Incomplete { needed } => {
-                if let Some(needed) = needed {
-                    assert!(needed > rest.len(), "needs {needed} but has {}", rest.len());
-                }
-                return;
-            }
-            Parsed::Error(e) => {
-                assert!(e.consumed > 0 && e.consumed <= rest.len());
-                assert!(!e.line.is_empty() && !e.line.contains('\n'));
-                swallow = e.swallow;
-                pos += e.consumed;
-            }
-            Parsed::Close => return,
-        }
+        let Some((consumed, discard)) = step(&input[pos..]) else {
+            return;
+        };
+        pos += consumed;
+        swallow = discard;
     }
 }
 

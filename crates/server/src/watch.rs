@@ -27,9 +27,10 @@ use parking_lot::{Condvar, Mutex};
 
 /// Stream bits, by memcached's names (`watch fetchers mutations ...`).
 pub mod stream {
-    /// `fetchers`: every key a retrieval command (get, gets, gat, gats, mg) looks up (`item_get`).
+    /// `fetchers`: every key a retrieval command (get, gets, gat, gats, mg; binary get and gat) looks
+    /// up (`item_get`).
     pub const FETCHERS: u32 = 1;
-    /// `mutations`: every storage command (text or `ms`) that reaches the cache (`item_store`).
+    /// `mutations`: every storage command (text, `ms` or binary) that reaches the cache (`item_store`).
     pub const MUTATIONS: u32 = 1 << 1;
     /// `evictions`: every live item evicted to make room (`eviction`).
     pub const EVICTIONS: u32 = 1 << 2;
@@ -122,6 +123,15 @@ struct Inner {
     stopping: AtomicBool,
 }
 
+impl Inner {
+    /// Republishes the streams watched and the watcher count after `state.watchers` changed.
+    fn refresh(&self, state: &State) {
+        let mask = state.watchers.iter().fold(0, |m, w| m | w.mask);
+        self.mask.store(mask, Relaxed);
+        self.watchers.store(state.watchers.len() as u32, Relaxed);
+    }
+}
+
 /// The server's log bus (one per server, in `ServerContext`).
 #[derive(Clone)]
 pub struct LogBus {
@@ -196,7 +206,7 @@ impl LogBus {
             buf: b"OK\r\n".to_vec(),
             skipped: 0,
         });
-        self.refresh(&state);
+        self.inner.refresh(&state);
         if !state.writer_started {
             state.writer_started = true;
             let weak = Arc::downgrade(&self.inner);
@@ -206,7 +216,7 @@ impl LogBus {
             if spawned.is_err() {
                 state.writer_started = false;
                 state.watchers.retain(|w| w.id != id);
-                self.refresh(&state);
+                self.inner.refresh(&state);
                 return Err(AddError::Failed);
             }
         }
@@ -218,15 +228,7 @@ impl LogBus {
     pub fn remove(&self, id: u64) {
         let mut state = self.inner.state.lock();
         state.watchers.retain(|w| w.id != id);
-        self.refresh(&state);
-    }
-
-    fn refresh(&self, state: &State) {
-        let mask = state.watchers.iter().fold(0, |m, w| m | w.mask);
-        self.inner.mask.store(mask, Relaxed);
-        self.inner
-            .watchers
-            .store(state.watchers.len() as u32, Relaxed);
+        self.inner.refresh(&state);
     }
 
     /// Emits one line of `stream`: `ts=<sec>.<usec> gid=<n> ` then what `body` writes (which must not
@@ -306,9 +308,7 @@ fn writer(bus: Weak<Inner>) {
         }
         if !failed.is_empty() {
             state.watchers.retain(|w| !failed.contains(&w.id));
-            let mask = state.watchers.iter().fold(0, |m, w| m | w.mask);
-            inner.mask.store(mask, Relaxed);
-            inner.watchers.store(state.watchers.len() as u32, Relaxed);
+            inner.refresh(&state);
         }
         let backlogged = state.watchers.iter().any(|w| !w.buf.is_empty());
         drop(state);

@@ -239,6 +239,26 @@ pub enum Command<'a> {
     },
 }
 
+impl<'a> Command<'a> {
+    /// The cache key the command names (get family, store family, delete, incr/decr); `None` for the
+    /// others (a SASL mechanism name is no cache key).
+    pub fn key(&self) -> Option<&'a [u8]> {
+        match *self {
+            Command::Get { key, .. }
+            | Command::Store { key, .. }
+            | Command::Delete { key }
+            | Command::Arith { key, .. } => Some(key),
+            Command::Quit
+            | Command::Flush { .. }
+            | Command::Noop
+            | Command::Version
+            | Command::Stat { .. }
+            | Command::SaslListMechs
+            | Command::SaslAuth { .. } => None,
+        }
+    }
+}
+
 /// One request packet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Packet<'a> {
@@ -507,69 +527,48 @@ pub fn parse<'a>(input: &'a [u8], limits: &Limits, unauthenticated: bool) -> Par
 /// any valid request needs, or if a key breaks the 250-byte limit.
 pub fn check_binary_contract(input: &[u8], limits: &Limits, unauthenticated: bool) {
     let most = HEADER_LEN + 255 + 65535 + limits.item_size_max.max(MAX_SASL_DATA_BYTES);
-    let mut pos = 0usize;
-    let mut swallow = 0usize;
-    while pos < input.len() {
-        if swallow > 0 {
-            let take = swallow.min(input.len() - pos);
-            pos += take;
-            swallow -= take;
-            continue;
-        }
-        let rest = &input[pos..];
-        match parse(rest, limits, unauthenticated) {
-            Parsed::Request { packet, consumed } => {
-                assert!(consumed >= HEADER_LEN && consumed <= rest.len());
-                match packet.command {
-                    Command::Get { key, .. }
-                    | Command::Store { key, .. }
-                    | Command::Delete { key }
-                    | Command::Arith { key, .. } => {
-                        assert!(!key.is_empty() && key.len() <= KEY_MAX_LENGTH)
-                    }
-                    Command::SaslAuth { mechanism, .. } => {
-                        assert!(!mechanism.is_empty() && mechanism.len() <= MAX_SASL_MECH_LEN)
-                    }
-                    _ => {}
-                }
-                if let Command::Store {
-                    data: Data::TooLarge { swallow: s },
+    crate::contract::walk(input, |rest| match parse(rest, limits, unauthenticated) {
+        Parsed::Request { packet, consumed } => {
+            assert!(consumed >= HEADER_LEN && consumed <= rest.len());
+            if let Some(key) = packet.command.key() {
+                assert!(!key.is_empty() && key.len() <= KEY_MAX_LENGTH)
+            }
+            if let Command::SaslAuth { mechanism, .. } = packet.command {
+                assert!(!mechanism.is_empty() && mechanism.len() <= MAX_SASL_MECH_LEN)
+            }
+            let swallow = match packet.command {
+                Command::Store {
+                    data: Data::TooLarge { swallow },
                     ..
                 }
                 | Command::SaslAuth {
-                    data: Data::TooLarge { swallow: s },
+                    data: Data::TooLarge { swallow },
                     ..
-                } = packet.command
-                {
-                    swallow = s;
-                }
-                pos += consumed;
-            }
-            Parsed::Incomplete { needed } => {
-                if let Some(needed) = needed {
-                    assert!(needed > rest.len(), "needs {needed} but has {}", rest.len());
-                    assert!(needed <= most, "needs {needed}, more than any request");
-                }
-                return;
-            }
-            Parsed::Error {
-                consumed,
-                swallow: s,
-                close,
-                status,
-                ..
-            } => {
-                assert!(consumed >= HEADER_LEN && consumed <= rest.len());
-                assert!(!status.message().is_empty());
-                if close {
-                    return;
-                }
-                swallow = s;
-                pos += consumed;
-            }
-            Parsed::Close => return,
+                } => swallow,
+                _ => 0,
+            };
+            Some((consumed, swallow))
         }
-    }
+        Parsed::Incomplete { needed } => {
+            if let Some(needed) = needed {
+                assert!(needed > rest.len(), "needs {needed} but has {}", rest.len());
+                assert!(needed <= most, "needs {needed}, more than any request");
+            }
+            None
+        }
+        Parsed::Error {
+            consumed,
+            swallow,
+            close,
+            status,
+            ..
+        } => {
+            assert!(consumed >= HEADER_LEN && consumed <= rest.len());
+            assert!(!status.message().is_empty());
+            (!close).then_some((consumed, swallow))
+        }
+        Parsed::Close => None,
+    });
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! over the same engine operations and the same tenancy ([`Ctx::key`]) as the text dispatch.
 //!
 //! Sharing with the text side: stores go through [`storage::engine_store`] (which counts what the engine
-//! cannot see), `flush` through [`admin::flush_all`] and `stat` through [`admin::stats`], whose text
+//! cannot see and logs `watch mutations`), get and gat through [`retrieval::fetch`] (`stats detail`,
+//! `watch fetchers`), `flush` through [`admin::flush_all`] and `stat` through [`admin::stats`], whose text
 //! replies are turned into packets here, so the binary `stat` reply carries exactly the figures (and the
 //! tenant scoping) of `stats` from the same registry. Only what the binary protocol adds is here:
 //! header CAS compares for delete, incr/decr's initial value and expiry, and the status mapping.
@@ -15,9 +16,10 @@ use mrcache_engine::{ArithOutcome, Delta, ItemView, StoreArgs, StoreMode, StoreO
 use mrcache_protocol::binary::{response, Command, GetKind, Header, Packet, Status, StoreKind};
 use mrcache_protocol::{Data, StatsRequest};
 
-use super::{admin, storage, Ctx, Flow};
+use super::{admin, retrieval, storage, Ctx, Flow};
 use crate::context::{ServerContext, ThreadStats};
 use crate::settings::MEMCACHED_COMPAT_VERSION;
+use crate::stats::detail::Op;
 use crate::tenants::Tenancy;
 
 /// incr/decr's expiry that means "do not create a missing key".
@@ -36,14 +38,7 @@ pub fn dispatch_binary(
     let h = &packet.header;
     let quiet = packet.quiet;
     // The tenant's rate limit, as for text requests (`super::charged_key`): keyed commands only.
-    let charged = match &packet.command {
-        Command::Get { key, .. }
-        | Command::Store { key, .. }
-        | Command::Delete { key }
-        | Command::Arith { key, .. } => Some(*key),
-        _ => None,
-    };
-    if let Some(key) = charged {
+    if let Some(key) = packet.command.key() {
         if !server.tenants.admit(tenancy, key) {
             response::error(out, h, Status::TemporaryFailure);
             return match packet.command {
@@ -106,7 +101,6 @@ fn get(
     kind: GetKind,
     out: &mut Vec<u8>,
 ) -> Flow {
-    let engine = &ctx.server.engine;
     let reply_key: &[u8] = if kind.with_key { key } else { &[] };
     let write = |out: &mut Vec<u8>, it: &ItemView<'_>| {
         let value = if kind.value { it.value() } else { &[] };
@@ -114,25 +108,23 @@ fn get(
         response::packet(out, h, Status::Success, &flags, reply_key, value, it.cas());
     };
     let hit = match kind.touch {
-        None => engine
-            .get(ctx.key(key), ctx.clock, |it| write(out, &it))
-            .is_some(),
-        Some(exptime) if kind.value => engine
-            .get_and_touch(ctx.key(key), i64::from(exptime), ctx.clock, |it| {
-                write(out, &it)
-            })
-            .is_some(),
-        // touch: memcached's `item_touch`, answered with the flags.
-        Some(exptime) => engine.with_entry(ctx.key(key), ctx.clock, |e| {
-            e.count_touch();
-            let Some(it) = e.item() else {
-                return false;
-            };
-            write(out, &it);
-            e.set_exptime(i64::from(exptime));
-            e.bump();
-            true
-        }),
+        // touch: memcached's `item_touch`, answered with the flags; counted for `stats detail` as a
+        // get, as memcached's `process_bin_touch` counts it (the text `touch` is not).
+        Some(exptime) if !kind.value => {
+            let hit = ctx.server.engine.with_entry(ctx.key(key), ctx.clock, |e| {
+                e.count_touch();
+                let Some(it) = e.item() else {
+                    return false;
+                };
+                write(out, &it);
+                e.set_exptime(i64::from(exptime));
+                e.bump();
+                true
+            });
+            ctx.server.detail.record(key, Op::Get { hit });
+            hit
+        }
+        touch => retrieval::fetch(ctx, key, touch.map(i64::from), |it| write(out, it)),
     };
     if !hit && !quiet {
         if kind.with_key {
@@ -154,6 +146,7 @@ fn store(
     data: Data<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
+    ctx.server.detail.record(key, Op::Set);
     let value = match data {
         Data::TooLarge { swallow } => {
             ctx.count(|s| &s.store_too_large);
@@ -188,7 +181,7 @@ fn store(
         invalidate: false,
         key_binary: false,
     };
-    let status = match storage::engine_store(ctx, &args) {
+    let status = match storage::engine_store(ctx, &args, key) {
         StoreOutcome::Stored { cas } => {
             if !quiet {
                 response::ok(out, h, cas);
@@ -213,6 +206,7 @@ fn store(
 
 /// delete: a non-zero header CAS must match the item's.
 fn delete(ctx: &Ctx<'_>, h: &Header, quiet: bool, key: &[u8], out: &mut Vec<u8>) -> Flow {
+    ctx.server.detail.record(key, Op::Delete);
     let cas = h.cas;
     let status = ctx.server.engine.with_entry(ctx.key(key), ctx.clock, |e| {
         let Some(it) = e.item() else {

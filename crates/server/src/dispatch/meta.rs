@@ -21,7 +21,7 @@ use mrcache_protocol::{
 };
 
 use super::arith::NON_NUMERIC;
-use super::storage::{class_id, drop_item, log_mutation, NO_MEMORY, TOO_LARGE};
+use super::storage::{class_id, drop_item, engine_store, NO_MEMORY, TOO_LARGE};
 use super::{Ctx, Flow};
 use crate::watch::{log_fetch, stream};
 
@@ -205,22 +205,16 @@ pub(crate) fn set(ctx: &Ctx<'_>, r: &MetaSet<'_>, out: &mut Vec<u8>) -> Flow {
         invalidate: f.invalidate,
         key_binary: r.key.is_binary(),
     };
-    let outcome = ctx.server.engine.store(&args, ctx.clock);
-    if ctx.server.log.wants(stream::MUTATIONS) {
-        log_mutation(ctx, &args, key, &outcome);
-    }
-    let (code, stored_cas) = match outcome {
+    let (code, stored_cas) = match engine_store(ctx, &args, key) {
         StoreOutcome::Stored { cas } => ("HD", cas),
         StoreOutcome::NotStored => ("NS", 0),
         StoreOutcome::Exists => ("EX", 0),
         StoreOutcome::NotFound => ("NF", 0),
         StoreOutcome::TooLarge => {
-            ctx.count(|s| &s.store_too_large);
             response::line(out, TOO_LARGE);
             return Flow::Continue;
         }
         StoreOutcome::OutOfMemory => {
-            ctx.count(|s| &s.store_no_memory);
             response::line(out, NO_MEMORY);
             return Flow::Continue;
         }

@@ -8,8 +8,10 @@
 //! those of one uninterrupted reply, and a line of many keys of large values holds at most the bound plus
 //! one value in memory, however many keys it names.
 
+use mrcache_engine::ItemView;
 use mrcache_protocol::{response, GetRequest};
 
+use super::storage::class_id;
 use super::{Ctx, Flow};
 use crate::session::OUTPUT_BOUND_BYTES;
 use crate::stats::detail::Op;
@@ -17,43 +19,62 @@ use crate::watch::{log_fetch, stream};
 
 pub(crate) fn get(ctx: &Ctx<'_>, r: GetRequest<'_>, resume_at: usize, out: &mut Vec<u8>) -> Flow {
     let with_cas = r.kind.with_cas();
-    let engine = &ctx.server.engine;
-    let detail = &ctx.server.detail;
+    let touch = r.kind.touches().then_some(r.exptime);
     for (i, key) in r.keys.enumerate().skip(resume_at) {
         if i > resume_at && out.len() >= OUTPUT_BOUND_BYTES {
             return Flow::Suspended { keys_done: i };
         }
-        let watching = ctx.server.log.wants(stream::FETCHERS);
-        let write = |it: mrcache_engine::ItemView<'_>| {
+        fetch(ctx, key, touch, |it| {
             response::value(
                 out,
                 it.key(),
                 it.client_flags(),
                 it.value(),
                 with_cas.then(|| it.cas()),
-            );
-            // The class and size a `watch fetchers` line reports, read only while someone watches.
-            watching.then(|| {
-                let g = engine.geometry();
-                let total = g.item_total_bytes(it.key().len(), it.client_flags(), it.value().len());
-                (g.class_for(total).map_or(0, |c| c.0), it.value().len())
-            })
-        };
-        let hit = if r.kind.touches() {
-            engine.get_and_touch(ctx.key(key), r.exptime, ctx.clock, write)
-        } else {
-            engine.get(ctx.key(key), ctx.clock, write)
-        };
-        detail.record(key, Op::Get { hit: hit.is_some() });
-        if watching {
-            log_fetch(
-                &ctx.server.log,
-                key,
-                hit.flatten().ok_or("not_found"),
-                ctx.fd,
-            );
-        }
+            )
+        });
     }
     response::end(out);
     Flow::Continue
+}
+
+/// One key of a get-type lookup (get, gat; text or binary): `Engine::get`, or `Engine::get_and_touch`
+/// with the new `touch` exptime, running `write` on a hit. The key is counted for `stats detail` and,
+/// while someone watches, logged on `watch fetchers`, as memcached does in its item-level code whatever
+/// the protocol. Returns whether it hit.
+pub(crate) fn fetch(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    touch: Option<i64>,
+    write: impl FnOnce(&ItemView<'_>),
+) -> bool {
+    let engine = &ctx.server.engine;
+    let watching = ctx.server.log.wants(stream::FETCHERS);
+    let hit = |it: ItemView<'_>| {
+        write(&it);
+        // The class and size a `watch fetchers` line reports, read only while someone watches.
+        watching.then(|| {
+            let size = it.value().len();
+            (class_id(ctx, it.key().len(), it.client_flags(), size), size)
+        })
+    };
+    let found = match touch {
+        Some(exptime) => engine.get_and_touch(ctx.key(key), exptime, ctx.clock, hit),
+        None => engine.get(ctx.key(key), ctx.clock, hit),
+    };
+    ctx.server.detail.record(
+        key,
+        Op::Get {
+            hit: found.is_some(),
+        },
+    );
+    if watching {
+        log_fetch(
+            &ctx.server.log,
+            key,
+            found.flatten().ok_or("not_found"),
+            ctx.fd,
+        );
+    }
+    found.is_some()
 }

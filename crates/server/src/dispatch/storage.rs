@@ -45,11 +45,7 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
         invalidate: false,
         key_binary: false,
     };
-    let outcome = engine_store(ctx, &args);
-    if ctx.server.log.wants(stream::MUTATIONS) {
-        log_mutation(ctx, &args, r.key, &outcome);
-    }
-    let text = match outcome {
+    let text = match engine_store(ctx, &args, r.key) {
         StoreOutcome::Stored { .. } => "STORED",
         StoreOutcome::NotStored => "NOT_STORED",
         StoreOutcome::Exists => "EXISTS",
@@ -61,14 +57,18 @@ pub(crate) fn store(ctx: &Ctx<'_>, r: &StoreRequest<'_>, out: &mut Vec<u8>) -> F
     Flow::Continue
 }
 
-/// `Engine::store`, counting the refusals the engine cannot see (`store_too_large`, `store_no_memory`);
-/// shared by the text and binary dispatch.
-pub(crate) fn engine_store(ctx: &Ctx<'_>, args: &StoreArgs<'_>) -> StoreOutcome {
+/// `Engine::store` of the client's `key`, counting the refusals the engine cannot see
+/// (`store_too_large`, `store_no_memory`) and logging the `watch mutations` line (memcached logs it in
+/// `do_store_item`, whatever the protocol); shared by the text, meta and binary dispatch.
+pub(crate) fn engine_store(ctx: &Ctx<'_>, args: &StoreArgs<'_>, key: &[u8]) -> StoreOutcome {
     let outcome = ctx.server.engine.store(args, ctx.clock);
     match outcome {
         StoreOutcome::TooLarge => ctx.count(|s| &s.store_too_large),
         StoreOutcome::OutOfMemory => ctx.count(|s| &s.store_no_memory),
         _ => {}
+    }
+    if ctx.server.log.wants(stream::MUTATIONS) {
+        log_mutation(ctx, args, key, &outcome);
     }
     outcome
 }
@@ -96,13 +96,8 @@ pub(crate) fn class_id(ctx: &Ctx<'_>, key_len: usize, client_flags: u32, value_l
         .map_or(0, |c| c.0)
 }
 
-/// memcached's `watch mutations` line for a storage command (text or meta) that reached the cache.
-pub(crate) fn log_mutation(
-    ctx: &Ctx<'_>,
-    args: &StoreArgs<'_>,
-    key: &[u8],
-    outcome: &StoreOutcome,
-) {
+/// memcached's `watch mutations` line for a storage command that reached the cache.
+fn log_mutation(ctx: &Ctx<'_>, args: &StoreArgs<'_>, key: &[u8], outcome: &StoreOutcome) {
     let expiry = ctx.clock.expiry(args.exptime);
     log_store(
         &ctx.server.log,

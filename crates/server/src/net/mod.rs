@@ -44,6 +44,7 @@ use crate::session::{Progress, Session};
 use crate::settings::IoMode;
 use listener::{Listener, WorkerPort};
 use maintenance::Maintenance;
+use registry::ConnInfo;
 use worker::{Worker, WorkerBase, WAKER_TOKEN};
 
 /// What a connection needs from the protocol: bytes in, replies out. The server runs
@@ -154,8 +155,8 @@ pub struct Server {
 impl Server {
     /// Binds the listening sockets and starts every thread. When this returns the sockets accept
     /// connections (the kernel queues them until the listener thread runs). `new_session` makes each
-    /// connection's protocol session from the worker's counters, the local address the connection
-    /// arrived on and its file descriptor (which names it in logs).
+    /// connection's protocol session from the worker's counters and the connection's registry entry
+    /// (its descriptor, which names it in logs, its peer, and the local address it arrived on).
     pub fn start<S, F>(
         ctx: Arc<ServerContext>,
         new_session: F,
@@ -163,7 +164,7 @@ impl Server {
     ) -> io::Result<Server>
     where
         S: ProtocolSession,
-        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S + Clone + Send + 'static,
+        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, &Arc<ConnInfo>) -> S + Clone + Send + 'static,
     {
         Server::start_prepared(ctx, new_session, options, |_| Ok(()))
     }
@@ -178,7 +179,7 @@ impl Server {
     ) -> io::Result<Server>
     where
         S: ProtocolSession,
-        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S + Clone + Send + 'static,
+        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, &Arc<ConnInfo>) -> S + Clone + Send + 'static,
     {
         let io = resolve_io(ctx.settings.io)?;
         if ctx.settings.verbose > 0 {

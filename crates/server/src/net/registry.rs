@@ -173,14 +173,6 @@ impl ConnRegistry {
         }
     }
 
-    /// The open connection on descriptor `fd` (descriptors are unique among open connections). A scan
-    /// of every worker's list: used once per connection that becomes a tenant's, never per request.
-    pub fn find(&self, fd: i32) -> Option<Arc<ConnInfo>> {
-        self.workers
-            .iter()
-            .find_map(|w| w.lock().iter().flatten().find(|c| c.fd == fd).cloned())
-    }
-
     /// Every open connection, in file descriptor order.
     pub fn snapshot(&self) -> Vec<Arc<ConnInfo>> {
         let mut all: Vec<Arc<ConnInfo>> = self

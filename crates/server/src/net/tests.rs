@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use mrcache_engine::Engine;
 
+use super::registry::ConnInfo;
 use super::{ProtocolSession, Server, ServerOptions};
 use crate::context::{ServerContext, ThreadStats};
 use crate::session::Progress;
@@ -93,7 +94,7 @@ fn start(io: IoMode, tweak: impl FnOnce(&mut Settings)) -> Server {
     };
     Server::start(
         ctx,
-        |ctx, _stats: Arc<ThreadStats>, _local, _fd| TestProtocol { ctx },
+        |ctx, _stats: Arc<ThreadStats>, _conn: &Arc<ConnInfo>| TestProtocol { ctx },
         options,
     )
     .unwrap()

@@ -112,12 +112,11 @@ impl<F> WorkerBase<F> {
     where
         S: ProtocolSession,
         T: Read + Write + AsRawFd,
-        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
+        F: Fn(Arc<ServerContext>, Arc<ThreadStats>, &Arc<ConnInfo>) -> S,
     {
-        let fd = stream.as_raw_fd();
-        let info = Arc::new(ConnInfo::new(fd, peer, local, now_secs));
+        let info = Arc::new(ConnInfo::new(stream.as_raw_fd(), peer, local, now_secs));
         self.ctx.connections.insert(self.id, slot, info.clone());
-        let session = (self.new_session)(self.ctx.clone(), self.stats.clone(), local, fd);
+        let session = (self.new_session)(self.ctx.clone(), self.stats.clone(), &info);
         Conn::new(stream, session, info, self.max_read_buffer_bytes)
     }
 
@@ -152,7 +151,7 @@ pub struct Worker<S, F> {
 impl<S, F> Worker<S, F>
 where
     S: ProtocolSession,
-    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
+    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, &Arc<ConnInfo>) -> S,
 {
     pub(crate) fn new(base: WorkerBase<F>) -> Self {
         Worker {

@@ -34,13 +34,13 @@ impl Session {
         let parsed = binary::parse(rest, &self.limits, unauthenticated);
         let log = match parsed {
             Parsed::Request { .. } | Parsed::Error { .. } => {
-                verbose::BinaryLog::start(&self.ctx, self.fd, rest, out)
+                verbose::RequestLog::binary(&self.ctx, self.conn.fd, rest, out)
             }
             Parsed::Incomplete { .. } | Parsed::Close => None,
         };
         let stop = self.binary_run(parsed, out, progress);
         if let Some(log) = log {
-            log.reply(out);
+            log.reply(&self.ctx, out);
         }
         stop
     }
@@ -128,26 +128,21 @@ impl Session {
                         }
                         flow
                     }
-                    Command::Noop => {
+                    _ => {
                         let flow = dispatch_binary(
                             &self.ctx,
                             &self.stats,
                             &self.tenancy,
-                            self.fd,
+                            self.conn.fd,
                             &packet,
                             out,
                         );
-                        self.flushed = out.len();
+                        // A noop makes memcached write what it has so far (see `Parsed::Close`).
+                        if packet.command == Command::Noop {
+                            self.flushed = out.len();
+                        }
                         flow
                     }
-                    _ => dispatch_binary(
-                        &self.ctx,
-                        &self.stats,
-                        &self.tenancy,
-                        self.fd,
-                        &packet,
-                        out,
-                    ),
                 };
                 match flow {
                     Flow::Continue => false,

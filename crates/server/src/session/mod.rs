@@ -42,7 +42,6 @@ mod verbose;
 pub use partial::PartialValueBudget;
 pub(crate) use verbose::log_noreply;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use mrcache_engine::TenantId;
@@ -51,6 +50,7 @@ use mrcache_protocol::{parse, response, Limits, Parsed};
 
 use crate::context::{ServerContext, ThreadStats};
 use crate::dispatch::{dispatch_from, refuse_store, Flow};
+use crate::net::registry::ConnInfo;
 use crate::settings::Protocol;
 use crate::tenants::Tenancy;
 use auth::Auth;
@@ -102,8 +102,10 @@ pub struct Session {
     /// Length of `out` that memcached would have written already (replies before this `process` call,
     /// and up to a binary noop): a binary connection closed for a bad magic loses what follows.
     flushed: usize,
-    /// The connection's descriptor, which names it in the `-vv` log (as memcached names it).
-    fd: i32,
+    /// The connection's registry entry: its descriptor (which names it in the `-vv` log and in `watch`
+    /// lines, as memcached names it), its peer (`watch connevents`), and the tenant `stats conns`
+    /// shows.
+    conn: Arc<ConnInfo>,
     /// Keys of the multi-key retrieval at the front of the input already answered (0: none).
     resume: usize,
     /// Bytes granted from `ctx.partial_values` to the storage request at the front of the input.
@@ -111,22 +113,16 @@ pub struct Session {
     /// Set once `watch` made the connection a log watcher (`crate::watch`): from then on its input is
     /// read and ignored, and the log bus writes to it.
     watcher: Option<u64>,
-    /// The client's address (`watch connevents`, and whether there is a real connection to log as
-    /// closed at `-vv`); `None` when the descriptor is no connected socket (unit tests).
-    peer: Option<SocketAddr>,
 }
 
 impl Session {
-    /// A session for connection `fd` accepted on `local` (its port may name a tenant).
-    pub fn new(
-        ctx: Arc<ServerContext>,
-        stats: Arc<ThreadStats>,
-        local: SocketAddr,
-        fd: i32,
-    ) -> Session {
+    /// A session for the connection the registry entry `conn` describes (the port it arrived on may
+    /// name a tenant).
+    pub fn new(ctx: Arc<ServerContext>, stats: Arc<ThreadStats>, conn: &Arc<ConnInfo>) -> Session {
         let table = ctx.tenants.current();
-        let port_tenant = table.port_tenant(local.port()).map(|(id, _)| id);
-        let (tenancy, auth) = match table.port_tenant(local.port()) {
+        let on_port = table.port_tenant(conn.local.port());
+        let port_tenant = on_port.map(|(id, _)| id);
+        let (tenancy, auth) = match on_port {
             Some((id, spec)) => (
                 Tenancy::Fixed(id),
                 match spec.password {
@@ -155,7 +151,7 @@ impl Session {
             Protocol::Auto if auth != Auth::Done && !ctx.settings.sasl => Mode::Text,
             Protocol::Auto => Mode::Negotiate,
         };
-        let mut session = Session {
+        let session = Session {
             ctx,
             stats,
             limits,
@@ -165,20 +161,18 @@ impl Session {
             mode,
             port_tenant,
             flushed: 0,
-            fd,
+            conn: conn.clone(),
             resume: 0,
             partial: 0,
             watcher: None,
-            peer: None,
         };
-        session.peer = peer_of(fd).or_else(|| session.ctx.connections.find(fd).map(|c| c.peer));
         if session.auth == Auth::Done {
             session.publish_tenant();
         }
         session.conn_event(b"conn_new", None);
         verbose::conn_opened(
             &session.ctx,
-            fd,
+            session.conn.fd,
             session.ctx.settings.protocol != Protocol::Ascii,
         );
         session
@@ -191,9 +185,7 @@ impl Session {
         if !log.wants(crate::watch::stream::CONNEVENTS) {
             return;
         }
-        let Some(peer) = self.peer else {
-            return;
-        };
+        let peer = self.conn.peer;
         log.emit(crate::watch::stream::CONNEVENTS, |line| {
             line.extend_from_slice(b"type=");
             line.extend_from_slice(kind);
@@ -206,7 +198,7 @@ impl Session {
             if let Some(reason) = reason {
                 let _ = write!(line, " reason={reason}");
             }
-            let _ = write!(line, " cfd={}", self.fd);
+            let _ = write!(line, " cfd={}", self.conn.fd);
         });
     }
 
@@ -217,7 +209,7 @@ impl Session {
             response::line(out, "ERROR cannot pipeline other commands before watch");
             return;
         }
-        match self.ctx.log.add_watcher(self.fd, mask) {
+        match self.ctx.log.add_watcher(self.conn.fd, mask) {
             Ok(id) => {
                 self.watcher = Some(id);
                 self.ctx.watchers_changed();
@@ -230,9 +222,7 @@ impl Session {
     /// only its own connections).
     fn publish_tenant(&self) {
         if let Tenancy::Fixed(id) = self.tenancy {
-            if let Some(info) = self.ctx.connections.find(self.fd) {
-                info.set_tenant(id);
-            }
+            self.conn.set_tenant(id);
         }
     }
 
@@ -298,7 +288,7 @@ impl Session {
                 self.mode = if rest[0] == REQUEST_MAGIC {
                     Mode::Binary
                 } else {
-                    verbose::negotiated(&self.ctx, self.fd);
+                    verbose::negotiated(&self.ctx, self.conn.fd);
                     Mode::Text
                 };
             }
@@ -339,28 +329,35 @@ impl Session {
             // oversized input not at all).
             let log = match parsed {
                 Parsed::Request { .. } | Parsed::Error(_) if self.resume == 0 => {
-                    verbose::CommandLog::start(&self.ctx, self.fd, rest, out)
+                    verbose::RequestLog::text(&self.ctx, self.conn.fd, rest, out)
                 }
                 _ => None,
             };
             match parsed {
                 Parsed::Request { request, consumed } => {
                     let flow = if refused {
-                        refuse_store(&self.ctx, &self.stats, &self.tenancy, self.fd, request, out)
+                        refuse_store(
+                            &self.ctx,
+                            &self.stats,
+                            &self.tenancy,
+                            self.conn.fd,
+                            request,
+                            out,
+                        )
                     } else {
                         let resume_at = std::mem::take(&mut self.resume);
                         dispatch_from(
                             &self.ctx,
                             &self.stats,
                             &self.tenancy,
-                            self.fd,
+                            self.conn.fd,
                             request,
                             resume_at,
                             out,
                         )
                     };
                     if let Some(log) = log {
-                        log.reply(out);
+                        log.reply(&self.ctx, out);
                     }
                     match flow {
                         Flow::Continue => progress.consumed += consumed,
@@ -399,7 +396,7 @@ impl Session {
                         response::line(out, e.line);
                     }
                     if let Some(log) = log {
-                        log.reply(out);
+                        log.reply(&self.ctx, out);
                     }
                 }
                 Parsed::Close => {
@@ -411,19 +408,6 @@ impl Session {
     }
 }
 
-/// The peer of socket `fd` (`getpeername`, one syscall; the connection registry would need a scan).
-fn peer_of(fd: i32) -> Option<SocketAddr> {
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the descriptor is the connection's, open for the whole call; it is only borrowed.
-    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    socket2::SockRef::from(&borrowed)
-        .peer_addr()
-        .ok()?
-        .as_socket()
-}
-
 impl Drop for Session {
     /// The connection is closing: a watcher stops, and `watch connevents` hears of it.
     fn drop(&mut self) {
@@ -433,9 +417,7 @@ impl Drop for Session {
         }
         self.conn_event(b"conn_close", Some("normal"));
         self.release_partial();
-        if self.peer.is_some() {
-            verbose::conn_closed(&self.ctx, self.fd);
-        }
+        verbose::conn_closed(&self.ctx, self.conn.fd);
     }
 }
 

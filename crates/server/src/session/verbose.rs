@@ -14,12 +14,12 @@
 //!
 //! Auth exchanges are never logged (their data line holds a password).
 //!
-//! Binary connections ([`BinaryLog`]) log as memcached's `proto_bin.c` does: `<FD Read binary protocol
+//! Binary connections ([`RequestLog::binary`]) log as memcached's `proto_bin.c` does: `<FD Read binary protocol
 //! data:` and the 24 header bytes in rows of four, `<FD GET key` / `<FD SET key Value len is N` for
 //! gets and stores, and for each reply packet `>FD Writing an error: MESSAGE` (errors) and `>FD Writing
 //! bin response:` with its header bytes. Keys are logged as memcached logs them; SASL payloads never are.
 //!
-//! Cost: below verbosity 2, one relaxed load per request ([`CommandLog::start`]). At verbosity 2 every
+//! Cost: below verbosity 2, one relaxed load per request ([`RequestLog::text`], [`RequestLog::binary`]). At verbosity 2 every
 //! request writes to stderr under its lock, which serialises the workers: it is a debugging aid, as in
 //! memcached.
 
@@ -35,16 +35,16 @@ pub(crate) const LOG_COMMANDS_VERBOSITY: u32 = 2;
 /// value, a meta flag list) is short, but nothing unbounded should reach stderr.
 const MAX_LOGGED_LINE_BYTES: usize = 4096;
 
-/// One request being logged: its request line is written; the reply's first line follows.
-pub(super) struct CommandLog<'a> {
-    ctx: &'a ServerContext,
+/// One request being logged, text or binary: the request is written; its reply follows
+/// ([`RequestLog::reply`]).
+pub(super) struct RequestLog {
     fd: i32,
     reply_start: usize,
-    /// How memcached logs this command's reply.
+    /// How memcached logs this request's reply.
     kind: ReplyKind,
 }
 
-/// How memcached logs a command's reply.
+/// How memcached logs a request's reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReplyKind {
     /// Its first line (`out_string`), or `sending key` lines for values.
@@ -53,6 +53,8 @@ enum ReplyKind {
     Stats,
     /// A meta command other than `mn`: not at all.
     Silent,
+    /// A binary request: every reply packet (`proto_bin.c`'s `Writing bin response`).
+    Binary,
 }
 
 impl ReplyKind {
@@ -101,104 +103,104 @@ pub(super) fn conn_closed(ctx: &ServerContext, fd: i32) {
     }
 }
 
-impl<'a> CommandLog<'a> {
-    /// Logs the command line at the start of `input` when the verbosity asks for it; `out` is the
-    /// connection's output so far, so that the reply can be found after the request runs.
+impl RequestLog {
+    /// Logs what `request` writes when the verbosity asks for it; `out` is the connection's output so
+    /// far, so that the reply can be found after the request runs.
     #[inline]
-    pub(super) fn start(
-        ctx: &'a ServerContext,
+    fn start(
+        ctx: &ServerContext,
         fd: i32,
-        input: &[u8],
         out: &[u8],
-    ) -> Option<CommandLog<'a>> {
+        request: impl FnOnce() -> (String, ReplyKind),
+    ) -> Option<RequestLog> {
         if ctx.verbosity.load(Relaxed) < LOG_COMMANDS_VERBOSITY {
             return None;
         }
-        emit(&request_line(fd, input));
-        Some(CommandLog {
-            ctx,
+        let (text, kind) = request();
+        emit(&text);
+        Some(RequestLog {
             fd,
             reply_start: out.len(),
-            kind: ReplyKind::of(input),
+            kind,
         })
     }
 
-    /// Logs the first line of what the request appended to `out`, if anything, and if the verbosity
-    /// still asks for it (`verbosity 0` itself is logged, its `OK` is not, as in memcached).
-    pub(super) fn reply(self, out: &[u8]) {
-        if self.ctx.verbosity.load(Relaxed) < LOG_COMMANDS_VERBOSITY {
+    /// Logs the command line at the start of `input` (see [`RequestLog::start`]).
+    #[inline]
+    pub(super) fn text(
+        ctx: &ServerContext,
+        fd: i32,
+        input: &[u8],
+        out: &[u8],
+    ) -> Option<RequestLog> {
+        RequestLog::start(ctx, fd, out, || {
+            (request_line(fd, input), ReplyKind::of(input))
+        })
+    }
+
+    /// Logs the binary request whose header starts `input` (and its command line for gets and
+    /// stores; see [`RequestLog::start`]).
+    #[inline]
+    pub(super) fn binary(
+        ctx: &ServerContext,
+        fd: i32,
+        input: &[u8],
+        out: &[u8],
+    ) -> Option<RequestLog> {
+        RequestLog::start(ctx, fd, out, || {
+            let mut text = format!("<{fd} Read binary protocol data:");
+            text.push_str(&header_rows(&format!("<{fd}   "), input));
+            if let Some(line) = binary_command_line(fd, input) {
+                text.push('\n');
+                text.push_str(&line);
+            }
+            (text, ReplyKind::Binary)
+        })
+    }
+
+    /// Logs what the request appended to `out`, if anything, and if the verbosity still asks for it
+    /// (`verbosity 0` itself is logged, its `OK` is not, as in memcached): a text reply's first line,
+    /// a binary request's every reply packet.
+    pub(super) fn reply(self, ctx: &ServerContext, out: &[u8]) {
+        if ctx.verbosity.load(Relaxed) < LOG_COMMANDS_VERBOSITY {
             return;
         }
-        for line in reply_lines(self.fd, self.kind, &out[self.reply_start.min(out.len())..]) {
+        let reply = &out[self.reply_start.min(out.len())..];
+        if self.kind == ReplyKind::Binary {
+            let text = binary_reply_text(self.fd, reply);
+            if !text.is_empty() {
+                emit(text.trim_end());
+            }
+            return;
+        }
+        for line in reply_lines(self.fd, self.kind, reply) {
             emit(&line);
         }
     }
 }
 
-/// One binary request being logged (see the module notes). It holds its own handle on the context, so
-/// the session stays free to change while the request runs (SASL changes who it is).
-pub(super) struct BinaryLog {
-    ctx: std::sync::Arc<ServerContext>,
-    fd: i32,
-    reply_start: usize,
-}
-
-impl BinaryLog {
-    /// Logs the request whose header starts `input` (and its command line for gets and stores) when
-    /// the verbosity asks for it.
-    #[inline]
-    pub(super) fn start(
-        ctx: &std::sync::Arc<ServerContext>,
-        fd: i32,
-        input: &[u8],
-        out: &[u8],
-    ) -> Option<BinaryLog> {
-        if ctx.verbosity.load(Relaxed) < LOG_COMMANDS_VERBOSITY {
-            return None;
+/// memcached's lines for binary reply packets: `>FD Writing an error: MESSAGE` for an error, then
+/// `>FD Writing bin response:` with the header bytes, for each packet.
+fn binary_reply_text(fd: i32, mut rest: &[u8]) -> String {
+    let mut text = String::new();
+    while rest.len() >= 24 {
+        let body = u32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]) as usize;
+        let status = u16::from_be_bytes([rest[6], rest[7]]);
+        let end = (24 + body).min(rest.len());
+        if status != 0 && rest[1] != mrcache_protocol::binary::opcode::GETK {
+            let message = &rest[24..end];
+            let message = &message[..message.len().min(MAX_LOGGED_LINE_BYTES)];
+            text.push_str(&format!(
+                ">{fd} Writing an error: {}\n",
+                String::from_utf8_lossy(message)
+            ));
         }
-        let mut text = format!("<{fd} Read binary protocol data:");
-        text.push_str(&header_rows(&format!("<{fd}   "), input));
-        if let Some(line) = binary_command_line(fd, input) {
-            text.push('\n');
-            text.push_str(&line);
-        }
-        emit(&text);
-        Some(BinaryLog {
-            ctx: ctx.clone(),
-            fd,
-            reply_start: out.len(),
-        })
+        text.push_str(&format!(">{fd} Writing bin response:"));
+        text.push_str(&header_rows(&format!(">{fd}  "), rest));
+        text.push('\n');
+        rest = &rest[end..];
     }
-
-    /// Logs every reply packet the request appended to `out`.
-    pub(super) fn reply(self, out: &[u8]) {
-        if self.ctx.verbosity.load(Relaxed) < LOG_COMMANDS_VERBOSITY {
-            return;
-        }
-        let mut rest = &out[self.reply_start.min(out.len())..];
-        let mut text = String::new();
-        while rest.len() >= 24 {
-            let body = u32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]) as usize;
-            let status = u16::from_be_bytes([rest[6], rest[7]]);
-            let end = (24 + body).min(rest.len());
-            if status != 0 && rest[1] != mrcache_protocol::binary::opcode::GETK {
-                let message = &rest[24..end];
-                let message = &message[..message.len().min(MAX_LOGGED_LINE_BYTES)];
-                text.push_str(&format!(
-                    ">{} Writing an error: {}\n",
-                    self.fd,
-                    String::from_utf8_lossy(message)
-                ));
-            }
-            text.push_str(&format!(">{} Writing bin response:", self.fd));
-            text.push_str(&header_rows(&format!(">{}  ", self.fd), rest));
-            text.push('\n');
-            rest = &rest[end..];
-        }
-        if !text.is_empty() {
-            emit(text.trim_end());
-        }
-    }
+    text
 }
 
 /// The 24 header bytes in rows of four, each row starting on a new line with `prefix`.
@@ -357,10 +359,10 @@ mod tests {
         let ctx = ServerContext::new(engine, crate::settings::Settings::default(), 1);
         for level in 0..LOG_COMMANDS_VERBOSITY {
             ctx.verbosity.store(level, Relaxed);
-            assert!(CommandLog::start(&ctx, 3, b"mn\r\n", b"").is_none());
+            assert!(RequestLog::text(&ctx, 3, b"mn\r\n", b"").is_none());
         }
         ctx.verbosity.store(LOG_COMMANDS_VERBOSITY, Relaxed);
-        let log = CommandLog::start(&ctx, 3, b"mn\r\n", b"xx").expect("logging");
+        let log = RequestLog::text(&ctx, 3, b"mn\r\n", b"xx").expect("logging");
         assert_eq!(log.reply_start, 2);
     }
 }

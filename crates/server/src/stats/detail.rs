@@ -4,8 +4,9 @@
 //! not counted, as in memcached. Counting is off until `stats detail on`; `stats detail off` stops it and
 //! keeps the counts; `stats detail dump` prints `PREFIX <p> get <n> hit <n> set <n> del <n>` per prefix,
 //! then `END`; `stats reset` clears them. What is counted is what memcached counts: every key of a
-//! get/gets/gat/gats (hit when found), every storage command (whatever its outcome), every delete
-//! (whatever its outcome).
+//! get/gets/gat/gats and of a binary get, gat or touch (hit when found), every text or binary storage
+//! command (whatever its outcome), every text or binary delete (whatever its outcome); not the meta
+//! commands.
 //!
 //! The dump lists prefixes in memcached's order: memcached keeps them in a 256-bucket hash table
 //! (`PREFIX_HASH_SIZE`) by its default hash, MurmurHash3 (x86, 32-bit, seed 0), each new prefix at the
@@ -135,22 +136,23 @@ impl DetailStats {
             return;
         };
         let prefix = &key[..end];
+        let bucket = murmur3_32(prefix) as usize % BUCKETS;
         let mut table = self.prefixes.lock();
         let full = table.len >= MAX_PREFIXES;
-        let bucket = &mut table.buckets[murmur3_32(prefix) as usize % BUCKETS];
-        let at = match bucket.iter().position(|(p, _)| p.as_slice() == prefix) {
+        let entries = &mut table.buckets[bucket];
+        let at = match entries.iter().position(|(p, _)| p.as_slice() == prefix) {
             Some(at) => at,
             None if full => {
                 self.dropped.fetch_add(1, Relaxed);
                 return;
             }
             None => {
-                bucket.insert(0, (prefix.to_vec(), Counts::default()));
+                entries.insert(0, (prefix.to_vec(), Counts::default()));
                 table.len += 1;
                 0
             }
         };
-        let counts = &mut table.buckets[murmur3_32(prefix) as usize % BUCKETS][at].1;
+        let counts = &mut table.buckets[bucket][at].1;
         match op {
             Op::Get { hit } => {
                 counts.get += 1;

@@ -20,7 +20,6 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +32,7 @@ use super::socket::{UringSocket, RECV_PAUSE_BYTES};
 use super::{build_ring, BUFFER_GROUP, RECV_BUFFERS, RECV_BUFFER_BYTES, RING_ENTRIES};
 use crate::context::{ServerContext, ThreadStats};
 use crate::net::conn::{Conn, Next};
+use crate::net::registry::ConnInfo;
 use crate::net::worker::{NewConn, WorkerBase};
 use crate::net::ProtocolSession;
 
@@ -86,7 +86,7 @@ pub(crate) struct UringWorker<S, F> {
 impl<S, F> UringWorker<S, F>
 where
     S: ProtocolSession,
-    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, SocketAddr, i32) -> S,
+    F: Fn(Arc<ServerContext>, Arc<ThreadStats>, &Arc<ConnInfo>) -> S,
 {
     /// Makes the worker's ring and receive buffers; called on the worker's own thread (a single-issuer
     /// ring belongs to the thread that made it). The error names the worker.

@@ -149,3 +149,57 @@ fn binary_only_closes_text_clients_and_noop_flushes() {
     let (out, _) = run_bin(&mut s, &input);
     assert_eq!(out, binary_reply(NOOP, 0, b"", 2, 0));
 }
+
+#[test]
+fn binary_requests_feed_stats_detail_as_memcached_s_do() {
+    // What memcached 1.6.18 counts for these binary requests: every get, gat and touch as a get (hit
+    // when found), every store, every delete.
+    let engine = Engine::new(EngineConfig::default()).expect("default engine");
+    let ctx = Arc::new(ServerContext::new(engine, Settings::default(), 1));
+    let mut text = session_on(&ctx, 11211);
+    assert_eq!(run(&mut text, b"stats detail on\r\n"), "OK\r\n");
+    let mut bin = session_on(&ctx, 11211);
+    let mut input = set(b"p:a", b"hello");
+    input.extend(get(b"p:a"));
+    input.extend(get(b"p:miss"));
+    input.extend(binary_packet(0x04, b"p:a", &[], &[], 0, 0));
+    input.extend(binary_packet(
+        0x1c,
+        b"p:b",
+        &100u32.to_be_bytes(),
+        &[],
+        0,
+        0,
+    ));
+    input.extend(binary_packet(
+        0x1d,
+        b"p:b",
+        &100u32.to_be_bytes(),
+        &[],
+        0,
+        0,
+    ));
+    input.extend(binary_packet(0x02, b"q:a", &[0; 8], b"hello", 0, 0));
+    input.extend(binary_packet(0x0e, b"q:a", &[], b"xx", 0, 0));
+    input.extend(binary_packet(
+        0x1c,
+        b"q:a",
+        &100u32.to_be_bytes(),
+        &[],
+        0,
+        0,
+    ));
+    input.extend(binary_packet(
+        0x1d,
+        b"q:a",
+        &100u32.to_be_bytes(),
+        &[],
+        0,
+        0,
+    ));
+    run_bin(&mut bin, &input);
+    assert_eq!(
+        run(&mut text, b"stats detail dump\r\n"),
+        "PREFIX p get 4 hit 1 set 1 del 1\r\nPREFIX q get 2 hit 2 set 2 del 0\r\nEND\r\n"
+    );
+}

@@ -92,10 +92,5 @@ fn a_large_value_arriving_needs_a_grant_or_is_refused_as_out_of_memory() {
 /// Another session on the same server as `s`.
 fn session_sharing(s: &Session) -> Session {
     let stats = s.ctx.thread_stats[0].clone();
-    Session::new(
-        s.ctx.clone(),
-        stats,
-        "127.0.0.1:11211".parse().unwrap(),
-        TEST_FD,
-    )
+    Session::new(s.ctx.clone(), stats, &test_conn(11211))
 }

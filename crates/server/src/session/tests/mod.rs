@@ -13,11 +13,22 @@ mod text;
 /// The descriptor number test sessions log under.
 const TEST_FD: i32 = 7;
 
+/// The registry entry of a test connection to `port` on 127.0.0.1 (its descriptor is no socket).
+fn test_conn(port: u16) -> Arc<ConnInfo> {
+    let local = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    Arc::new(ConnInfo::new(
+        TEST_FD,
+        "127.0.0.1:40000".parse().unwrap(),
+        local,
+        0,
+    ))
+}
+
 fn session_with(settings: Settings) -> Session {
     let engine = Engine::new(EngineConfig::default()).expect("default engine");
     let ctx = Arc::new(ServerContext::new(engine, settings, 1));
     let stats = ctx.thread_stats[0].clone();
-    Session::new(ctx, stats, "127.0.0.1:11211".parse().unwrap(), TEST_FD)
+    Session::new(ctx, stats, &test_conn(11211))
 }
 
 fn session() -> Session {
@@ -41,12 +52,7 @@ fn tenant_server() -> Arc<ServerContext> {
 
 fn session_on(ctx: &Arc<ServerContext>, port: u16) -> Session {
     let stats = ctx.thread_stats[0].clone();
-    Session::new(
-        ctx.clone(),
-        stats,
-        SocketAddr::from(([127, 0, 0, 1], port)),
-        TEST_FD,
-    )
+    Session::new(ctx.clone(), stats, &test_conn(port))
 }
 
 /// Runs `input` to completion and returns the replies.
