@@ -60,10 +60,33 @@ pub struct ClassView {
     pub curve_sampling_rate: f64,
 }
 
+/// Sampled accesses a class's window needs before a curve policy (LAMA, Dynacache) uses its curve at
+/// all. A sanity floor only: a stricter one froze ETC's many small classes under LAMA (their pages cost
+/// few misses, and the confidence penalty already weighs their noise), losing 2-12 points of miss ratio
+/// at 64-128 MiB.
+const MIN_CURVE_SAMPLES: f64 = 20.0;
+/// Standard errors by which a curve policy's planned gain must clear sampling noise.
+const CONFIDENCE_Z: f64 = 2.0;
+
 impl ClassView {
     /// Pages the class holds now.
     pub fn pages(&self) -> usize {
         self.snapshot.total_pages
+    }
+
+    /// Its window's curve, if the window sampled enough accesses (`MIN_CURVE_SAMPLES`) to trust it.
+    pub fn trusted_curve(&self) -> Option<&[f64]> {
+        let curve = self
+            .miss_ratio_by_pages
+            .as_deref()
+            .filter(|c| !c.is_empty())?;
+        (self.requests as f64 * self.curve_sampling_rate >= MIN_CURVE_SAMPLES).then_some(curve)
+    }
+
+    /// The trusted curve's miss ratio at `pages` (its last point beyond its end).
+    pub fn trusted_miss_ratio(&self, pages: usize) -> Option<f64> {
+        self.trusted_curve()
+            .map(|curve| curve[pages.min(curve.len() - 1)])
     }
 }
 
