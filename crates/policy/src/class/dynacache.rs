@@ -34,11 +34,7 @@ pub use solver::{maximise, ConcaveClass, ConcaveFit, SolveError};
 use std::fmt;
 use std::str::FromStr;
 
-use super::heuristics::risk;
-use super::{
-    ClassMove, ClassPolicy, ClassView, MoveRule, Progress, Round, RoundInput, CONFIDENCE_Z,
-};
-use crate::optimizer::plan_moves_ranked;
+use super::{moves_toward, ClassPolicy, ClassView, Progress, Round, RoundInput, CONFIDENCE_Z};
 use crate::spec::{shown, write_spec, Params, SpecError};
 
 /// Accesses between rounds: LAMA §5.4's best repartitioning interval, which this engine's tests also use
@@ -337,29 +333,10 @@ impl Dynacache {
                 predicted_miss_ratio: predicted_ratio(&current),
             };
         }
-        let risks: Vec<f64> = held.iter().map(|c| risk(c)).collect();
-        let steps = plan_moves_ranked(&current, &target, self.max_moves, &risks);
-        let mut after = current.clone();
-        let mut moves = Vec::with_capacity(steps.len());
-        for m in steps {
-            let idle = held[m.src].requests == 0;
-            // Without a trusted gain only idle classes' pages move (their loss costs nothing).
-            if !worth && !idle {
-                continue;
-            }
-            after[m.src] -= m.pages;
-            after[m.dst] += m.pages;
-            moves.push(ClassMove {
-                src: held[m.src].snapshot.class,
-                dst: Some(held[m.dst].snapshot.class),
-                pages: m.pages,
-                rule: if idle {
-                    MoveRule::Idle
-                } else {
-                    MoveRule::Curve
-                },
-            });
-        }
+        // Without a trusted gain only idle classes' pages move (their loss costs nothing).
+        let (moves, after) = moves_toward(&held, &current, &target, self.max_moves, |src| {
+            worth || src.requests == 0
+        });
         Round {
             moves,
             predicted_miss_ratio: predicted_ratio(&after),

@@ -37,9 +37,10 @@ use std::fmt;
 
 use super::heuristics::risk;
 use super::{
-    ClassMove, ClassPolicy, ClassView, MoveRule, Progress, Round, RoundInput, CONFIDENCE_Z,
+    moves_toward, ClassMove, ClassPolicy, ClassView, MoveRule, Progress, Round, RoundInput,
+    CONFIDENCE_Z,
 };
-use crate::optimizer::{optimal_allocation, plan_moves_ranked, Partition, Problem};
+use crate::optimizer::{optimal_allocation, Partition, Problem};
 use crate::spec::{shown, write_spec, Auto, Params, SpecError};
 
 /// What LAMA minimises.
@@ -489,20 +490,7 @@ impl Lama {
                 predicted_miss_ratio: predicted(&current),
             };
         };
-        let risks: Vec<f64> = held.iter().map(|c| risk(c)).collect();
-        let moves = plan_moves_ranked(&current, &best.pages, self.max_moves * r, &risks)
-            .into_iter()
-            .map(|m| ClassMove {
-                src: held[m.src].snapshot.class,
-                dst: Some(held[m.dst].snapshot.class),
-                pages: m.pages,
-                rule: if held[m.src].requests == 0 {
-                    MoveRule::Idle
-                } else {
-                    MoveRule::Curve
-                },
-            })
-            .collect();
+        let (moves, _) = moves_toward(&held, &current, &best.pages, self.max_moves * r, |_| true);
         Round {
             moves,
             predicted_miss_ratio: predicted(&best.pages),

@@ -38,7 +38,9 @@ use std::str::FromStr;
 
 use mrcache_engine::{ClassId, ClassSnapshot};
 
+use crate::optimizer::plan_moves_ranked;
 use crate::spec::{Params, SpecError, SpecKind};
+use heuristics::risk;
 
 /// One class as a policy sees it at a round.
 #[derive(Clone, Debug)]
@@ -88,6 +90,41 @@ impl ClassView {
         self.trusted_curve()
             .map(|curve| curve[pages.min(curve.len() - 1)])
     }
+}
+
+/// A curve policy's page moves from `current` toward `target` (both indexed like `held`): at most
+/// `max_pages`, taken first from the classes of lowest PSA risk (as LAMA §3.4 chooses its victims),
+/// each named [`MoveRule::Idle`] when its source was unused in the window, else [`MoveRule::Curve`].
+/// Only the moves whose source `keep` accepts are made. Returns them and the allocation they leave.
+fn moves_toward(
+    held: &[&ClassView],
+    current: &[usize],
+    target: &[usize],
+    max_pages: usize,
+    keep: impl Fn(&ClassView) -> bool,
+) -> (Vec<ClassMove>, Vec<usize>) {
+    let risks: Vec<f64> = held.iter().map(|c| risk(c)).collect();
+    let mut after = current.to_vec();
+    let mut moves = Vec::new();
+    for m in plan_moves_ranked(current, target, max_pages, &risks) {
+        let src = held[m.src];
+        if !keep(src) {
+            continue;
+        }
+        after[m.src] -= m.pages;
+        after[m.dst] += m.pages;
+        moves.push(ClassMove {
+            src: src.snapshot.class,
+            dst: Some(held[m.dst].snapshot.class),
+            pages: m.pages,
+            rule: if src.requests == 0 {
+                MoveRule::Idle
+            } else {
+                MoveRule::Curve
+            },
+        });
+    }
+    (moves, after)
 }
 
 /// Everything a round decides from.

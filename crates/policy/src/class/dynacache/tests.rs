@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::class::tests::view;
-use crate::class::{by_name, ClassPolicySpec};
+use crate::class::{by_name, ClassPolicySpec, MoveRule};
 use mrcache_engine::ClassId;
 
 fn input(classes: &[ClassView]) -> RoundInput<'_> {
