@@ -32,9 +32,6 @@ etc)
   [ -n "${FULL:-}" ] && extra=(--policy lama-mr:max_interval=1250000 --policy upper-bound)
   "$mrcache" sim --workload "$etc" --sweep 32MiB..256MiB:32MiB --policy memcached --policy dynacache \
     "${extra[@]}" --window-requests 500000 --threads "$jobs" --json > "$out/etc.jsonl"
-  # memcached's miss entropy at each size (the table reads it from here when the sweep above lacks it).
-  "$mrcache" sim --workload "$etc" --sweep 32MiB..256MiB:32MiB --policy memcached \
-    --window-requests 500000 --threads "$jobs" --json > "$out/etc-memcached-entropy.jsonl"
   "$mrcache" sim --workload "$etc" --sweep 384MiB..1024MiB:128MiB --policy memcached \
     --window-requests 500000 --threads "$jobs" --json > "$out/etc-memcached-large.jsonl"
   ;;

@@ -55,14 +55,6 @@ def etc():
     by = {}
     for p in points:
         by.setdefault(p["memory_bytes"] >> 20, {})[p["policy"].split(":")[0]] = p
-    # memcached's miss entropy per size, where the sweep above was made by a binary without it.
-    entropies = f"{out}/etc-memcached-entropy.jsonl"
-    if os.path.exists(entropies) and os.path.getsize(entropies) > 0:
-        for p in (p for line in open(entropies) for p in json.loads(line)):
-            m = by.get(p["memory_bytes"] >> 20, {}).get("memcached")
-            if m is not None and "miss_entropy" not in m:
-                assert abs(m["steady_state_miss_ratio"] - p["steady_state_miss_ratio"]) < 1e-12
-                m["miss_entropy"] = p["miss_entropy"]
     sec7 = published("7. Slab policies on ETC", [0])
     for m, r in by.items():
         row = sec7.get((str(m),))
@@ -171,12 +163,10 @@ def tenants():
                 return r if i is None else r["tenants"][i]
             m, l, d = get("memcached"), get("lama-mr"), get("dynacache")
             share = "100%" if i is None else f"{m['gets'] / gets:.1%}"
-            ent = m.get("miss_entropy")
-            ent = "-" if ent is None else f"{ent:.2f}"
             moves = rs["dynacache"]["page_moves"] if i is None else ""
             print(f"| {name} | {share} | {1 - m['miss_ratio']:.4f} | {1 - l['miss_ratio']:.4f} | {1 - d['miss_ratio']:.4f} "
                   f"| {pct(1 - d['miss_ratio'] / m['miss_ratio'])} | {pct(1 - d['miss_ratio'] / l['miss_ratio'])} "
-                  f"| {ent} | {moves} |")
+                  f"| {entropy(m)} | {moves} |")
         print()
 
 

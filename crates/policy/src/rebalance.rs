@@ -209,10 +209,7 @@ impl Rebalancer {
                 }
             } else {
                 // Declined (Dynacache's entropy rule): the window still ends here.
-                self.histograms.resize(stats.classes.len(), None);
-                for h in engine.reuse_histograms_in(Some(self.pool), None) {
-                    self.histograms[h.class.index()] = Some(h.histogram);
-                }
+                self.keep_histograms(engine, stats.classes.len());
             }
         }
         let round = self.policy.round(&RoundInput {
@@ -257,10 +254,17 @@ impl Rebalancer {
     fn start_window(&mut self, engine: &Engine, stats: &EngineStats, clock: Clock) {
         self.baseline = Some(Baseline::of(stats, clock.now));
         if self.policy.needs_curves() {
-            self.histograms = vec![None; stats.classes.len()];
-            for h in engine.reuse_histograms_in(Some(self.pool), None) {
-                self.histograms[h.class.index()] = Some(h.histogram);
-            }
+            // `histograms` is empty here (no window yet, or a new policy): every class starts afresh.
+            self.keep_histograms(engine, stats.classes.len());
+        }
+    }
+
+    /// Keeps the pool's cumulative reuse-time histograms (`classes` of them) as the start of the next
+    /// window, without computing curves.
+    fn keep_histograms(&mut self, engine: &Engine, classes: usize) {
+        self.histograms.resize(classes, None);
+        for h in engine.reuse_histograms_in(Some(self.pool), None) {
+            self.histograms[h.class.index()] = Some(h.histogram);
         }
     }
 

@@ -34,9 +34,7 @@ pub use solver::{maximise, ConcaveClass, ConcaveFit, SolveError};
 use std::fmt;
 use std::str::FromStr;
 
-use super::heuristics::risk;
-use super::{ClassMove, ClassPolicy, ClassView, MoveRule, Progress, Round, RoundInput};
-use crate::optimizer::plan_moves_ranked;
+use super::{moves_toward, ClassPolicy, ClassView, Progress, Round, RoundInput, CONFIDENCE_Z};
 use crate::spec::{shown, write_spec, Params, SpecError};
 
 /// Accesses between rounds: LAMA §5.4's best repartitioning interval, which this engine's tests also use
@@ -54,10 +52,6 @@ const DEFAULT_THRESHOLD: f64 = 0.01;
 /// application 9, 1.55 bits, only for lack of memory) and those at 0.19 or less gained nothing (three
 /// of five) or 8-12% (two); 0.3 splits them.
 const DEFAULT_MIN_ENTROPY: f64 = 0.3;
-/// Sampled accesses a class's window needs before its curve is used.
-const MIN_CURVE_SAMPLES: f64 = 20.0;
-/// Standard errors by which a planned gain must clear sampling noise.
-const CONFIDENCE_Z: f64 = 2.0;
 
 /// What eq. 1 maximises.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -241,12 +235,6 @@ impl Dynacache {
         }
     }
 
-    /// A class's curve, if its window sampled enough accesses to trust it.
-    fn trusted_curve(c: &ClassView) -> Option<&[f64]> {
-        let curve = c.miss_ratio_by_pages.as_deref().filter(|c| !c.is_empty())?;
-        (c.requests as f64 * c.curve_sampling_rate >= MIN_CURVE_SAMPLES).then_some(curve)
-    }
-
     /// The moves of one round on a full cache whose misses are spread enough.
     fn plan(&self, input: &RoundInput<'_>) -> Round {
         let held: Vec<&ClassView> = input.classes.iter().filter(|c| c.pages() > 0).collect();
@@ -254,14 +242,11 @@ impl Dynacache {
         if held.len() < 2 || held.iter().all(|c| c.requests == 0) {
             return Round::none();
         }
-        let miss_ratio = |c: &ClassView, k: usize| -> Option<f64> {
-            Self::trusted_curve(c).map(|curve| curve[k.min(curve.len() - 1)])
-        };
         let classes: Vec<ConcaveClass> = held
             .iter()
             .map(|c| {
                 let current = c.pages();
-                match (c.requests, Self::trusted_curve(c)) {
+                match (c.requests, c.trusted_curve()) {
                     // Unused in the window: no hits at any size, so its pages are free to go.
                     (0, _) => ConcaveClass {
                         fit: ConcaveFit::upper_hull(&[0.0]),
@@ -301,14 +286,15 @@ impl Dynacache {
             held.iter()
                 .zip(pages)
                 .filter_map(|(c, &k)| {
-                    miss_ratio(c, k).map(|m| self.weight(c) * m * c.requests as f64)
+                    c.trusted_miss_ratio(k)
+                        .map(|m| self.weight(c) * m * c.requests as f64)
                 })
                 .sum()
         };
         let predicted_ratio = |pages: &[usize]| -> Option<f64> {
             let (mut misses, mut requests) = (0.0, 0.0);
             for (c, &k) in held.iter().zip(pages) {
-                if let Some(m) = miss_ratio(c, k) {
+                if let Some(m) = c.trusted_miss_ratio(k) {
                     misses += m * c.requests as f64;
                     requests += c.requests as f64;
                 }
@@ -321,7 +307,8 @@ impl Dynacache {
             .iter()
             .zip(current.iter().zip(&target))
             .filter_map(|(c, (&a, &b))| {
-                let delta = (miss_ratio(c, a)? - miss_ratio(c, b)?).abs() * c.requests as f64;
+                let delta =
+                    (c.trusted_miss_ratio(a)? - c.trusted_miss_ratio(b)?).abs() * c.requests as f64;
                 Some(self.weight(c).powi(2) * delta / c.curve_sampling_rate)
             })
             .sum();
@@ -330,7 +317,7 @@ impl Dynacache {
             Guard::Model => held
                 .iter()
                 .filter_map(|c| {
-                    let predicted = miss_ratio(c, c.pages())? * c.requests as f64;
+                    let predicted = c.trusted_miss_ratio(c.pages())? * c.requests as f64;
                     Some(self.weight(c) * (predicted - c.misses as f64).abs())
                 })
                 .sum(),
@@ -346,29 +333,10 @@ impl Dynacache {
                 predicted_miss_ratio: predicted_ratio(&current),
             };
         }
-        let risks: Vec<f64> = held.iter().map(|c| risk(c)).collect();
-        let steps = plan_moves_ranked(&current, &target, self.max_moves, &risks);
-        let mut after = current.clone();
-        let mut moves = Vec::with_capacity(steps.len());
-        for m in steps {
-            let idle = held[m.src].requests == 0;
-            // Without a trusted gain only idle classes' pages move (their loss costs nothing).
-            if !worth && !idle {
-                continue;
-            }
-            after[m.src] -= m.pages;
-            after[m.dst] += m.pages;
-            moves.push(ClassMove {
-                src: held[m.src].snapshot.class,
-                dst: Some(held[m.dst].snapshot.class),
-                pages: m.pages,
-                rule: if idle {
-                    MoveRule::Idle
-                } else {
-                    MoveRule::Curve
-                },
-            });
-        }
+        // Without a trusted gain only idle classes' pages move (their loss costs nothing).
+        let (moves, after) = moves_toward(&held, &current, &target, self.max_moves, |src| {
+            worth || src.requests == 0
+        });
         Round {
             moves,
             predicted_miss_ratio: predicted_ratio(&after),

@@ -23,21 +23,24 @@
 //!   forward to the floor (a phase change gets fast ones).
 //!
 //! Noise: a curve comes from `requests * sampling rate` sampled accesses. A class with fewer than
-//! `MIN_CURVE_SAMPLES` in its window has no trusted curve and keeps its pages (as an unprofiled class
-//! does) unless it is idle. For the others, each page count's cost carries a confidence penalty: the misses it saves or
-//! adds against the current allocation are counted `CONFIDENCE_Z` standard errors (`sqrt(Δ / rate)`)
-//! less favourably, so sampling noise in steady state moves nothing. Where the class missing most
-//! A plan must also save more misses than the curves err by in the window (their misses at the
-//! allocation that served it against the misses observed, summed over the classes), so a model that cannot reproduce the
-//! present is not trusted to predict the future. Where the class missing most
-//! has no trusted curve, a PSA risk move (one page from the class with the fewest requests per page)
-//! serves it instead. Each move names its rule ([`MoveRule`]).
+//! `MIN_CURVE_SAMPLES` in its window has no trusted curve ([`ClassView::trusted_curve`]) and keeps its
+//! pages (as an unprofiled class does) unless it is idle. For the others, each page count's cost
+//! carries a confidence penalty: the misses it saves or adds against the current allocation are
+//! counted `CONFIDENCE_Z` standard errors (`sqrt(Δ / rate)`) less favourably, so sampling noise in
+//! steady state moves nothing. A plan must also save more misses than the curves err by in the window
+//! (their misses at the allocation that served it against the misses observed, summed over the
+//! classes), so a model that cannot reproduce the present is not trusted to predict the future. Where
+//! the class missing most has no trusted curve, a PSA risk move (one page from the class with the
+//! fewest requests per page) serves it instead. Each move names its rule ([`MoveRule`]).
 
 use std::fmt;
 
 use super::heuristics::risk;
-use super::{ClassMove, ClassPolicy, ClassView, MoveRule, Progress, Round, RoundInput};
-use crate::optimizer::{optimal_allocation, plan_moves_ranked, Partition, Problem};
+use super::{
+    moves_toward, ClassMove, ClassPolicy, ClassView, MoveRule, Progress, Round, RoundInput,
+    CONFIDENCE_Z,
+};
+use crate::optimizer::{optimal_allocation, Partition, Problem};
 use crate::spec::{shown, write_spec, Auto, Params, SpecError};
 
 /// What LAMA minimises.
@@ -120,12 +123,6 @@ const TURNOVERS_PER_WINDOW: u64 = 4;
 /// A window whose per-class request shares differ from the previous window's by more than this (total
 /// variation distance) is a shift: the next round comes at the floor.
 const SHIFT_DISTANCE: f64 = 0.1;
-/// Sampled accesses a class's window needs before its curve is used at all. A sanity floor only: a
-/// stricter one froze ETC's many small classes (their pages cost few misses, and the confidence
-/// penalty already weighs their noise), losing 2-12 points of miss ratio at 64-128 MiB.
-const MIN_CURVE_SAMPLES: f64 = 20.0;
-/// Standard errors by which a planned gain must clear sampling noise.
-const CONFIDENCE_Z: f64 = 2.0;
 /// A risk move serves a class without a trusted curve only when it has at least this share of the
 /// window's misses (a class that misses rarely is not worth a page).
 const RISK_MIN_MISS_SHARE: f64 = 0.05;
@@ -229,12 +226,6 @@ impl Lama {
         };
     }
 
-    /// A class's curve, if its window sampled enough accesses to trust it.
-    fn trusted_curve(c: &ClassView) -> Option<&[f64]> {
-        let curve = c.miss_ratio_by_pages.as_deref().filter(|c| !c.is_empty())?;
-        (c.requests as f64 * c.curve_sampling_rate >= MIN_CURVE_SAMPLES).then_some(curve)
-    }
-
     /// PSA's move where the curves cannot decide: when the class missing most (with a real share of
     /// the misses) has no trusted curve, a page from the class of lowest risk that can spare one
     /// (untrusted, or whose curve says the page costs it fewer misses than the needy class had).
@@ -244,7 +235,7 @@ impl Lama {
             .iter()
             .filter(|c| c.misses > 0)
             .max_by_key(|c| c.misses)?;
-        if Self::trusted_curve(needy).is_some()
+        if needy.trusted_curve().is_some()
             || (needy.misses as f64) < RISK_MIN_MISS_SHARE * total_misses as f64
         {
             return None;
@@ -253,7 +244,7 @@ impl Lama {
             if c.pages() < 2 || c.snapshot.class == needy.snapshot.class {
                 return false;
             }
-            match Self::trusted_curve(c) {
+            match c.trusted_curve() {
                 None => true,
                 Some(curve) => {
                     let at = |k: usize| curve[k.min(curve.len() - 1)] * c.requests as f64;
@@ -407,7 +398,7 @@ impl Lama {
             let current = c.pages();
             // Algorithm 1 looks no further than N moves of r pages from where the class is.
             let upper = total_pages.min(current + self.max_moves * r);
-            let partition = match (Self::trusted_curve(c), c.requests) {
+            let partition = match (c.trusted_curve(), c.requests) {
                 // Unused in the window: its pages are free to go, the last one included (should
                 // the class come back, memcached's first-page rule gives it a page again).
                 (_, 0) => Partition {
@@ -474,9 +465,7 @@ impl Lama {
         let cost_at = |pages: &[usize]| -> f64 {
             held.iter()
                 .zip(pages)
-                .filter_map(|(c, &j)| {
-                    Self::trusted_curve(c).map(|k| self.cost(c, k[j.min(k.len() - 1)]))
-                })
+                .filter_map(|(c, &j)| c.trusted_miss_ratio(j).map(|m| self.cost(c, m)))
                 .sum()
         };
         // Every trusted curve's error, not only those of the classes a plan changes: the plan's gain
@@ -485,9 +474,8 @@ impl Lama {
         let model_error: f64 = held
             .iter()
             .filter_map(|c| {
-                let k = Self::trusted_curve(c)?;
+                let predicted = c.trusted_miss_ratio(c.pages())?;
                 let observed = c.misses as f64 / c.requests.max(1) as f64;
-                let predicted = k[c.pages().min(k.len() - 1)];
                 Some((self.cost(c, predicted) - self.cost(c, observed)).abs())
             })
             .sum();
@@ -502,20 +490,7 @@ impl Lama {
                 predicted_miss_ratio: predicted(&current),
             };
         };
-        let risks: Vec<f64> = held.iter().map(|c| risk(c)).collect();
-        let moves = plan_moves_ranked(&current, &best.pages, self.max_moves * r, &risks)
-            .into_iter()
-            .map(|m| ClassMove {
-                src: held[m.src].snapshot.class,
-                dst: Some(held[m.dst].snapshot.class),
-                pages: m.pages,
-                rule: if held[m.src].requests == 0 {
-                    MoveRule::Idle
-                } else {
-                    MoveRule::Curve
-                },
-            })
-            .collect();
+        let (moves, _) = moves_toward(&held, &current, &best.pages, self.max_moves * r, |_| true);
         Round {
             moves,
             predicted_miss_ratio: predicted(&best.pages),

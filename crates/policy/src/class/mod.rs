@@ -38,7 +38,9 @@ use std::str::FromStr;
 
 use mrcache_engine::{ClassId, ClassSnapshot};
 
+use crate::optimizer::plan_moves_ranked;
 use crate::spec::{Params, SpecError, SpecKind};
+use heuristics::risk;
 
 /// One class as a policy sees it at a round.
 #[derive(Clone, Debug)]
@@ -60,11 +62,69 @@ pub struct ClassView {
     pub curve_sampling_rate: f64,
 }
 
+/// Sampled accesses a class's window needs before a curve policy (LAMA, Dynacache) uses its curve at
+/// all. A sanity floor only: a stricter one froze ETC's many small classes under LAMA (their pages cost
+/// few misses, and the confidence penalty already weighs their noise), losing 2-12 points of miss ratio
+/// at 64-128 MiB.
+const MIN_CURVE_SAMPLES: f64 = 20.0;
+/// Standard errors by which a curve policy's planned gain must clear sampling noise.
+const CONFIDENCE_Z: f64 = 2.0;
+
 impl ClassView {
     /// Pages the class holds now.
     pub fn pages(&self) -> usize {
         self.snapshot.total_pages
     }
+
+    /// Its window's curve, if the window sampled enough accesses (`MIN_CURVE_SAMPLES`) to trust it.
+    pub fn trusted_curve(&self) -> Option<&[f64]> {
+        let curve = self
+            .miss_ratio_by_pages
+            .as_deref()
+            .filter(|c| !c.is_empty())?;
+        (self.requests as f64 * self.curve_sampling_rate >= MIN_CURVE_SAMPLES).then_some(curve)
+    }
+
+    /// The trusted curve's miss ratio at `pages` (its last point beyond its end).
+    pub fn trusted_miss_ratio(&self, pages: usize) -> Option<f64> {
+        self.trusted_curve()
+            .map(|curve| curve[pages.min(curve.len() - 1)])
+    }
+}
+
+/// A curve policy's page moves from `current` toward `target` (both indexed like `held`): at most
+/// `max_pages`, taken first from the classes of lowest PSA risk (as LAMA §3.4 chooses its victims),
+/// each named [`MoveRule::Idle`] when its source was unused in the window, else [`MoveRule::Curve`].
+/// Only the moves whose source `keep` accepts are made. Returns them and the allocation they leave.
+fn moves_toward(
+    held: &[&ClassView],
+    current: &[usize],
+    target: &[usize],
+    max_pages: usize,
+    keep: impl Fn(&ClassView) -> bool,
+) -> (Vec<ClassMove>, Vec<usize>) {
+    let risks: Vec<f64> = held.iter().map(|c| risk(c)).collect();
+    let mut after = current.to_vec();
+    let mut moves = Vec::new();
+    for m in plan_moves_ranked(current, target, max_pages, &risks) {
+        let src = held[m.src];
+        if !keep(src) {
+            continue;
+        }
+        after[m.src] -= m.pages;
+        after[m.dst] += m.pages;
+        moves.push(ClassMove {
+            src: src.snapshot.class,
+            dst: Some(held[m.dst].snapshot.class),
+            pages: m.pages,
+            rule: if src.requests == 0 {
+                MoveRule::Idle
+            } else {
+                MoveRule::Curve
+            },
+        });
+    }
+    (moves, after)
 }
 
 /// Everything a round decides from.

@@ -34,7 +34,8 @@ pub(crate) fn view(
     }
 }
 
-fn input(classes: &[ClassView]) -> RoundInput<'_> {
+/// A full cache of `classes` (pages in use at the limit) with 1 MiB pages.
+pub(crate) fn input(classes: &[ClassView]) -> RoundInput<'_> {
     let pages = classes.iter().map(|c| c.pages()).sum();
     RoundInput {
         classes,

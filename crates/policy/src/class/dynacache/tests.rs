@@ -1,19 +1,9 @@
 //! Dynacache's spec and rounds on hand-made class views.
 
 use super::*;
-use crate::class::tests::view;
-use crate::class::{by_name, ClassPolicySpec};
+use crate::class::tests::{input, view};
+use crate::class::{by_name, ClassPolicySpec, MoveRule};
 use mrcache_engine::ClassId;
-
-fn input(classes: &[ClassView]) -> RoundInput<'_> {
-    let pages = classes.iter().map(|c| c.pages()).sum();
-    RoundInput {
-        classes,
-        page_limit: pages,
-        pages_in_use: pages,
-        page_size_bytes: 1 << 20,
-    }
-}
 
 /// A curve over `0..=n` pages: miss ratio 1 at 0 pages, falling by `step` a page to `floor`.
 fn falling(n: usize, step: f64, floor: f64) -> Vec<f64> {
