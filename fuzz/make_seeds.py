@@ -147,6 +147,8 @@ def main():
         "bad_default": '[[tenant]]\nname = "default"\npassword = "x"\n',
         "bad_key": '[[tenant]]\nname = "a"\npasword = "x"\n',
         "bad_policy": 'tenant_policy = "mpart:step=0"\n',
+        "isolation": '[[tenant]]\nname = "busy"\nprefix = "b:"\nadmin = true\nrate_limit = 5000\n'
+        'ranking = "slru"\n[[tenant]]\nname = "calm"\nrate_limit = 2.5\nrate_burst = 500\nranking = "lfu"\n',
         "escapes": '[[tenant]]\nname = "e"\nprefix = "\\u00e9t\\u00e9:"\npassword = \'lit"eral\'\n',
     }
     for name, text in configs.items():

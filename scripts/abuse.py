@@ -139,22 +139,27 @@ def one_get_line(kind, binary):
         s.stop()
 
 
+def held_peak(s, base, count, send):
+    """Opens `count` connections, runs `send(connection, i)` on each and holds them all (unread) while the
+    RSS peak is sampled for 3 s; reports it over `base`, and whether a fresh connection is still answered."""
+    held = []
+    for i in range(count):
+        h = s.connect()
+        send(h, i)
+        held.append(h)
+    peak = s.peak_rss_kb(3)
+    answers = call(s.connect(), b"version\r\n").startswith(b"VERSION")
+    for h in held:
+        h.close()
+    return f"{mb(peak)} (+{mb(peak - base)}){'' if answers else ', no answer'}"
+
+
 def never_read(kind, binary):
     s = Server(kind, binary, ["-m", "64", "-t", "4"])
     try:
         c = s.connect()
         set_value(c, b"big", BIG)
-        base = s.rss_kb()
-        hogs = []
-        for _ in range(50):
-            h = s.connect()
-            h.sendall(b"get big\r\n" * 100)
-            hogs.append(h)
-        peak = s.peak_rss_kb(3)
-        answers = call(s.connect(), b"version\r\n").startswith(b"VERSION")
-        for h in hogs:
-            h.close()
-        return f"{mb(peak)} (+{mb(peak - base)}){'' if answers else ', no answer'}"
+        return held_peak(s, s.rss_kb(), 50, lambda h, _: h.sendall(b"get big\r\n" * 100))
     finally:
         s.stop()
 
@@ -164,17 +169,12 @@ def stalled_uploads(kind, binary):
     try:
         base = s.rss_kb()
         body = b"x" * 1_040_000
-        conns = []
-        for i in range(500):
-            c = s.connect()
+
+        def upload(c, i):
             c.sendall(b"set p%d 0 0 1048000\r\n" % i)
             c.sendall(body)
-            conns.append(c)
-        peak = s.peak_rss_kb(3)
-        answers = call(s.connect(), b"version\r\n").startswith(b"VERSION")
-        for c in conns:
-            c.close()
-        return f"{mb(peak)} (+{mb(peak - base)}){'' if answers else ', no answer'}"
+
+        return held_peak(s, base, 500, upload)
     finally:
         s.stop()
 

@@ -4,12 +4,14 @@
 //!
 //! The input is a `--config` TOML text, optionally followed by a NUL byte and a `-Y` auth file. Checks:
 //! - [`parse_config`] never panics; a config it accepts round-trips: written back as TOML (every field,
-//!   sizes in units and in bytes, the arbiter by its `Display`) it parses to the same `ConfigFile`;
+//!   sizes in units and in bytes, the arbiter by its `Display`, a default `rate_burst` left out) it
+//!   parses to the same `ConfigFile`;
 //!   its `tenant_policy` prints to a spec that parses back to itself, and builds an arbiter;
 //! - [`parse_auth_file`] never panics, and every user it reads is the text before a line's first `:`;
 //! - [`TenantsConfig::merge`] accepts only configs with the documented invariants (unique valid names,
 //!   no identity for `default`, valid passwords, non-overlapping prefixes, unique non-zero ports,
-//!   `reserved <= max`, `0 < target_hit_ratio <= 1`, finite positive weights), keeps config tenants
+//!   `reserved <= max`, `0 < target_hit_ratio <= 1`, finite positive weights, `0 < rate_limit <= 1e9`
+//!   with a burst of at least 1), keeps config tenants
 //!   first in file order and then the auth users the config does not name, and gives each auth user its
 //!   password;
 //! - an accepted merged config round-trips (written as one TOML file with the passwords, no auth file)
@@ -23,7 +25,9 @@ use std::fmt::Write as _;
 use mrcache_engine::TenantId;
 use mrcache_policy::TenantPolicySpec;
 use mrcache_server::tenants::config::{parse_auth_file, parse_config, ConfigFile};
-use mrcache_server::tenants::{ConfiguredTenant, Tenants, TenantsConfig, DEFAULT_TENANT_NAME};
+use mrcache_server::tenants::{
+    ConfiguredTenant, RateLimit, Tenants, TenantsConfig, DEFAULT_TENANT_NAME,
+};
 use mrcache_units::format_size;
 
 /// Checks one input; panics on a violation.
@@ -122,14 +126,25 @@ fn write_toml(tenants: &[ConfiguredTenant], policy: Option<&TenantPolicySpec>) -
             writeln!(out, "target_hit_ratio = {}", toml_float(r)).unwrap();
         }
         writeln!(out, "weight = {}", toml_float(t.weight)).unwrap();
+        writeln!(out, "admin = {}", t.admin).unwrap();
+        if let Some(limit) = t.rate_limit {
+            writeln!(out, "rate_limit = {}", toml_float(limit.ops_per_sec)).unwrap();
+            // The default burst is left out (it may not fit a TOML integer); reading it back recomputes it.
+            if limit.burst != RateLimit::default_burst(limit.ops_per_sec) {
+                writeln!(out, "rate_burst = {}", limit.burst).unwrap();
+            }
+        }
+        writeln!(out, "ranking = \"{}\"", t.ranking.name()).unwrap();
     }
     out
 }
 
 fn has_nan(tenants: &[ConfiguredTenant]) -> bool {
-    tenants
-        .iter()
-        .any(|t| t.weight.is_nan() || t.target_hit_ratio.is_some_and(f64::is_nan))
+    tenants.iter().any(|t| {
+        t.weight.is_nan()
+            || t.target_hit_ratio.is_some_and(f64::is_nan)
+            || t.rate_limit.is_some_and(|l| l.ops_per_sec.is_nan())
+    })
 }
 
 fn check_file_round_trip(file: &ConfigFile) {
@@ -239,6 +254,12 @@ fn check_invariants(config: &TenantsConfig) {
             "weight {}",
             t.weight
         );
+        if let Some(l) = t.rate_limit {
+            assert!(
+                l.ops_per_sec > 0.0 && l.ops_per_sec <= 1e9 && l.burst >= 1,
+                "rate limit {l:?}"
+            );
+        }
     }
     assert_eq!(
         config.auth_required(),

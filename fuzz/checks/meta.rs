@@ -1,5 +1,5 @@
 //! Properties of the meta-command parser (`mg ms md ma mn me`), checked on any byte stream: shared by the
-//! fuzz target `meta` and the stable seed replay (`crates/protocol/tests/replay_targets.rs`), which
+//! fuzz target `meta` and the stable seed replay (`crates/protocol/tests/replay_meta.rs`), which
 //! include this file by path.
 //!
 //! The stream is parsed request after request as a session does (honouring swallows), under the default
@@ -13,12 +13,14 @@
 //! - round trip: the request written back canonically (single spaces, `\r\n`, the key re-encoded when it
 //!   came in base64) parses to the same request, consuming exactly what was written.
 //!
-//! Every other result keeps the general contract: non-empty consumption within the buffer, `Incomplete`
-//! asking for more than it has, single-line error replies.
+//! Every result keeps the general contract (`mrcache_protocol::check_parse_contract_with` drives the
+//! stream): non-empty consumption within the buffer, `Incomplete` asking for more than it has, single-line
+//! error replies, which here must also be memcached's `ERROR`, `CLIENT_ERROR ` or `SERVER_ERROR ` forms.
 
 use mrcache_protocol::base64;
 use mrcache_protocol::{
-    parse, Data, Limits, MetaFlags, MetaKey, MetaMode, MetaSet, Parsed, Request, KEY_MAX_LENGTH,
+    check_parse_contract_with, contract_limits, parse, Data, Limits, MetaFlags, MetaKey, MetaMode,
+    MetaSet, Parsed, Request, KEY_MAX_LENGTH,
 };
 
 /// The flag letters memcached 1.6.18's pre-parser accepts.
@@ -26,67 +28,32 @@ const FLAG_LETTERS: &[u8] = b"bNTRlOPLkstcfvhuqFCMJDI";
 
 /// Checks `data` under the default limits and under small ones; panics on a violation.
 pub fn check(data: &[u8]) {
-    let small = Limits {
-        item_size_max: 1024,
-        item_overhead: 56,
-        max_get_line_bytes: 4096,
-        binary_magic_closes: false,
-        ..Limits::default()
-    };
-    check_stream(data, &Limits::default());
-    check_stream(data, &small);
+    for limits in contract_limits() {
+        check_stream(data, &limits);
+    }
 }
 
+/// The parser's general contract over the stream (`mrcache_protocol::check_parse_contract_with`), plus
+/// the meta properties of every accepted request and memcached's error-line forms.
 fn check_stream(input: &[u8], limits: &Limits) {
-    let mut pos = 0;
-    let mut swallow = 0usize;
-    while pos < input.len() {
-        if swallow > 0 {
-            let take = swallow.min(input.len() - pos);
-            pos += take;
-            swallow -= take;
-            continue;
+    check_parse_contract_with(input, limits, |rest, parsed| match parsed {
+        Parsed::Request { request, consumed } => {
+            if let Some(canonical) = check_meta(rest, request, *consumed) {
+                round_trip(request, &canonical, limits);
+            }
         }
-        let rest = &input[pos..];
-        match parse(rest, limits) {
-            Parsed::Request { request, consumed } => {
-                assert!(consumed > 0 && consumed <= rest.len());
-                if let Some(canonical) = check_meta(rest, &request, consumed) {
-                    round_trip(&request, &canonical, limits);
-                }
-                if let Request::MetaSet(m) = &request {
-                    if let Data::TooLarge { swallow: s } = m.data {
-                        swallow = s;
-                    }
-                } else if let Request::Store(s) = &request {
-                    if let Data::TooLarge { swallow: s } = s.data {
-                        swallow = s;
-                    }
-                }
-                pos += consumed;
-            }
-            Parsed::Incomplete { needed } => {
-                if let Some(needed) = needed {
-                    assert!(needed > rest.len(), "needs {needed} but has {}", rest.len());
-                }
-                return;
-            }
-            Parsed::Error(e) => {
-                assert!(e.consumed > 0 && e.consumed <= rest.len());
-                assert!(!e.line.is_empty() && !e.line.contains('\n') && !e.line.contains('\r'));
-                assert!(
-                    e.line == "ERROR"
-                        || e.line.starts_with("CLIENT_ERROR ")
-                        || e.line.starts_with("SERVER_ERROR "),
-                    "{}",
-                    e.line
-                );
-                swallow = e.swallow;
-                pos += e.consumed;
-            }
-            Parsed::Close => return,
+        Parsed::Error(e) => {
+            assert!(!e.line.contains('\r'));
+            assert!(
+                e.line == "ERROR"
+                    || e.line.starts_with("CLIENT_ERROR ")
+                    || e.line.starts_with("SERVER_ERROR "),
+                "{}",
+                e.line
+            );
         }
-    }
+        Parsed::Incomplete { .. } | Parsed::Close => {}
+    });
 }
 
 /// Whether `part` is a sub-slice of `whole` (same memory).

@@ -37,7 +37,7 @@ mod retrieval;
 mod storage;
 mod tokens;
 
-pub use contract::check_parse_contract;
+pub use contract::{check_parse_contract, check_parse_contract_with, contract_limits};
 pub use meta::{MetaFlag, MetaFlags, MetaKey, MetaMode};
 pub use parse::{parse, Limits};
 pub use request::{

@@ -8,20 +8,13 @@
 use std::path::Path;
 
 use mrcache_protocol::binary::check_binary_contract;
-use mrcache_protocol::{check_parse_contract, Limits};
+use mrcache_protocol::{check_parse_contract, contract_limits, Limits};
 
 /// Runs `check` over every file directly in `dir` (sub-directories are other corpora); returns how
 /// many files it read.
 fn replay_with(dir: &Path, check: impl Fn(&[u8], &Limits) + std::panic::RefUnwindSafe) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
-    };
-    let small = Limits {
-        item_size_max: 1024,
-        item_overhead: 56,
-        max_get_line_bytes: 4096,
-        binary_magic_closes: false,
-        refuse_incomplete_data: false,
     };
     let mut files = 0;
     for entry in entries.flatten() {
@@ -31,8 +24,9 @@ fn replay_with(dir: &Path, check: impl Fn(&[u8], &Limits) + std::panic::RefUnwin
         }
         let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let result = std::panic::catch_unwind(|| {
-            check(&data, &Limits::default());
-            check(&data, &small);
+            for limits in contract_limits() {
+                check(&data, &limits);
+            }
         });
         assert!(
             result.is_ok(),

@@ -20,6 +20,8 @@
 //! install (a skipped check is not a passed one); the mrcached pass still
 //! checks against the recorded expectations.
 
+#[path = "conformance/case_file.rs"]
+mod case_file;
 mod common;
 #[path = "conformance/script.rs"]
 mod script;
@@ -273,22 +275,7 @@ fn shorten(text: &str) -> String {
 
 #[test]
 fn case_files_are_well_formed() {
-    let sections = all_sections();
-    let cases: Vec<&Case> = sections.iter().flat_map(|s| &s.cases).collect();
-    assert!(cases.len() >= 150, "only {} conformance cases", cases.len());
-    let mut names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
-    names.sort_unstable();
-    for pair in names.windows(2) {
-        assert_ne!(pair[0], pair[1], "duplicate case name");
-    }
-    for case in &cases {
-        assert!(
-            !case.send.is_empty(),
-            "{} [{}] sends nothing",
-            case.name,
-            case.origin
-        );
-    }
+    case_file::assert_well_formed(&all_sections(), 150, "conformance");
 }
 
 #[test]

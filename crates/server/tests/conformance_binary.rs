@@ -14,6 +14,8 @@
 
 #[path = "conformance/binary_script.rs"]
 mod binary_script;
+#[path = "conformance/case_file.rs"]
+mod case_file;
 mod common;
 
 use std::collections::HashMap;
@@ -171,17 +173,7 @@ fn check_against(kind: &ServerKind) {
 
 #[test]
 fn binary_case_files_are_well_formed() {
-    let sections = all_sections();
-    let cases: Vec<&Case> = sections.iter().flat_map(|s| &s.cases).collect();
-    assert!(cases.len() >= 40, "only {} binary cases", cases.len());
-    let mut names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
-    names.sort_unstable();
-    for pair in names.windows(2) {
-        assert_ne!(pair[0], pair[1], "duplicate case name");
-    }
-    for case in &cases {
-        assert!(!case.send.is_empty(), "{} sends nothing", case.name);
-    }
+    case_file::assert_well_formed(&all_sections(), 40, "binary");
 }
 
 #[test]

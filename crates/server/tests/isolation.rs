@@ -14,12 +14,15 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{require_tool, run_with_deadline, Server, ServerKind};
+use mrcache_server::isolation::CpuList;
+
+use common::{
+    require_tool, run_with_deadline, stat_value, LineClient as Client, Server, ServerKind,
+};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -68,23 +71,14 @@ fn named<'a>(all: &'a [ThreadInfo], prefix: &str) -> Vec<&'a ThreadInfo> {
     all.iter().filter(|t| t.comm.starts_with(prefix)).collect()
 }
 
-/// The CPUs this test may run on (the server inherits them).
+/// The CPUs this test may run on (the server inherits them), as /proc lists them.
 fn allowed_cpus() -> Vec<usize> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let list = status
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap()
-        .trim()
-        .to_string();
-    let mut cpus = Vec::new();
-    for part in list.split(',') {
-        match part.split_once('-') {
-            Some((a, b)) => cpus.extend(a.parse::<usize>().unwrap()..=b.parse().unwrap()),
-            None => cpus.push(part.parse().unwrap()),
-        }
-    }
-    cpus
+        .unwrap();
+    CpuList::parse(list.trim()).unwrap().cpus().to_vec()
 }
 
 /// Runs mrcached to its exit (it must exit: these command lines are refused) and returns its status
@@ -132,13 +126,8 @@ fn worker_cpus_pins_each_worker_and_the_service_threads() {
     want.sort();
     assert_eq!(got, want, "{all:?}");
     // The listener and maintenance threads follow the workers' CPUs by default.
-    let whole = if sorted.len() == 1 {
-        sorted[0].to_string()
-    } else if sorted[1] == sorted[0] + 1 {
-        format!("{}-{}", sorted[0], sorted[1])
-    } else {
-        format!("{},{}", sorted[0], sorted[1])
-    };
+    // As /proc writes the list: ranges collapsed (`2-3`), as `CpuList` displays it.
+    let whole = CpuList::parse(&list).unwrap().to_string();
     for name in ["mrcached-listen", "mrcached-mainte"] {
         let t = named(&all, name);
         assert_eq!(t.len(), 1, "{name}: {all:?}");
@@ -307,78 +296,9 @@ fn sched_fifo_without_the_privilege_fails_start_up_naming_the_option() {
     assert!(output.contains("sched = other"), "{output}");
 }
 
-/// A text client reading line by line.
-struct Client {
-    reader: BufReader<TcpStream>,
-}
-
-impl Client {
-    fn connect(port: u16) -> Client {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(TIMEOUT)).unwrap();
-        s.set_nodelay(true).unwrap();
-        Client {
-            reader: BufReader::new(s),
-        }
-    }
-
-    /// Sends `bytes` in one write and reads `lines` reply lines.
-    fn exchange(&mut self, bytes: &[u8], lines: usize) -> Vec<String> {
-        self.reader.get_mut().write_all(bytes).unwrap();
-        (0..lines)
-            .map(|_| {
-                let mut l = String::new();
-                self.reader.read_line(&mut l).unwrap();
-                l.trim_end().to_string()
-            })
-            .collect()
-    }
-
-    /// One reply: a line, or a `VALUE` block through `END` joined by `|`.
-    fn reply(&mut self) -> String {
-        let mut line = || {
-            let mut l = String::new();
-            self.reader.read_line(&mut l).unwrap();
-            l.trim_end().to_string()
-        };
-        let first = line();
-        if !first.starts_with("VALUE ") {
-            return first;
-        }
-        let mut all = first;
-        loop {
-            let l = line();
-            all.push('|');
-            all.push_str(&l);
-            if l == "END" {
-                return all;
-            }
-        }
-    }
-
-    fn reply_to(&mut self, bytes: &[u8]) -> String {
-        self.reader.get_mut().write_all(bytes).unwrap();
-        self.reply()
-    }
-
-    fn stat(&mut self, name: &str) -> String {
-        self.reader
-            .get_mut()
-            .write_all(b"stats tenants\r\n")
-            .unwrap();
-        let mut found = String::new();
-        loop {
-            let mut l = String::new();
-            self.reader.read_line(&mut l).unwrap();
-            let l = l.trim_end();
-            if l == "END" {
-                return found;
-            }
-            if let Some(v) = l.strip_prefix(&format!("STAT {name} ")) {
-                found = v.to_string();
-            }
-        }
-    }
+/// One figure of `stats tenants` on `c` (empty when it is missing).
+fn tenant_stat(c: &mut Client, name: &str) -> String {
+    stat_value(&c.call("stats tenants\r\n"), name).unwrap_or_default()
 }
 
 const RATE_LIMITED: &str = "SERVER_ERROR tenant rate limit exceeded";
@@ -416,10 +336,10 @@ fn rate_limit_refuses_beyond_the_burst_and_recovers() {
     for i in 0..4 {
         batch.extend_from_slice(format!("get b:{i}\r\n").as_bytes());
     }
-    a.reader.get_mut().write_all(&batch).unwrap();
+    a.send(&batch);
     let replies: Vec<String> = (0..8).map(|_| a.reply()).collect();
     assert_eq!(&replies[..4], ["STORED"; 4]);
-    assert_eq!(replies[4], "VALUE b:0 0 1|x|END");
+    assert_eq!(replies[4], "VALUE b:0 0 1\nx\nEND");
     let in_time = start.elapsed() < Duration::from_millis(900);
     if in_time {
         assert_eq!(&replies[5..], [refused; 3], "{replies:?}");
@@ -436,15 +356,15 @@ fn rate_limit_refuses_beyond_the_burst_and_recovers() {
     for _ in 0..20 {
         assert_eq!(b.exchange(b"get c:x\r\n", 1), ["END"]);
     }
-    assert_eq!(a.stat("tenant:busy:rate_limited"), "5");
-    assert_eq!(a.stat("tenant:busy:rate_limit"), "1");
-    assert_eq!(a.stat("tenant:busy:rate_burst"), "5");
-    assert_eq!(a.stat("tenant:calm:rate_limited"), "0");
+    assert_eq!(tenant_stat(&mut a, "tenant:busy:rate_limited"), "5");
+    assert_eq!(tenant_stat(&mut a, "tenant:busy:rate_limit"), "1");
+    assert_eq!(tenant_stat(&mut a, "tenant:busy:rate_burst"), "5");
+    assert_eq!(tenant_stat(&mut a, "tenant:calm:rate_limited"), "0");
 
     // Recovery: a second later one token is back (one request passes, the next is refused).
     std::thread::sleep(Duration::from_millis(1100));
-    assert_eq!(a.reply_to(b"get b:1\r\n"), "VALUE b:1 0 1|x|END");
-    assert_eq!(a.reply_to(b"get b:1\r\n"), refused);
+    assert_eq!(a.call("get b:1\r\n"), "VALUE b:1 0 1\nx\nEND");
+    assert_eq!(a.call("get b:1\r\n"), refused);
     drop(server);
 
     // SIGHUP: a bad value is refused and the old limit stays; a good one takes effect.
@@ -465,15 +385,15 @@ fn rate_limit_refuses_beyond_the_burst_and_recovers() {
         );
         std::thread::yield_now();
     }
-    assert_eq!(a.stat("tenant:busy:rate_limit"), "1");
+    assert_eq!(tenant_stat(&mut a, "tenant:busy:rate_limit"), "1");
     std::fs::write(&conf, rate_config("1000000", "1000")).unwrap();
     assert_eq!(unsafe { libc::kill(server.pid() as i32, libc::SIGHUP) }, 0);
     let deadline = Instant::now() + TIMEOUT;
-    while a.stat("tenant:busy:rate_limit") != "1000000" {
+    while tenant_stat(&mut a, "tenant:busy:rate_limit") != "1000000" {
         assert!(Instant::now() < deadline, "{}", server.stderr_tail());
         std::thread::yield_now();
     }
-    assert_eq!(a.stat("tenant:busy:rate_burst"), "1000");
+    assert_eq!(tenant_stat(&mut a, "tenant:busy:rate_burst"), "1000");
     let mut batch = Vec::new();
     for _ in 0..50 {
         batch.extend_from_slice(b"get b:nothing\r\n");

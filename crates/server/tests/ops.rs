@@ -16,15 +16,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{LineClient as Client, Server, ServerKind};
+use common::{stat_value as stat, LineClient as Client, Server, ServerKind};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-fn stat(reply: &str, name: &str) -> Option<String> {
-    reply
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("STAT {name} ")).map(str::to_string))
-}
 
 fn temp_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mrcached-ops-{test}-{}", std::process::id()));

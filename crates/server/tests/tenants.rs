@@ -10,7 +10,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{free_port, http_get, LineClient as Client, Server, ServerKind};
+use common::{free_port, http_get, stat_value, LineClient as Client, Server, ServerKind};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -418,15 +418,6 @@ fn lookaside(client: &mut Client, prefix: &str, keys: usize, rounds: usize) {
             }
         }
     }
-}
-
-/// One `STAT <name> <value>` of a reply.
-fn stat_value(reply: &str, name: &str) -> Option<String> {
-    let name = format!("STAT {name} ");
-    reply
-        .lines()
-        .find_map(|l| l.strip_prefix(&name))
-        .map(str::to_string)
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! the tenant's pool. A connection that is one tenant sees only its own row in `stats tenants`;
 //! `/metrics` (the admin port) shows every tenant.
 
+use std::collections::HashMap;
+
 use mrcache_engine::{TenantCounters, TenantId, UNLIMITED};
 use mrcache_policy::class::miss_entropy;
 
@@ -122,6 +124,9 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
     let engine = &ctx.engine;
     let limit = |pages: usize| if pages == UNLIMITED { 0 } else { pages };
     let server_limit = engine.page_limit() as u64 * engine.geometry().page_size_bytes() as u64;
+    // Per pool, not per tenant: the tenants sharing a pool share its figure, and each computation
+    // snapshots every shard.
+    let mut pool_entropy: HashMap<usize, f64> = HashMap::new();
     ctx.tenants
         .known()
         .into_iter()
@@ -132,7 +137,10 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
             let limiter = ctx.tenants.limiter(id);
             let (rate_limit, rate_burst) = limiter.as_ref().map_or((0.0, 0), |l| l.limit());
             let pool = engine.pool_of(id);
-            let classes = engine.pool_classes(pool, clock);
+            let entropy = *pool_entropy.entry(pool).or_insert_with(|| {
+                let classes = engine.pool_classes(pool, clock);
+                miss_entropy(classes.iter().map(|c| c.counters.inserts))
+            });
             TenantRow {
                 rate_limit,
                 rate_burst,
@@ -152,7 +160,7 @@ fn tenant_rows(ctx: &ServerContext, only: Option<TenantId>) -> Vec<TenantRow> {
                 limit_bytes: spec
                     .and_then(|s| s.max_bytes)
                     .map_or(server_limit, |m| m.min(server_limit)),
-                miss_entropy: miss_entropy(classes.iter().map(|c| c.counters.inserts)),
+                miss_entropy: entropy,
                 name,
             }
         })

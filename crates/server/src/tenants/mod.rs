@@ -279,19 +279,19 @@ fn build(config: TenantsConfig, names: &mut Names) -> Result<TenantTable, Config
         .collect();
     // Every known name's limiter follows the new table: a name it does not limit is unlimited (a
     // connection still holding the old table then sees no limit either).
-    let mut limiters = vec![None; names.limiters.len()];
-    for (i, limiter) in names.limiters.iter().enumerate() {
-        let spec = config
-            .tenants
-            .iter()
-            .zip(&ids)
-            .find(|(_, id)| id.index() == i)
-            .and_then(|(t, _)| t.rate_limit);
-        limiter.configure(spec);
-        if spec.is_some() {
-            limiters[i] = Some(limiter.clone());
-        }
+    let mut limits = vec![None; names.limiters.len()];
+    for (t, id) in config.tenants.iter().zip(&ids) {
+        limits[id.index()] = t.rate_limit;
     }
+    let limiters = names
+        .limiters
+        .iter()
+        .zip(limits)
+        .map(|(limiter, limit)| {
+            limiter.configure(limit);
+            limit.map(|_| limiter.clone())
+        })
+        .collect();
     Ok(TenantTable {
         limiters,
         auth_required: config.auth_required(),

@@ -426,9 +426,20 @@ impl LineClient {
         l.trim_end_matches("\r\n").to_string()
     }
 
+    /// Sends `bytes` in one write and reads `lines` reply lines.
+    pub fn exchange(&mut self, bytes: &[u8], lines: usize) -> Vec<String> {
+        self.send(bytes);
+        (0..lines).map(|_| self.line()).collect()
+    }
+
     /// Sends `cmd` and returns the reply: one line, or every line through `END` for retrievals and stats.
     pub fn call(&mut self, cmd: &str) -> String {
         self.send(cmd.as_bytes());
+        self.reply()
+    }
+
+    /// Reads one reply (see [`LineClient::call`]), to a request sent before.
+    pub fn reply(&mut self) -> String {
         let first = self.line();
         if !(first.starts_with("VALUE ") || first.starts_with("STAT ") || first.starts_with("VA "))
         {
@@ -450,6 +461,15 @@ impl LineClient {
         let token = format!("{user} {password}");
         self.call(&format!("set auth 0 0 {}\r\n{token}\r\n", token.len()))
     }
+}
+
+/// The value of `STAT <name> <value>` in a reply of `stats` lines.
+pub fn stat_value(reply: &str, name: &str) -> Option<String> {
+    let name = format!("STAT {name} ");
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&name))
+        .map(str::to_string)
 }
 
 /// The `.txt` files directly in `dir`, in name order (the conformance case files).

@@ -29,23 +29,15 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::case_file;
+
 pub const HEADER_LEN: usize = 24;
 
 /// A group of cases that run, in order, against one freshly started server.
-#[derive(Debug)]
-pub struct Section {
-    pub flags: Vec<String>,
-    pub cases: Vec<Case>,
-}
+pub type Section = case_file::Section<Case>;
 
-#[derive(Debug)]
-pub struct Case {
-    pub name: String,
-    pub origin: String,
-    pub send: Vec<Send>,
-    pub expect: Vec<Expect>,
-    pub closes: bool,
-}
+/// Request packets (or raw bytes) and the reply packets they must get.
+pub type Case = case_file::Case<Send, Expect>;
 
 /// A request packet or raw bytes.
 #[derive(Debug, Clone)]
@@ -270,59 +262,21 @@ fn number<T: std::str::FromStr>(field: &str, text: &str) -> Result<T, String> {
 /// Reads one binary case file into sections.
 pub fn parse_file(path: &Path) -> Result<Vec<Section>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let file = path
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    let mut sections = vec![Section {
-        flags: Vec::new(),
-        cases: Vec::new(),
-    }];
-    for (index, line) in text.lines().enumerate() {
-        let origin = format!("{file}:{}", index + 1);
-        let located = |e: String| format!("{origin}: {e}");
-        let line = line.trim_end();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Some(flags) = line.strip_prefix("@server") {
-            sections.push(Section {
-                flags: flags.split_whitespace().map(str::to_owned).collect(),
-                cases: Vec::new(),
-            });
-            continue;
-        }
-        let section = sections.last_mut().expect("one section");
-        if let Some(name) = line.strip_prefix("===") {
-            section.cases.push(Case {
-                name: name.trim().to_owned(),
-                origin,
-                send: Vec::new(),
-                expect: Vec::new(),
-                closes: false,
-            });
-            continue;
-        }
-        let case = section
-            .cases
-            .last_mut()
-            .ok_or_else(|| located("a line outside a case".into()))?;
-        if line == "@close" {
-            case.closes = true;
-        } else if let Some(raw) = line.strip_prefix(">>") {
-            case.send.push(Send::Raw(hex(raw).map_err(located)?));
+    let file = path.file_name().unwrap_or_default().to_string_lossy();
+    let lines = text.lines().map(|line| line.trim_end().as_bytes());
+    case_file::parse_sections(&file, lines, |case, line| {
+        let line = std::str::from_utf8(line).map_err(|e| e.to_string())?;
+        if let Some(raw) = line.strip_prefix(">>") {
+            case.send.push(Send::Raw(hex(raw)?));
         } else if let Some(packet) = line.strip_prefix('>') {
-            case.send.push(parse_send(packet.trim()).map_err(located)?);
+            case.send.push(parse_send(packet.trim())?);
         } else if let Some(packet) = line.strip_prefix('<') {
-            case.expect
-                .push(parse_expect(packet.trim()).map_err(located)?);
+            case.expect.push(parse_expect(packet.trim())?);
         } else {
-            return Err(located(format!("unknown line {line:?}")));
+            return Err(format!("unknown line {line:?}"));
         }
-    }
-    sections.retain(|s| !s.cases.is_empty());
-    Ok(sections)
+        Ok(())
+    })
 }
 
 /// A packet line's `field=value` pairs.
@@ -607,25 +561,12 @@ pub fn match_replies(
 }
 
 fn escape(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        let run = bytes[i..].iter().take_while(|&&c| c == b).count();
-        if run >= 16 && b.is_ascii_alphanumeric() {
-            write!(out, "\\{{{run}*{}}}", b as char).unwrap();
-            i += run;
-            continue;
-        }
-        match b {
-            b' ' => out.push_str("\\s"),
-            b'\\' => out.push_str("\\\\"),
-            0x21..=0x7e => out.push(b as char),
-            _ => write!(out, "\\x{b:02x}").unwrap(),
-        }
-        i += 1;
-    }
-    out
+    case_file::escape_runs(bytes, |b, out| match b {
+        b' ' => out.push_str("\\s"),
+        b'\\' => out.push_str("\\\\"),
+        0x21..=0x7e => out.push(b as char),
+        _ => write!(out, "\\x{b:02x}").unwrap(),
+    })
 }
 
 fn hex_text(bytes: &[u8]) -> String {

@@ -32,25 +32,13 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::case_file;
+
 /// A group of cases that run, in order, against one freshly started server.
-#[derive(Debug)]
-pub struct Section {
-    /// Extra server flags, the same for both servers.
-    pub flags: Vec<String>,
-    pub cases: Vec<Case>,
-}
+pub type Section = case_file::Section<Case>;
 
 /// One request/reply exchange.
-#[derive(Debug)]
-pub struct Case {
-    pub name: String,
-    /// `file:line` of the `===` header, for failure messages.
-    pub origin: String,
-    pub send: Vec<Piece>,
-    pub expect: Vec<Piece>,
-    /// The server must close the connection once it has replied.
-    pub closes: bool,
-}
+pub type Case = case_file::Case<Piece, Piece>;
 
 /// A parsed fragment of a send or an expectation.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,52 +54,11 @@ pub enum Piece {
 /// against a server with no extra flags.
 pub fn parse_file(path: &Path) -> Result<Vec<Section>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let file = path
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    let mut sections = vec![Section {
-        flags: Vec::new(),
-        cases: Vec::new(),
-    }];
-    let mut in_case = false;
-    for (index, raw_line) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
-        let origin = format!("{file}:{}", index + 1);
-        let fail = |message: &str| Err(format!("{origin}: {message}"));
-        let located = |message: String| format!("{origin}: {message}");
-        let section = sections.last_mut().expect("at least one section");
-        if line.is_empty() || line.starts_with(b"#") {
-            continue;
-        }
-        if let Some(flags) = line.strip_prefix(b"@server") {
-            let flags = String::from_utf8_lossy(flags);
-            sections.push(Section {
-                flags: flags.split_whitespace().map(str::to_owned).collect(),
-                cases: Vec::new(),
-            });
-            in_case = false;
-            continue;
-        }
-        if let Some(name) = line.strip_prefix(b"===") {
-            let name = String::from_utf8_lossy(name).trim().to_owned();
-            if name.is_empty() {
-                return fail("a case needs a name after ===");
-            }
-            section.cases.push(Case {
-                name,
-                origin,
-                send: Vec::new(),
-                expect: Vec::new(),
-                closes: false,
-            });
-            in_case = true;
-            continue;
-        }
-        let Some(case) = section.cases.last_mut().filter(|_| in_case) else {
-            return fail("a > < or @close line outside a case (missing === header?)");
-        };
+    let file = path.file_name().unwrap_or_default().to_string_lossy();
+    let lines = bytes
+        .split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line));
+    case_file::parse_sections(&file, lines, |case, line| {
         let (target, body, crlf, holes) = if let Some(body) = line.strip_prefix(b">>") {
             (&mut case.send, body, false, false)
         } else if let Some(body) = line.strip_prefix(b">") {
@@ -120,21 +67,17 @@ pub fn parse_file(path: &Path) -> Result<Vec<Section>, String> {
             (&mut case.expect, body, false, true)
         } else if let Some(body) = line.strip_prefix(b"<") {
             (&mut case.expect, body, true, true)
-        } else if line == b"@close" {
-            case.closes = true;
-            continue;
         } else {
-            return fail("unknown line; expected ===, >, >>, <, <<, @close, @server or #");
+            return Err("unknown line; expected ===, >, >>, <, <<, @close, @server or #".into());
         };
         let body = body.strip_prefix(b" ").unwrap_or(body);
-        let mut pieces = parse_escaped(body, holes).map_err(located)?;
+        let mut pieces = parse_escaped(body, holes)?;
         if crlf {
             pieces.push(Piece::Literal(b"\r\n".to_vec()));
         }
         target.extend(pieces);
-    }
-    sections.retain(|s| !s.cases.is_empty());
-    Ok(sections)
+        Ok(())
+    })
 }
 
 /// Expands escapes in one line; `holes` allows the expectation-only pieces.
@@ -378,27 +321,14 @@ pub fn render_expect(pieces: &[Piece]) -> String {
 /// Escapes bytes in case-file syntax; runs of 16 or more equal bytes are
 /// shortened to `\{COUNT*c}` so megabyte values stay readable.
 pub fn escape_bytes(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let byte = bytes[i];
-        let run = bytes[i..].iter().take_while(|&&b| b == byte).count();
-        if run >= 16 && byte.is_ascii_alphanumeric() {
-            write!(out, "\\{{{run}*{}}}", byte as char).unwrap();
-            i += run;
-            continue;
-        }
-        match byte {
-            b'\r' => out.push_str("\\r"),
-            b'\n' => out.push_str("\\n"),
-            b'\t' => out.push_str("\\t"),
-            b'\\' => out.push_str("\\\\"),
-            0x20..=0x7e => out.push(byte as char),
-            _ => write!(out, "\\x{byte:02x}").unwrap(),
-        }
-        i += 1;
-    }
-    out
+    case_file::escape_runs(bytes, |byte, out| match byte {
+        b'\r' => out.push_str("\\r"),
+        b'\n' => out.push_str("\\n"),
+        b'\t' => out.push_str("\\t"),
+        b'\\' => out.push_str("\\\\"),
+        0x20..=0x7e => out.push(byte as char),
+        _ => write!(out, "\\x{byte:02x}").unwrap(),
+    })
 }
 
 #[cfg(test)]
