@@ -99,8 +99,10 @@ pub struct BenchArgs {
 
     /// Key popularity: uniform, zipf:S with exponent S >= 0 (rank 1 = key 0 is hottest), or
     /// trace:PATH, the key sequence of a trace file (any format `mrcache sim` reads, compressed or
-    /// not), replayed in order by all connections together and looped. With a trace, --keys is the
-    /// trace's number of distinct keys; --get-ratio and --value-size still decide operations and sizes.
+    /// not), replayed in order by all connections together and looped (see --once). With a trace,
+    /// --keys is the trace's number of distinct keys; --get-ratio and --value-size still decide
+    /// operations and sizes, a key's size drawn from its id in the trace, so that with the same
+    /// --seed and --key-size a key-only trace gets the sizes `mrcache sim --trace` gives it.
     #[arg(long, default_value = "uniform")]
     pub popularity: KeyPopularity,
 
@@ -108,6 +110,19 @@ pub struct BenchArgs {
     #[arg(long, default_value = "auto", value_parser = parse_trace_format)]
     #[serde(serialize_with = "serialize_display")]
     pub trace_format: TraceFormat,
+
+    /// End the run once this many keys have been requested (all connections together, warm-up
+    /// included; a multi-get counts its keys, the sets --lookaside sends after misses do not count),
+    /// or when --duration ends if that comes first. Not with --qos or --scan.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+
+    /// With --popularity trace:PATH: replay the trace once, then end the run, instead of looping
+    /// it until --duration ends (set --duration long enough; with --requests, whichever is fewer).
+    /// With --connections 1 and --pipeline 1 the server sees the trace's own order, and each
+    /// lookaside set right after the get that missed. Not with --qos or --scan.
+    #[arg(long)]
+    pub once: bool,
 
     /// Keys per get: above 1 every get is a multi-get of that many keys.
     #[arg(long, default_value_t = 1)]

@@ -8,12 +8,15 @@
 //! interleaving over connections depends on timing. Invariants: [`KeySampler::sample`] returns an
 //! index in `0..n` (index 0 is the most popular key under Zipf, the trace's first key for a
 //! trace); [`ValueSizer::size_of`] is a function of the key alone (a key keeps its size for the
-//! whole run, as a real object would) and never exceeds [`MAX_VALUE_BYTES`]; gaps are finite and
-//! non-negative with mean `1 / rate`.
+//! whole run, as a real object would) and never exceeds [`MAX_VALUE_BYTES`]; a trace key is sized
+//! by its id in the trace ([`KeySampler::size_id`]), as `mrcache sim` sizes it, so the same
+//! `--seed` gives the simulator's sizes; gaps are finite and non-negative with mean `1 / rate`.
+//! A [`RequestBudget`] (`--requests`, `--once`) hands out at most its total of keys over all
+//! threads of a phase.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 use mrcache_workload::dist::{
@@ -73,6 +76,23 @@ impl KeySampler {
         }
     }
 
+    /// Requests in one pass of a trace; None for the endless distributions.
+    pub fn trace_len(&self) -> Option<u64> {
+        match self {
+            KeySampler::Trace(t) => Some(t.keys.len() as u64),
+            KeySampler::Uniform { .. } | KeySampler::Zipf(_) => None,
+        }
+    }
+
+    /// The number a key's value size is drawn from: a trace key's id in the trace (as
+    /// `mrcache sim --trace` sizes key-only traces), otherwise the index itself.
+    pub fn size_id(&self, index: u64) -> u64 {
+        match self {
+            KeySampler::Trace(t) => t.ids.get(index as usize).copied().unwrap_or(index),
+            KeySampler::Uniform { .. } | KeySampler::Zipf(_) => index,
+        }
+    }
+
     /// The index of the next key to request, in `0..key_count()`.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
         match self {
@@ -92,6 +112,8 @@ pub const MAX_TRACE_REQUESTS: usize = 250_000_000;
 pub struct KeyTrace {
     keys: Box<[u32]>,
     distinct: u64,
+    /// The trace's id of every dense index (8 bytes a distinct key): value sizes are drawn from it.
+    ids: Box<[u64]>,
     /// Position of the next request, over all connections and phases; wraps around the trace.
     cursor: AtomicUsize,
 }
@@ -127,13 +149,18 @@ impl KeyTrace {
     {
         let mut index: HashMap<u64, u32> = HashMap::new();
         let mut keys = Vec::new();
+        let mut first_seen = Vec::new();
         for id in ids {
             let id = id.map_err(FromIdsError::Read)?;
             if keys.len() == MAX_TRACE_REQUESTS {
                 return Err(FromIdsError::TooLong);
             }
             let next = index.len() as u32; // at most MAX_TRACE_REQUESTS < 2^32 distinct keys
-            keys.push(*index.entry(id).or_insert(next));
+            let dense = *index.entry(id).or_insert_with(|| {
+                first_seen.push(id);
+                next
+            });
+            keys.push(dense);
         }
         if keys.is_empty() {
             return Err(FromIdsError::Empty);
@@ -141,6 +168,7 @@ impl KeyTrace {
         Ok(KeyTrace {
             keys: keys.into_boxed_slice(),
             distinct: index.len() as u64,
+            ids: first_seen.into_boxed_slice(),
             cursor: AtomicUsize::new(0),
         })
     }
@@ -157,6 +185,46 @@ enum FromIdsError<E> {
     Read(E),
     TooLong,
     Empty,
+}
+
+/// At most `total` keys to request over all connections of a phase (`--requests`, `--once`): every
+/// key a request names is taken from it first, so the sampler is asked exactly `total` times in all
+/// (a trace: its first `total` positions, each once), however the threads interleave.
+#[derive(Debug)]
+pub struct RequestBudget {
+    left: AtomicU64,
+}
+
+impl RequestBudget {
+    /// A budget of `total` keys.
+    pub fn new(total: u64) -> Self {
+        RequestBudget {
+            left: AtomicU64::new(total),
+        }
+    }
+
+    /// Takes up to `want` keys; returns how many were granted (0 once the budget is spent).
+    pub fn take(&self, want: u64) -> u64 {
+        let mut left = self.left.load(Relaxed);
+        loop {
+            let granted = want.min(left);
+            if granted == 0 {
+                return 0;
+            }
+            match self
+                .left
+                .compare_exchange_weak(left, left - granted, Relaxed, Relaxed)
+            {
+                Ok(_) => return granted,
+                Err(now) => left = now,
+            }
+        }
+    }
+
+    /// True once every key has been handed out.
+    pub fn is_spent(&self) -> bool {
+        self.left.load(Relaxed) == 0
+    }
 }
 
 /// Value size of each key, a deterministic function of (seed, key): the workload crate's
@@ -266,6 +334,54 @@ mod tests {
         // Clones (one per phase) share the cursor: the replay runs on.
         let again = ks.clone();
         assert_eq!(again.sample(&mut r), 0);
+        assert_eq!(ks.trace_len(), Some(5));
+        // Sizes follow the trace's ids, not the dense indices.
+        assert_eq!([ks.size_id(0), ks.size_id(1), ks.size_id(2)], [900, 7, 42]);
+        let uniform = KeySampler::new(&KeyPopularity::Uniform, 10, TraceFormat::Auto).unwrap();
+        assert_eq!((uniform.trace_len(), uniform.size_id(3)), (None, 3));
+    }
+
+    #[test]
+    fn a_trace_key_gets_the_size_the_simulator_gives_its_id() {
+        let trace = Arc::new(KeyTrace::from_ids(ids(&[123_456, 99, 123_456])).unwrap());
+        let ks = KeySampler::Trace(trace);
+        let sizer = ValueSizer::new(ValueSize::Etc, 1);
+        // `mrcache sim --trace` sizes a key-only trace's request by (seed, trace id); the bench's
+        // model differs only in its cap (1,000,000 bytes against 500,000), above these sizes.
+        let sim = mrcache_workload::dist::ValueSizeModel::Etc { max: 500_000 };
+        for (index, id) in [(0u64, 123_456u64), (1, 99)] {
+            let want = sim.size(1, id) as usize;
+            assert!(want < 500_000);
+            assert_eq!(sizer.size_of(ks.size_id(index)), want);
+        }
+    }
+
+    #[test]
+    fn a_budget_hands_out_exactly_its_total_over_threads() {
+        let budget = RequestBudget::new(7);
+        assert_eq!(budget.take(3), 3);
+        assert_eq!(budget.take(5), 4, "a multi-get gets what is left");
+        assert!(budget.is_spent());
+        assert_eq!(budget.take(1), 0);
+        let shared = Arc::new(RequestBudget::new(100_000));
+        let taken: u64 = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| {
+                    let b = shared.clone();
+                    s.spawn(move || {
+                        let mut n = 0;
+                        loop {
+                            match b.take(3) {
+                                0 => return n,
+                                k => n += k,
+                            }
+                        }
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(taken, 100_000);
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub use args::{
     defaults, Arrivals, BenchArgs, HumanDuration, KeyPopularity, QosTarget, RateScan, TenantLoad,
     ValueSize,
 };
-pub use dist::{GapSampler, KeySampler, ValueSizer, MAX_VALUE_BYTES};
+pub use dist::{GapSampler, KeySampler, RequestBudget, ValueSizer, MAX_VALUE_BYTES};
 pub use error::{BenchError, OptionError};
 pub use histo::{LatencyHistogram, LatencySummary};
 pub use qos::{QosSearch, QosStep};

@@ -11,13 +11,14 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::args::{defaults, BenchArgs, TenantLoad};
-use crate::dist::{GapSampler, KeySampler, ValueSizer, MAX_VALUE_BYTES};
+use crate::dist::{GapSampler, KeySampler, RequestBudget, ValueSizer, MAX_VALUE_BYTES};
 use crate::histo::LatencyHistogram;
 use crate::qos::{self, SearchBounds};
 use crate::report::{PreloadReport, QosReport, Report, ScanStep};
@@ -86,9 +87,19 @@ pub(crate) fn run(args: &BenchArgs, progress: &mut dyn Progress) -> Result<Repor
             } else {
                 LoadMode::Closed
             };
-            let plan = plan(args, &setup, mode)?;
+            let mut plan = plan(args, &setup, mode)?;
+            plan.budget = request_limit(args, &setup.keys).map(|n| Arc::new(RequestBudget::new(n)));
             let specs = conn_specs(args, &setup, args.rate, false);
             let r = run_phase(&plan, &specs, args, timing, 1, "run", progress)?;
+            // A bounded run may end before --duration: its window is what actually ran.
+            let measured_secs = if plan.budget.is_some() {
+                r.elapsed
+                    .saturating_sub(args.warmup.0)
+                    .min(args.duration.0)
+                    .as_secs_f64()
+            } else {
+                measured_secs
+            };
             Report::new(args, args.rate, measured_secs, &r.stats)
         }
         (Some(target), _) => {
@@ -172,6 +183,12 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
         return bad(format!("--get-ratio {} is not in [0, 1]", args.get_ratio));
     }
     let keys = KeySampler::new(&args.popularity, args.keys, args.trace_format)?;
+    if args.once && keys.trace_len().is_none() {
+        return bad("--once replays a trace: it needs --popularity trace:PATH".into());
+    }
+    if (args.once || args.requests.is_some()) && (args.qos.is_some() || args.scan.is_some()) {
+        return bad("--requests and --once bound a single run: not with --qos or --scan".into());
+    }
     if !(1..=MAX_MULTIGET).contains(&args.multiget) {
         return bad(format!("--multiget must be in 1..={MAX_MULTIGET}"));
     }
@@ -238,6 +255,16 @@ fn validate(args: &BenchArgs) -> Result<Setup, BenchError> {
     })
 }
 
+/// How many keys a bounded run requests: `--requests`, one pass of the trace with `--once`, or
+/// the fewer of the two; None when the run is bounded by time only.
+fn request_limit(args: &BenchArgs, keys: &KeySampler) -> Option<u64> {
+    let once = keys.trace_len().filter(|_| args.once);
+    match (args.requests, once) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 fn plan(args: &BenchArgs, setup: &Setup, mode: LoadMode) -> Result<Plan, BenchError> {
     let sizer = ValueSizer::new(args.value_size, args.seed);
     let mut tenants = Vec::new();
@@ -261,6 +288,7 @@ fn plan(args: &BenchArgs, setup: &Setup, mode: LoadMode) -> Result<Plan, BenchEr
         tenants,
         timeout: args.timeout.0,
         io: args.io,
+        budget: None,
     })
 }
 

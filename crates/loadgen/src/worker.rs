@@ -7,7 +7,9 @@
 //! sleeps until [`SPIN_BEFORE`] ahead of the next arrival and polls without blocking after that:
 //! an open-loop request then leaves within microseconds of its intended time, at the cost of a
 //! busy core. The time between intended and actual send is recorded as the send delay.
-//! Nothing here is shared with other threads except the progress channel.
+//! Nothing here is shared with other threads except the progress channel and, in a bounded run
+//! (`--requests`, `--once`), the [`RequestBudget`] every key is taken from: once it is spent no
+//! connection issues anything new, and the phase ends as soon as what is in flight is answered.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -21,7 +23,9 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use crate::conn::{Conn, ConnState, Fault, PendingOp};
-use crate::dist::{GapSampler, KeySampler, ValueSizer};
+use std::sync::Arc;
+
+use crate::dist::{GapSampler, KeySampler, RequestBudget, ValueSizer};
 use crate::request::{push_auth, push_get, push_set, KeySpace};
 use crate::stats::{RunStats, Tick};
 use crate::uring::{self, Retired, Ring, RingState};
@@ -62,6 +66,15 @@ pub(crate) struct Plan {
     pub timeout: Duration,
     /// `--io`: the client's network I/O path.
     pub io: ClientIo,
+    /// A bounded run's keys, shared by every worker of the phase; None: bounded by time only.
+    pub budget: Option<Arc<RequestBudget>>,
+}
+
+impl Plan {
+    /// True once a bounded run has requested every key it may.
+    fn budget_spent(&self) -> bool {
+        self.budget.as_ref().is_some_and(|b| b.is_spent())
+    }
 }
 
 /// `mrcache bench --io`: how the load threads do their network I/O.
@@ -239,7 +252,9 @@ impl<'a> Worker<'a> {
             // Completion scans every connection: during a preload only as often as timeouts.
             let may_be_done = match self.plan.mode {
                 LoadMode::Preload => now >= next_scan,
-                LoadMode::Closed | LoadMode::Open => now >= self.window.measure_end,
+                LoadMode::Closed | LoadMode::Open => {
+                    now >= self.window.measure_end || self.plan.budget_spent()
+                }
             };
             if now >= self.window.drain_deadline || (may_be_done && self.finished(now)) {
                 break;
@@ -332,6 +347,12 @@ impl<'a> Worker<'a> {
         let quiet = |c: &Conn| c.inflight.is_empty() && c.wbuf.is_empty();
         match self.plan.mode {
             LoadMode::Preload => self.conns.iter().all(|c| c.preload.is_empty() && quiet(c)),
+            // A spent budget ends the run early: nothing new will be issued, only what is in
+            // flight and the lookaside sets it brings are awaited.
+            LoadMode::Closed | LoadMode::Open if self.plan.budget_spent() => self
+                .conns
+                .iter()
+                .all(|c| quiet(c) && c.followups.is_empty()),
             LoadMode::Closed | LoadMode::Open => {
                 now >= self.window.measure_end
                     && self.conns.iter().all(|c| {
@@ -477,9 +498,11 @@ impl<'a> Worker<'a> {
             return None;
         }
         let followup = c.followups.front().map(|f| f.ready_at);
-        let arrival = c
-            .next_intended
-            .filter(|t| *t < self.window.measure_end && c.outstanding() < self.plan.pipeline);
+        let arrival = c.next_intended.filter(|t| {
+            *t < self.window.measure_end
+                && c.outstanding() < self.plan.pipeline
+                && !self.plan.budget_spent()
+        });
         followup.into_iter().chain(arrival).min()
     }
 
@@ -527,22 +550,36 @@ impl<'a> Worker<'a> {
                     _ => return,
                 },
             };
-            self.send_new(i, intended, now);
+            if !self.send_new(i, intended, now) {
+                // The budget is spent: this connection's arrivals end here.
+                self.conns[i].next_intended = None;
+                return;
+            }
         }
     }
 
-    fn send_new(&mut self, i: usize, intended: Instant, now: Instant) {
+    /// Sends the next get or set; false (and nothing sent) once a bounded run's budget is spent.
+    fn send_new(&mut self, i: usize, intended: Instant, now: Instant) -> bool {
         let plan = self.plan;
-        if self.rng.gen::<f64>() >= plan.get_ratio {
+        let is_set = self.rng.gen::<f64>() >= plan.get_ratio;
+        let want = if is_set { 1 } else { plan.multiget as u64 };
+        let granted = match &plan.budget {
+            Some(budget) => budget.take(want),
+            None => want,
+        };
+        if granted == 0 {
+            return false;
+        }
+        if is_set {
             let key = plan.keys.sample(&mut self.rng);
             self.send_set(i, key, PendingOp::Op(OpKind::Set), intended, now);
-            return;
+            return true;
         }
         let conn = &mut self.conns[i];
         let space = &plan.tenants[conn.tenant].space;
         let rng = &mut self.rng;
         let req_keys = &mut conn.req_keys;
-        let keys = (0..plan.multiget).map(|_| {
+        let keys = (0..granted).map(|_| {
             let key = plan.keys.sample(rng);
             if plan.lookaside {
                 req_keys.push_back(key);
@@ -555,13 +592,14 @@ impl<'a> Worker<'a> {
         } else {
             OpKind::Get
         };
-        conn.push_pending(PendingOp::Op(op), plan.multiget as u32, intended, now);
+        conn.push_pending(PendingOp::Op(op), granted as u32, intended, now);
+        true
     }
 
     fn send_set(&mut self, i: usize, key: u64, op: PendingOp, intended: Instant, now: Instant) {
         let plan = self.plan;
         let conn = &mut self.conns[i];
-        let len = plan.sizer.size_of(key);
+        let len = plan.sizer.size_of(plan.keys.size_id(key));
         push_set(
             &mut conn.wbuf,
             &plan.tenants[conn.tenant].space,
@@ -794,7 +832,9 @@ impl<'a> Worker<'a> {
                 .filter(|p| p.op != PendingOp::Auth && window.is_measured(p.intended))
                 .count() as u64;
             self.stats.errors.timeouts += lost;
-            if let (Some(mut t), Some(g)) = (conn.next_intended, gaps) {
+            // A spent budget, not the clock, ended these arrivals: none is owed.
+            let arrivals = conn.next_intended.filter(|_| !self.plan.budget_spent());
+            if let (Some(mut t), Some(g)) = (arrivals, gaps) {
                 let mut unsent = 0;
                 while t < window.measure_end && unsent < UNSENT_COUNT_LIMIT {
                     if window.is_measured(t) {

@@ -199,6 +199,87 @@ fn a_trace_replays_its_keys_and_lookaside_fills_them() {
     assert!(err.contains("/nonexistent/x.trace"), "{err}");
 }
 
+/// The server's `stats` counter `name`.
+fn server_stat(addr: &str, name: &str) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(b"stats\r\n").unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !buf.ends_with(b"END\r\n") {
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "stats ended early");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8(buf).unwrap();
+    let prefix = format!("STAT {name} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn once_replays_a_trace_exactly_once_in_order_and_requests_caps_a_run() {
+    let mc = Memcached::start(&[]);
+    // 1,000 requests over 50 keys, each key's first request at position i, then cycling.
+    let dir = std::env::temp_dir().join(format!("mrcache-bench-once-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cycle.trace");
+    let ids: Vec<u8> = (0..1000u32)
+        .flat_map(|i| (10_000 + i % 50).to_be_bytes())
+        .collect();
+    std::fs::write(&path, ids).unwrap();
+    let popularity = format!("trace:{}", path.display());
+    let replay = [
+        "--connections",
+        "1",
+        "--popularity",
+        &popularity,
+        "--get-ratio",
+        "1",
+        "--lookaside",
+        "--key-size",
+        "16",
+        "--value-size",
+        "etc",
+        "--once",
+    ];
+    // --duration is far longer than the pass: the pass, not the clock, ends the run.
+    let started = Instant::now();
+    let (report, _) = bench(&mc.addr, "60s", "0s", &replay);
+    let report = report.expect("bench runs");
+    assert!(started.elapsed() < Duration::from_secs(30), "{report}");
+    assert_eq!(report.errors.total(), 0, "{report}");
+    assert_eq!(report.ops.get, 1000, "one pass: {report}");
+    // In order on one connection, each key misses once, on its first request, and is set then.
+    assert_eq!(report.ops.lookaside_set, 50, "{report}");
+    assert_eq!(server_stat(&mc.addr, "cmd_get"), 1000);
+    assert_eq!(server_stat(&mc.addr, "get_misses"), 50);
+    assert_eq!(server_stat(&mc.addr, "cmd_set"), 50);
+    assert!(report.measured_secs > 0.0 && report.measured_secs < 30.0);
+    // --requests caps the run below one pass (the trace's cursor runs on from where it stopped).
+    let mut capped = replay.to_vec();
+    capped.extend(["--requests", "300"]);
+    let (report, _) = bench(&mc.addr, "60s", "0s", &capped);
+    let report = report.expect("bench runs");
+    assert_eq!(report.ops.get, 300, "{report}");
+    assert_eq!(
+        report.hit_ratio,
+        Some(1.0),
+        "every key was filled: {report}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let no_trace = ["--once"];
+    let err = bench(&mc.addr, "1s", "0s", &no_trace).0.unwrap_err();
+    assert!(err.to_string().contains("--once"), "{err}");
+    let with_qos = ["--requests", "10", "--qos", "p99=1ms"];
+    let err = bench(&mc.addr, "1s", "0s", &with_qos).0.unwrap_err();
+    assert!(err.to_string().contains("--qos"), "{err}");
+}
+
 #[test]
 fn open_loop_lookaside_multiget_follows_the_rate_and_fills_misses() {
     let mc = Memcached::start(&[]);
