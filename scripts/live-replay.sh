@@ -8,8 +8,10 @@
 # --seed 1 and 16-byte keys, the sizes `mrcache sim --trace` gives them), and its `stats` are read
 # (get_hits, get_misses, the page moves) before it is stopped. One connection and --pipeline 1 by
 # default, so the server sees the trace's own order with each miss's SET right after its GET. The table
-# gives each server's GET miss ratio, mrcached's against memcached's, and the simulator's miss ratio
-# for the same trace, -m and policy (`mrcache sim`, whole trace, omitted with REQUESTS).
+# gives each server's GET miss ratio, mrcached's against memcached's, and beside each the simulator's
+# (`mrcache sim`, whole trace; omitted with REQUESTS) for the same trace, memory, slab policy and item
+# accounting: memcached's for memcached (policy memcached: demand-filled), mrcached's default compact
+# accounting for mrcached (lama-mr, or the POLICY of mrcached:POLICY).
 #
 # Usage: scripts/live-replay.sh [TRACES_DIR] [OUT_DIR]
 #   env: TRACES (file names under TRACES_DIR), MEMS (default "16 32", memcached -m in MiB),
@@ -48,10 +50,7 @@ for t in $TRACES; do
     for m in $MEMS; do
         for s in $SERVERS; do echo "live $t $m $s" >> "$jobs_file"; done
         if [ "$SIM" = 1 ]; then
-            for s in $SERVERS; do
-                [ "$s" = memcached ] && continue
-                echo "sim $t $m $s" >> "$jobs_file"
-            done
+            for s in $SERVERS; do echo "sim $t $m $s" >> "$jobs_file"; done
         fi
     done
 done
@@ -102,17 +101,20 @@ run_live() {
     mv "$base.stats.tmp" "$base.stats"
 }
 
-# The simulator's run of the same trace, -m and slab policy (mrcached's default: lama-mr).
+# The simulator's run of what server $3 does: memcached's accounting and no moves for memcached;
+# mrcached's compact accounting and its slab policy (default lama-mr) for mrcached[:POLICY].
 run_sim() {
-    local t=$1 m=$2 s=$3 name out policy
+    local t=$1 m=$2 s=$3 name out policy accounting=compact
     name=$(basename "$t" | cut -d. -f1)
     out="$OUT/$name-$m-${s//:/-}.sim.json"
     [ -s "$out" ] && return 0
-    policy=${s#mrcached}
-    policy=${policy#:}
-    policy=${policy:-lama-mr}
+    case "$s" in
+        memcached) policy=memcached accounting=memcached ;;
+        mrcached) policy=lama-mr ;;
+        mrcached:*) policy=${s#mrcached:} ;;
+    esac
     "$MRCACHE" sim --trace "$TRACES_DIR/$t" --memory "${m}MiB" --value-size etc --seed 1 --key-size 16 \
-        --policy "$policy" --json > "$out.tmp" 2> "$out.err"
+        --item-accounting "$accounting" --policy "$policy" --json > "$out.tmp" 2> "$out.err"
     mv "$out.tmp" "$out"
 }
 run_one() { if [ "$1" = live ]; then run_live "${@:2}"; else run_sim "${@:2}"; fi; }
@@ -146,17 +148,23 @@ for line in open(jobs):
         r = json.load(open(base + ".sim.json"))
         cells.setdefault(key, {})["sim " + s] = r["miss_ratio"]
 rel = lambda a, b: "-" if b == 0 else f"{a / b - 1:+.1%}"
-live = [s for s in servers]
-sims = [s for s in servers if s != "memcached"]
+live = servers
 has_sim = any(k.startswith("sim ") for c in cells.values() for k in c)
-head = ["trace", "-m", "GETs"] + live + ["mrcached/memcached", "moves (by rule)"]
-if has_sim:
-    head += ["sim " + (s.split(":", 1)[1] if ":" in s else "lama-mr") for s in sims]
+label = {"memcached": "memcached 1.6.18", "mrcached": "mrcached (lama-mr)"}
+head = ["trace", "-m", "GETs"]
+for s in live:
+    head.append(label.get(s, s.replace("mrcached:", "mrcached ")))
+    if has_sim:
+        head.append("sim")
+head += ["mrcached/memcached", "mrcached moves (by rule)"]
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for (name, m), c in cells.items():
     row = [name, m, str(c[live[0]]["gets"])]
-    row += [f"{c[s]['miss']:.4f}" for s in live]
+    for s in live:
+        row.append(f"{c[s]['miss']:.4f}")
+        if has_sim:
+            row.append(f"{c['sim ' + s]:.4f}" if "sim " + s in c else "-")
     d = c.get("mrcached")
     row.append(rel(d["miss"], c["memcached"]["miss"]) if d and "memcached" in c else "-")
     if d:
@@ -164,8 +172,6 @@ for (name, m), c in cells.items():
         row.append(f"{d['moved']}" + (f" ({rules})" if rules else ""))
     else:
         row.append("-")
-    if has_sim:
-        row += [f"{c['sim ' + s]:.4f}" if "sim " + s in c else "-" for s in sims]
     print("| " + " | ".join(row) + " |")
 errs = [(k, s, c[s]["errors"]) for k, c in cells.items() for s in live if c[s]["errors"]]
 for k, s, e in errs:

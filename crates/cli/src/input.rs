@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
+use mrcache_engine::config::ItemAccounting;
 use mrcache_engine::config::{DEFAULT_GROWTH_FACTOR, DEFAULT_ITEM_SIZE_MAX_BYTES};
 use mrcache_engine::EngineConfig;
 use mrcache_sim::sweep::parse_bytes;
@@ -113,6 +114,14 @@ pub struct SlabArgs {
     /// Largest item (memcached's -I), e.g. 1MiB.
     #[arg(long, default_value_t = format_size(DEFAULT_ITEM_SIZE_MAX_BYTES as u64))]
     pub item_size_max: String,
+    /// How an item's size picks its slab class: memcached (memcached 1.6's item header and classes)
+    /// or compact (the bytes the item occupies: mrcached's default, its `-o item_accounting=`).
+    #[arg(long, default_value = "memcached", value_parser = parse_item_accounting)]
+    pub item_accounting: ItemAccounting,
+}
+
+fn parse_item_accounting(s: &str) -> Result<ItemAccounting, String> {
+    ItemAccounting::parse(s).ok_or_else(|| format!("{s}: expected memcached or compact"))
 }
 
 impl SlabArgs {
@@ -125,8 +134,39 @@ impl SlabArgs {
             memory_limit_bytes: memory_bytes,
             item_size_max_bytes: item_size_max as usize,
             growth_factor: self.growth_factor,
+            item_accounting: self.item_accounting,
             profile_sample_rate: None,
             ..EngineConfig::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        slab: SlabArgs,
+    }
+
+    #[test]
+    fn item_accounting_reaches_the_engine_and_a_bad_one_is_named() {
+        let default = Cli::try_parse_from(["sim"]).unwrap();
+        let config = default.slab.engine_config(64 << 20).unwrap();
+        assert_eq!(config.item_accounting, ItemAccounting::Memcached);
+        let compact = Cli::try_parse_from(["sim", "--item-accounting", "compact"]).unwrap();
+        let config = compact.slab.engine_config(64 << 20).unwrap();
+        assert_eq!(config.item_accounting, ItemAccounting::Compact);
+        let err = Cli::try_parse_from(["sim", "--item-accounting", "tight"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("--item-accounting") && err.contains("memcached or compact"),
+            "{err}"
+        );
     }
 }

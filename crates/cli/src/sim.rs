@@ -27,7 +27,8 @@ pub struct SimArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Cache memory (memcached's -m), e.g. 64MiB, 1GiB; or P% of the workload's distinct-object bytes
-    /// under memcached's accounting (every distinct item in its slab chunk), found by a first pass.
+    /// under the --item-accounting (memcached's by default: every distinct item in its slab chunk),
+    /// found by a first pass.
     #[arg(long, default_value_t = format_size(DEFAULT_MEMORY_LIMIT_BYTES))]
     memory: String,
     /// Memory sweep FROM..TO:STEP, e.g. 128MiB..1GiB:64MiB (replaces --memory).
