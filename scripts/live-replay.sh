@@ -5,7 +5,8 @@
 # For each trace and each -m in MEMS, every server in SERVERS is started alone on a free loopback port,
 # gets one pass of the trace from `mrcache bench --popularity trace:PATH --once` (every request a GET,
 # a miss followed by a SET of the item: --lookaside; ETC value sizes drawn from the trace's key ids with
-# --seed 1 and 16-byte keys, the sizes `mrcache sim --trace` gives them), and its `stats` are read
+# --seed 1 and 16-byte keys, the sizes `mrcache sim --trace` gives them; the block traces' keys get ETC
+# sizes too, not their block sizes, and the simulator is told so: --override-sizes), and its `stats` are read
 # (get_hits, get_misses, the page moves) before it is stopped. One connection and --pipeline 1 by
 # default, so the server sees the trace's own order with each miss's SET right after its GET. The table
 # gives each server's GET miss ratio, mrcached's against memcached's, and beside each the simulator's
@@ -28,7 +29,8 @@ OUT=${2:-target/live-replay}
 MRCACHE=${MRCACHE:-target/release/mrcache}
 MRCACHED=${MRCACHED:-target/release/mrcached}
 TRACES=${TRACES:-"kv/cache2k-orm-busy.trace.xz kv/cache2k-orm-night.trace.xz kv/cache2k-web07.trace.xz
-kv/cache2k-web12.trace.xz kv/corda_vaultservice.trace.gz"}
+kv/cache2k-web12.trace.xz kv/corda_vaultservice.trace.gz block/arc-OLTP.lis.zst
+block/cloudPhysicsIO.oracleGeneral.bin"}
 MEMS=${MEMS:-"16 32"}
 SERVERS=${SERVERS:-"memcached mrcached mrcached:memcached mrcached:automove"}
 REQUESTS=${REQUESTS:-}
@@ -114,7 +116,7 @@ run_sim() {
         mrcached:*) policy=${s#mrcached:} ;;
     esac
     "$MRCACHE" sim --trace "$TRACES_DIR/$t" --memory "${m}MiB" --value-size etc --seed 1 --key-size 16 \
-        --item-accounting "$accounting" --policy "$policy" --json > "$out.tmp" 2> "$out.err"
+        --override-sizes --item-accounting "$accounting" --policy "$policy" --json > "$out.tmp" 2> "$out.err"
     mv "$out.tmp" "$out"
 }
 run_one() { if [ "$1" = live ]; then run_live "${@:2}"; else run_sim "${@:2}"; fi; }

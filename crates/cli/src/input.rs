@@ -37,6 +37,10 @@ pub struct SourceArgs {
     /// Value sizes for key-only traces: N bytes, A-B uniform, or etc (Facebook ETC's distribution).
     #[arg(long, default_value = "etc")]
     pub value_size: String,
+    /// Draw every trace request's value size from --value-size, also where the trace records sizes
+    /// (a block trace's keys with ETC values, as `mrcache bench --popularity trace:PATH` replays them).
+    #[arg(long)]
+    pub override_sizes: bool,
     /// Key size in bytes for traces (they record numeric ids).
     #[arg(long, default_value_t = 16)]
     pub key_size: u8,
@@ -58,7 +62,7 @@ impl SourceArgs {
         let sizing = TraceSizing {
             key_size: self.key_size.max(8),
             value_size: parse_value_size(&self.value_size)?,
-            override_sizes: false,
+            override_sizes: self.override_sizes,
             seed: self.seed,
         };
         let slot = trace_error.clone();
@@ -150,6 +154,46 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         slab: SlabArgs,
+    }
+
+    #[derive(Parser)]
+    struct SourceCli {
+        #[command(flatten)]
+        source: SourceArgs,
+    }
+
+    #[test]
+    fn override_sizes_replaces_the_sizes_a_trace_records() {
+        let dir = std::env::temp_dir().join(format!("mrcache-override-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.oracleGeneral.bin");
+        // Two oracleGeneral records (u32 time, u64 id, u32 size, i64 next access), 4,096-byte objects.
+        let mut bytes = Vec::new();
+        for (t, id) in [(1u32, 7u64), (2, 9)] {
+            bytes.extend(t.to_le_bytes());
+            bytes.extend(id.to_le_bytes());
+            bytes.extend(4096u32.to_le_bytes());
+            bytes.extend((-1i64).to_le_bytes());
+        }
+        std::fs::write(&path, bytes).unwrap();
+        let sizes = |extra: &[&str]| -> Vec<u32> {
+            let mut argv = vec!["sim", "--trace", path.to_str().unwrap()];
+            argv.extend(extra);
+            let cli = SourceCli::try_parse_from(argv).unwrap();
+            let slot = TraceErrorSlot::default();
+            let stream = cli.source.stream(&slot).unwrap();
+            stream
+                .map(|a| u32::from(a.key_size) + a.value_size)
+                .collect()
+        };
+        assert_eq!(
+            sizes(&["--value-size", "100"]),
+            [4096, 4096],
+            "the trace's own"
+        );
+        let overridden = sizes(&["--value-size", "100", "--override-sizes"]);
+        assert_eq!(overridden, [116, 116], "16-byte keys, 100-byte values");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
