@@ -7,7 +7,9 @@
 # a miss followed by a SET of the item: --lookaside; ETC value sizes drawn from the trace's key ids with
 # --seed 1 and 16-byte keys, the sizes `mrcache sim --trace` gives them; the block traces' keys get ETC
 # sizes too, not their block sizes, and the simulator is told so: --override-sizes), and its `stats` are read
-# (get_hits, get_misses, the page moves) before it is stopped. One connection and --pipeline 1 by
+# (get_hits, get_misses, the page moves) before it is stopped. "pages moved" gives mrcached's policy
+# moves by rule (slab_policy_moves_*) and all its page moves (slabs_moved: also the first pages that
+# classes emptied by idle moves take back from the largest class when they are used again). One connection and --pipeline 1 by
 # default, so the server sees the trace's own order with each miss's SET right after its GET. The table
 # gives each server's GET miss ratio, mrcached's against memcached's, and beside each the simulator's
 # (`mrcache sim`, whole trace; omitted with REQUESTS) for the same trace, memory, slab policy and item
@@ -144,6 +146,7 @@ for line in open(jobs):
         cells.setdefault(key, {})[s] = {
             "miss": misses / max(hits + misses, 1), "gets": hits + misses,
             "moved": int(stats.get("slabs_moved", 0)), "rules": moves,
+            "policy_moved": int(stats.get("slab_policy_pages_moved", 0)),
             "errors": sum(bench["errors"][k] for k in bench["errors"] if isinstance(bench["errors"][k], int)),
             "ops": bench["throughput_ops"]}
     else:
@@ -158,7 +161,7 @@ for s in live:
     head.append(label.get(s, s.replace("mrcached:", "mrcached ")))
     if has_sim:
         head.append("sim")
-head += ["mrcached/memcached", "mrcached moves (by rule)"]
+head += ["mrcached/memcached", "mrcached pages moved: policy (rules) / all"]
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for (name, m), c in cells.items():
@@ -171,7 +174,7 @@ for (name, m), c in cells.items():
     row.append(rel(d["miss"], c["memcached"]["miss"]) if d and "memcached" in c else "-")
     if d:
         rules = ", ".join(f"{k} {v}" for k, v in sorted(d["rules"].items()) if v)
-        row.append(f"{d['moved']}" + (f" ({rules})" if rules else ""))
+        row.append(f"{d['policy_moved']}" + (f" ({rules})" if rules else "") + f" / {d['moved']}")
     else:
         row.append("-")
     print("| " + " | ".join(row) + " |")
