@@ -1,0 +1,384 @@
+//! The dynamic oracle: a clairvoyant slab policy that, at the start of every window of the run, moves
+//! pages to the allocation with the fewest misses in that window, as the exact curves of a first pass
+//! say. It is the dynamic counterpart of the fixed upper bound ([`crate::upper_bound`]): "share of the
+//! potential" of a dynamic policy can be measured against what a dynamic policy could reach.
+//!
+//! Two passes:
+//! 1. [`crate::UpperBoundProfiler`] (the same pass, the same exact LRU stacks, one per class) also
+//!    cuts the run into windows of `window_requests` requests ([`WindowRecorder`]). A GET's depth is
+//!    measured against the class's whole history, so a window is never cold: a key last used three
+//!    windows ago is as deep as the keys used since. At each window's end the class's GET hits by
+//!    page count are kept, cumulated, up to the deepest hit ([`WindowCurves`]).
+//! 2. [`WindowCurves::schedule`] runs the optimizer's DP (`mrcache_policy::optimal_allocation`, the one
+//!    the upper bound and LAMA use) on every window: the allocation of the memory's pages with the
+//!    fewest misses, every class used in the window keeping a page (memcached's first-page rule: the
+//!    engine gives such a class one whatever the policy), no class given more than holds every item it
+//!    has seen. The simulator replays the run through the real engine with [`OraclePolicy`]: at each
+//!    window's start the classes are capped at that window's allocation and the rebalancer moves the
+//!    pages (`Engine::move_page_in`, the path of every policy), from the classes above it to those
+//!    below.
+//!
+//! What it is, and is not: a realisable clairvoyant policy, an achievable reference, not a proof of
+//! optimality. A moved page loses its items (the next window starts its new pages cold), each class's
+//! LRU in the engine is not exactly the stack model (chunks, first pages), and a policy that moves
+//! inside a window can do better. [`OracleSchedule::predicted_misses`], the sum of every window's best
+//! misses by the curves, is the model's figure (no warm-up cost), printed beside the replay's.
+//!
+//! Memory: while recording, one `u64` per page count reached by a GET of the window per class
+//! (at most the pages of the distinct data so far, one window at a time); kept per window, the
+//! cumulative hits up to each class's deepest hit, at most `distinct bytes / page size + classes`
+//! `u64`s a window (about 8 KB a window for 1 GiB of distinct data in 1 MiB pages). A schedule keeps
+//! one allocation (a `usize` per class) per window.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use mrcache_policy::class::{ClassMove, ClassPolicy, MoveRule, Progress, Round, RoundInput};
+use mrcache_policy::plan_moves;
+use serde::Serialize;
+
+use crate::upper_bound::fewest_misses;
+
+/// One class in the window being recorded.
+#[derive(Debug, Clone, Default)]
+struct OpenClass {
+    gets: u64,
+    /// GETs and stores: a class used in the window keeps a page.
+    accesses: u64,
+    /// `needs[k]`: GETs whose depth needs exactly `k` pages to hit (`ceil(depth / chunks per page)`).
+    needs: Vec<u64>,
+}
+
+/// One class over one closed window.
+#[derive(Debug, Clone, PartialEq)]
+struct ClassWindow {
+    gets: u64,
+    used: bool,
+    /// The most pages the class can use: those that hold every distinct item it has seen so far.
+    cap_pages: usize,
+    /// `hits[k]`: GETs that hit with `k` pages, up to the deepest hit (constant beyond).
+    hits: Vec<u64>,
+}
+
+impl ClassWindow {
+    fn misses_with(&self, pages: usize) -> u64 {
+        let hits = match self.hits.last() {
+            None => 0,
+            Some(&all) => self.hits.get(pages).copied().unwrap_or(all),
+        };
+        self.gets - hits
+    }
+}
+
+/// One closed window.
+#[derive(Debug, Clone, PartialEq)]
+struct ClosedWindow {
+    classes: Vec<ClassWindow>,
+    /// GETs of items larger than `-I`: misses at every allocation.
+    too_large_gets: u64,
+}
+
+/// Cuts the profiling pass into windows (fed by [`crate::UpperBoundProfiler`]).
+#[derive(Debug, Clone)]
+pub(crate) struct WindowRecorder {
+    window_requests: u64,
+    chunks_per_page: Vec<usize>,
+    open: Vec<OpenClass>,
+    too_large_gets: u64,
+    requests_in_window: u64,
+    closed: Vec<ClosedWindow>,
+}
+
+impl WindowRecorder {
+    /// Windows of `window_requests` requests over classes of `chunks_per_page` chunks a page.
+    pub(crate) fn new(window_requests: u64, chunks_per_page: Vec<usize>) -> WindowRecorder {
+        WindowRecorder {
+            window_requests: window_requests.max(1),
+            open: vec![OpenClass::default(); chunks_per_page.len()],
+            chunks_per_page,
+            too_large_gets: 0,
+            requests_in_window: 0,
+            closed: Vec::new(),
+        }
+    }
+
+    pub(crate) fn window_requests(&self) -> u64 {
+        self.window_requests
+    }
+
+    /// A GET of class `class` found `depth` keys deep (`None`: a first access).
+    pub(crate) fn get(&mut self, class: usize, depth: Option<u64>) {
+        let c = &mut self.open[class];
+        c.gets += 1;
+        if let Some(d) = depth {
+            let k = (d as usize).div_ceil(self.chunks_per_page[class].max(1));
+            if k >= c.needs.len() {
+                c.needs.resize(k + 1, 0);
+            }
+            c.needs[k] += 1;
+        }
+    }
+
+    /// Any access (GET or store) of class `class`.
+    pub(crate) fn access(&mut self, class: usize) {
+        self.open[class].accesses += 1;
+    }
+
+    /// A GET of an item too large for any class.
+    pub(crate) fn too_large_get(&mut self) {
+        self.too_large_gets += 1;
+    }
+
+    /// One request recorded; closes the window at its end. `distinct(i)`: class `i`'s distinct items so
+    /// far.
+    pub(crate) fn end_request(&mut self, distinct: impl Fn(usize) -> usize) {
+        self.requests_in_window += 1;
+        if self.requests_in_window == self.window_requests {
+            self.close(distinct);
+        }
+    }
+
+    fn close(&mut self, distinct: impl Fn(usize) -> usize) {
+        let classes = self
+            .open
+            .iter_mut()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut total = 0;
+                let hits = c
+                    .needs
+                    .iter()
+                    .map(|&n| {
+                        total += n;
+                        total
+                    })
+                    .collect();
+                let closed = ClassWindow {
+                    gets: c.gets,
+                    used: c.accesses > 0,
+                    cap_pages: distinct(i).div_ceil(self.chunks_per_page[i].max(1)),
+                    hits,
+                };
+                c.gets = 0;
+                c.accesses = 0;
+                c.needs.clear();
+                closed
+            })
+            .collect();
+        self.closed.push(ClosedWindow {
+            classes,
+            too_large_gets: std::mem::take(&mut self.too_large_gets),
+        });
+        self.requests_in_window = 0;
+    }
+
+    /// Closes a partial last window and returns every window's curves.
+    pub(crate) fn finish(mut self, distinct: impl Fn(usize) -> usize) -> WindowCurves {
+        if self.requests_in_window > 0 {
+            self.close(distinct);
+        }
+        WindowCurves {
+            window_requests: self.window_requests,
+            windows: self.closed,
+        }
+    }
+}
+
+/// Every window's exact per-class hits by page count, from the profiling pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCurves {
+    window_requests: u64,
+    windows: Vec<ClosedWindow>,
+}
+
+impl WindowCurves {
+    /// Requests per window.
+    pub fn window_requests(&self) -> u64 {
+        self.window_requests
+    }
+
+    /// Windows recorded (the last may be partial).
+    pub fn windows(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// `u64`s the curves hold: their memory is about 8 bytes each.
+    pub fn stored_counts(&self) -> usize {
+        self.windows
+            .iter()
+            .map(|w| w.classes.iter().map(|c| c.hits.len()).sum::<usize>())
+            .sum()
+    }
+
+    /// Every window's best allocation of `total_pages` pages (the optimizer's DP over that window's
+    /// exact curves; every class used in the window keeps a page, so a window with more classes in use
+    /// than pages gets one page for each, beyond `total_pages`, as the engine's first-page rule would).
+    /// Never fails.
+    pub fn schedule(&self, total_pages: usize) -> OracleSchedule {
+        let mut plans = Vec::with_capacity(self.windows.len());
+        let mut predicted_misses = 0;
+        let mut gets = 0;
+        for w in &self.windows {
+            let in_use = w.classes.iter().filter(|c| c.used).count();
+            let total = total_pages.max(in_use);
+            let costs = w
+                .classes
+                .iter()
+                .map(|c| {
+                    // A class used in the window has seen at least one item: its cap is at least 1.
+                    let cap = c.cap_pages.min(total).max(usize::from(c.used));
+                    (0..=cap).map(|k| c.misses_with(k) as f64).collect()
+                })
+                .collect();
+            let min_pages = w.classes.iter().map(|c| usize::from(c.used)).collect();
+            let pages = fewest_misses(costs, min_pages, total);
+            predicted_misses += w.too_large_gets
+                + w.classes
+                    .iter()
+                    .zip(&pages)
+                    .map(|(c, &k)| c.misses_with(k))
+                    .sum::<u64>();
+            gets += w.too_large_gets + w.classes.iter().map(|c| c.gets).sum::<u64>();
+            plans.push(pages);
+        }
+        OracleSchedule {
+            window_requests: self.window_requests,
+            total_pages,
+            plans,
+            predicted_misses,
+            gets,
+        }
+    }
+}
+
+/// The dynamic oracle's plan for one memory size: an allocation per window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OracleSchedule {
+    /// Requests per window.
+    pub window_requests: u64,
+    /// The memory's pages (`-m`); a window may hold more where more classes are in use than pages.
+    pub total_pages: usize,
+    /// Pages per class index, one allocation per window, in order.
+    pub plans: Vec<Vec<usize>>,
+    /// The model's misses: the sum of every window's misses at its best allocation, by the exact
+    /// curves (no warm-up cost for moved pages).
+    pub predicted_misses: u64,
+    /// GETs of the run.
+    pub gets: u64,
+}
+
+impl OracleSchedule {
+    /// The model's GET miss ratio (see [`predicted_misses`](Self::predicted_misses)).
+    pub fn predicted_miss_ratio(&self) -> f64 {
+        crate::report::ratio(self.predicted_misses, self.gets)
+    }
+
+    /// The most pages any window's allocation holds: the engine's budget for the replay.
+    pub fn pages_held(&self) -> usize {
+        self.plans
+            .iter()
+            .map(|p| p.iter().sum::<usize>())
+            .max()
+            .unwrap_or(0)
+            .max(self.total_pages)
+    }
+}
+
+/// Which oracle window the replay is in, set by the simulator at each window's start and read by the
+/// [`OraclePolicy`] it drives.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WindowCursor(Arc<AtomicUsize>);
+
+impl WindowCursor {
+    pub(crate) fn set(&self, window: usize) {
+        self.0.store(window, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The clairvoyant class policy: a round is due when the replay enters a window; the round moves pages
+/// from the classes above that window's allocation to those below it (what is left over goes back to
+/// the budget, where capped demand filling finds it). The caps themselves are the simulator's to set.
+pub(crate) struct OraclePolicy {
+    schedule: Arc<OracleSchedule>,
+    cursor: WindowCursor,
+    applied: usize,
+}
+
+impl OraclePolicy {
+    pub(crate) fn new(schedule: Arc<OracleSchedule>, cursor: WindowCursor) -> OraclePolicy {
+        OraclePolicy {
+            schedule,
+            cursor,
+            applied: 0,
+        }
+    }
+}
+
+impl ClassPolicy for OraclePolicy {
+    fn name(&self) -> &'static str {
+        crate::policy::ORACLE
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{}:window={}",
+            crate::policy::ORACLE,
+            self.schedule.window_requests
+        )
+    }
+
+    fn due(&self, _since: &Progress) -> bool {
+        self.cursor.get() != self.applied
+    }
+
+    fn round(&mut self, input: &RoundInput<'_>) -> Round {
+        self.applied = self.cursor.get();
+        let Some(target) = self.schedule.plans.get(self.applied) else {
+            return Round::none();
+        };
+        let current: Vec<usize> = input.classes.iter().map(|c| c.pages()).collect();
+        let mut target = target.clone();
+        target.resize(current.len(), 0);
+        let class = |i: usize| input.classes[i].snapshot.class;
+        let mut surplus: Vec<usize> = current
+            .iter()
+            .zip(&target)
+            .map(|(c, t)| c.saturating_sub(*t))
+            .collect();
+        let mut moves: Vec<ClassMove> = plan_moves(&current, &target, usize::MAX)
+            .into_iter()
+            .map(|m| {
+                surplus[m.src] -= m.pages;
+                ClassMove {
+                    src: class(m.src),
+                    dst: Some(class(m.dst)),
+                    pages: m.pages,
+                    rule: MoveRule::Curve,
+                }
+            })
+            .collect();
+        moves.extend(
+            surplus
+                .iter()
+                .enumerate()
+                .filter(|(_, &s)| s > 0)
+                .map(|(i, &pages)| ClassMove {
+                    src: class(i),
+                    dst: None,
+                    pages,
+                    rule: MoveRule::Curve,
+                }),
+        );
+        Round {
+            moves,
+            predicted_miss_ratio: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
