@@ -47,6 +47,28 @@ struct OpenClass {
     accesses: u64,
     /// `needs[k]`: GETs whose depth needs exactly `k` pages to hit (`ceil(depth / chunks per page)`).
     needs: Vec<u64>,
+    /// The same for the GETs that are their key's first access in the window.
+    first_needs: Vec<u64>,
+}
+
+/// `counts` cumulated: `out[k]` is the sum of `counts[..=k]`.
+fn cumulative(counts: &[u64]) -> Vec<u64> {
+    let mut total = 0;
+    counts
+        .iter()
+        .map(|&n| {
+            total += n;
+            total
+        })
+        .collect()
+}
+
+/// `hits[k]`, constant beyond the table's end (and 0 for an empty one).
+fn at(hits: &[u64], k: usize) -> u64 {
+    match hits.last() {
+        None => 0,
+        Some(&all) => hits.get(k).copied().unwrap_or(all),
+    }
 }
 
 /// One class over one closed window.
@@ -58,15 +80,25 @@ struct ClassWindow {
     cap_pages: usize,
     /// `hits[k]`: GETs that hit with `k` pages, up to the deepest hit (constant beyond).
     hits: Vec<u64>,
+    /// `first_hits[k]`: those of them that are their key's first access in the window.
+    first_hits: Vec<u64>,
 }
 
 impl ClassWindow {
     fn misses_with(&self, pages: usize) -> u64 {
-        let hits = match self.hits.last() {
-            None => 0,
-            Some(&all) => self.hits.get(pages).copied().unwrap_or(all),
+        self.gets - at(&self.hits, pages)
+    }
+
+    /// The misses with `pages` pages when the class held `before` at the window's start: a page it
+    /// gains starts empty, so a key's first access in the window that only the new pages would hold
+    /// misses (it hits from its second access on, as the curve says).
+    fn misses_after(&self, before: usize, pages: usize) -> u64 {
+        let warm_up = if pages > before {
+            at(&self.first_hits, pages) - at(&self.first_hits, before)
+        } else {
+            0
         };
-        self.gets - hits
+        self.misses_with(pages) + warm_up
     }
 }
 
@@ -106,8 +138,10 @@ impl WindowRecorder {
         self.window_requests
     }
 
-    /// A GET of class `class` found `depth` keys deep (`None`: a first access).
-    pub(crate) fn get(&mut self, class: usize, depth: Option<u64>) {
+    /// A GET of class `class` found `depth` keys deep (`None`: a first access), its key last accessed
+    /// at request index `previous`.
+    pub(crate) fn get(&mut self, class: usize, depth: Option<u64>, previous: Option<u64>) {
+        let window_start = self.closed.len() as u64 * self.window_requests;
         let c = &mut self.open[class];
         c.gets += 1;
         if let Some(d) = depth {
@@ -116,6 +150,12 @@ impl WindowRecorder {
                 c.needs.resize(k + 1, 0);
             }
             c.needs[k] += 1;
+            if previous.is_none_or(|r| r < window_start) {
+                if k >= c.first_needs.len() {
+                    c.first_needs.resize(k + 1, 0);
+                }
+                c.first_needs[k] += 1;
+            }
         }
     }
 
@@ -144,24 +184,17 @@ impl WindowRecorder {
             .iter_mut()
             .enumerate()
             .map(|(i, c)| {
-                let mut total = 0;
-                let hits = c
-                    .needs
-                    .iter()
-                    .map(|&n| {
-                        total += n;
-                        total
-                    })
-                    .collect();
                 let closed = ClassWindow {
                     gets: c.gets,
                     used: c.accesses > 0,
                     cap_pages: distinct(i).div_ceil(self.chunks_per_page[i].max(1)),
-                    hits,
+                    hits: cumulative(&c.needs),
+                    first_hits: cumulative(&c.first_needs),
                 };
                 c.gets = 0;
                 c.accesses = 0;
                 c.needs.clear();
+                c.first_needs.clear();
                 closed
             })
             .collect();
@@ -206,38 +239,66 @@ impl WindowCurves {
     pub fn stored_counts(&self) -> usize {
         self.windows
             .iter()
-            .map(|w| w.classes.iter().map(|c| c.hits.len()).sum::<usize>())
+            .map(|w| {
+                w.classes
+                    .iter()
+                    .map(|c| c.hits.len() + c.first_hits.len())
+                    .sum::<usize>()
+            })
             .sum()
     }
 
-    /// Every window's best allocation of `total_pages` pages (the optimizer's DP over that window's
-    /// exact curves; every class used in the window keeps a page, so a window with more classes in use
-    /// than pages gets one page for each, beyond `total_pages`, as the engine's first-page rule would).
-    /// Never fails.
-    pub fn schedule(&self, total_pages: usize) -> OracleSchedule {
-        let mut plans = Vec::with_capacity(self.windows.len());
-        let mut predicted_misses = 0;
-        let mut gets = 0;
-        for w in &self.windows {
+    /// The oracle's plan for `total_pages` pages: every window's allocation, chosen in order by the
+    /// optimizer's DP over that window's exact curves, each class's cost with `k` pages being its
+    /// misses plus, where `k` exceeds what the previous window's allocation gave it, the warm-up of
+    /// its new pages ([`ClassWindow::misses_after`]), so that a page moves only where the window
+    /// gains more than the move costs. Every class used in the window keeps a page (a window with more
+    /// classes in use than pages gets one for each, beyond `total_pages`, as the engine's first-page
+    /// rule would); none gets more than holds everything it has seen.
+    ///
+    /// Beside it, [`OracleSchedule::predicted_misses`] sums each window's best misses by the curves
+    /// alone (the same DP without the warm-up): the model's bound. Never fails.
+    pub fn schedule(&self, total_pages: usize, horizon: usize) -> OracleSchedule {
+        let mut plans: Vec<Vec<usize>> = Vec::with_capacity(self.windows.len());
+        let (mut predicted_misses, mut planned_misses, mut gets) = (0, 0, 0);
+        for (n, w) in self.windows.iter().enumerate() {
+            let ahead = &self.windows[n..(n + horizon.max(1)).min(self.windows.len())];
             let in_use = w.classes.iter().filter(|c| c.used).count();
             let total = total_pages.max(in_use);
-            let costs = w
-                .classes
-                .iter()
-                .map(|c| {
-                    // A class used in the window has seen at least one item: its cap is at least 1.
-                    let cap = c.cap_pages.min(total).max(usize::from(c.used));
-                    (0..=cap).map(|k| c.misses_with(k) as f64).collect()
-                })
-                .collect();
-            let min_pages = w.classes.iter().map(|c| usize::from(c.used)).collect();
-            let pages = fewest_misses(costs, min_pages, total);
-            predicted_misses += w.too_large_gets
-                + w.classes
+            // A class used in the window has seen at least one item: its cap is at least 1.
+            let cap = |c: &ClassWindow| c.cap_pages.min(total).max(usize::from(c.used));
+            let min_pages: Vec<usize> = w.classes.iter().map(|c| usize::from(c.used)).collect();
+            let before = |i: usize| plans.last().map_or(0, |p: &Vec<usize>| p[i]);
+            let best = fewest_misses(
+                w.classes
                     .iter()
-                    .zip(&pages)
-                    .map(|(c, &k)| c.misses_with(k))
-                    .sum::<u64>();
+                    .map(|c| (0..=cap(c)).map(|k| c.misses_with(k) as f64).collect())
+                    .collect(),
+                min_pages.clone(),
+                total,
+            );
+            let pages = fewest_misses(
+                w.classes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        (0..=cap(c))
+                            .map(|k| {
+                                let later: u64 =
+                                    ahead[1..].iter().map(|a| a.classes[i].misses_with(k)).sum();
+                                (c.misses_after(before(i), k) + later) as f64
+                            })
+                            .collect()
+                    })
+                    .collect(),
+                min_pages,
+                total,
+            );
+            let sum = |f: &dyn Fn(usize, &ClassWindow) -> u64| -> u64 {
+                w.too_large_gets + w.classes.iter().enumerate().map(|(i, c)| f(i, c)).sum::<u64>()
+            };
+            predicted_misses += sum(&|i, c| c.misses_with(best[i]));
+            planned_misses += sum(&|i, c| c.misses_after(before(i), pages[i]));
             gets += w.too_large_gets + w.classes.iter().map(|c| c.gets).sum::<u64>();
             plans.push(pages);
         }
@@ -246,6 +307,7 @@ impl WindowCurves {
             total_pages,
             plans,
             predicted_misses,
+            planned_misses,
             gets,
         }
     }
@@ -263,6 +325,8 @@ pub struct OracleSchedule {
     /// The model's misses: the sum of every window's misses at its best allocation, by the exact
     /// curves (no warm-up cost for moved pages).
     pub predicted_misses: u64,
+    /// The misses the plans themselves are predicted to give, warm-up of gained pages included.
+    pub planned_misses: u64,
     /// GETs of the run.
     pub gets: u64,
 }

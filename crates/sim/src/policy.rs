@@ -37,12 +37,23 @@ pub enum SimPolicySpec {
 pub struct OracleSpec {
     /// Requests per oracle window; `None`: the run's `window_requests`.
     pub window_requests: Option<u64>,
+    /// Windows each allocation is chosen for (the window it serves and those after); `None`:
+    /// [`DEFAULT_HORIZON`].
+    pub horizon: Option<usize>,
 }
+
+/// Windows an oracle allocation is chosen for when the spec does not say.
+pub const DEFAULT_HORIZON: usize = 4;
 
 impl OracleSpec {
     /// The window it plans over, in a run reporting windows of `run_window_requests`.
     pub fn window(&self, run_window_requests: u64) -> u64 {
         self.window_requests.unwrap_or(run_window_requests)
+    }
+
+    /// Windows each allocation is chosen for.
+    pub fn horizon(&self) -> usize {
+        self.horizon.unwrap_or(DEFAULT_HORIZON)
     }
 
     fn parse(params: &str) -> Result<OracleSpec, String> {
@@ -60,6 +71,14 @@ impl OracleSpec {
                         ))
                     }
                 },
+                "horizon" => match value.trim().parse::<usize>() {
+                    Ok(n) if n > 0 => spec.horizon = Some(n),
+                    _ => {
+                        return Err(format!(
+                            "slab policy `oracle`: bad value `{value}` for `horizon` (windows, > 0)"
+                        ))
+                    }
+                },
                 other => return Err(format!("slab policy `oracle` has no parameter `{other}`")),
             }
         }
@@ -72,12 +91,18 @@ impl fmt::Display for SimPolicySpec {
         match self {
             SimPolicySpec::Class(spec) => write!(f, "{spec}"),
             SimPolicySpec::UpperBound => f.write_str(UPPER_BOUND),
-            SimPolicySpec::Oracle(OracleSpec {
-                window_requests: None,
-            }) => f.write_str(ORACLE),
-            SimPolicySpec::Oracle(OracleSpec {
-                window_requests: Some(n),
-            }) => write!(f, "{ORACLE}:window={n}"),
+            SimPolicySpec::Oracle(o) => {
+                f.write_str(ORACLE)?;
+                let mut sep = ':';
+                if let Some(n) = o.window_requests {
+                    write!(f, "{sep}window={n}")?;
+                    sep = ',';
+                }
+                if let Some(h) = o.horizon {
+                    write!(f, "{sep}horizon={h}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -28,6 +28,9 @@ pub struct SweepPoint {
     pub page_moves: u64,
     /// Dynacache's miss entropy (bits) of the run's misses over slab classes.
     pub miss_entropy: f64,
+    /// The upper bound's and the dynamic oracle's model miss ratio (`SimReport::model_miss_ratio`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_miss_ratio: Option<f64>,
     /// The run's whole report.
     #[serde(skip)]
     pub report: SimReport,
@@ -89,6 +92,7 @@ where
                         steady_state_miss_ratio: report.steady_state_miss_ratio(0.5),
                         page_moves: report.page_moves,
                         miss_entropy: report.miss_entropy,
+                        model_miss_ratio: report.model_miss_ratio,
                         report,
                     })
                 };

@@ -104,6 +104,8 @@ pub struct UpperBoundProfiler {
     key: Vec<u8>,
     /// The dynamic oracle's windows, one recorder per window length asked for.
     windows: Vec<WindowRecorder>,
+    /// With windows: each key's last request index, to tell a window's first access of a key.
+    last_access: std::collections::HashMap<u64, u64>,
 }
 
 impl UpperBoundProfiler {
@@ -122,6 +124,7 @@ impl UpperBoundProfiler {
             steady_state_from,
             key: Vec::with_capacity(256),
             windows: Vec::new(),
+            last_access: std::collections::HashMap::new(),
         }
     }
 
@@ -184,6 +187,11 @@ impl UpperBoundProfiler {
             }
             return;
         };
+        let previous = if self.windows.is_empty() || matches!(a.op, Op::Delete | Op::Other) {
+            None
+        } else {
+            self.last_access.insert(hash, self.requests - 1)
+        };
         let c = &mut self.classes[class.index()];
         match a.op {
             Op::Get => {
@@ -193,7 +201,7 @@ impl UpperBoundProfiler {
                     c.steady_state.record(depth);
                 }
                 for w in &mut self.windows {
-                    w.get(class.index(), depth);
+                    w.get(class.index(), depth, previous);
                 }
             }
             Op::Set | Op::Update => {
@@ -587,7 +595,7 @@ impl UpperBound {
         let curves = self
             .window_curves(oracle.window(config.window_requests))
             .ok_or(SimError::OracleNeedsSchedule)?;
-        let schedule = curves.schedule(pages);
+        let schedule = curves.schedule(pages, oracle.horizon());
         let model = schedule.predicted_miss_ratio();
         config.oracle = Some(std::sync::Arc::new(schedule));
         Ok(Some(model))

@@ -74,7 +74,7 @@ fn a_phase_change_is_followed_where_the_fixed_bound_cannot() {
     let (large, _) = class_of(&config, 2_000);
     assert_ne!(small, large);
 
-    let schedule = ub.window_curves(WINDOW).unwrap().schedule(ub.pages_in(8 * MIB));
+    let schedule = ub.window_curves(WINDOW).unwrap().schedule(ub.pages_in(8 * MIB), 1);
     assert_eq!(schedule.plans.len(), 8);
     for (w, plan) in schedule.plans.iter().enumerate() {
         // Each phase's class gets every page its data so far fills (the whole six-page working set
@@ -128,7 +128,7 @@ fn one_window_is_the_fixed_bound() {
     let ub = profile(&config, &stream, &[whole]);
     for memory in [4 * MIB, 8 * MIB, 16 * MIB] {
         let pages = ub.pages_in(memory);
-        let schedule = ub.window_curves(whole).unwrap().schedule(pages);
+        let schedule = ub.window_curves(whole).unwrap().schedule(pages, 1);
         assert_eq!(schedule.plans.len(), 1);
         let fixed = ub.miss_ratio(&ub.upper_bound_allocation(pages), Span::WholeRun);
         assert!(
@@ -161,7 +161,7 @@ fn more_classes_than_pages_never_panics() {
     let curves = ub.window_curves(50_000).unwrap();
     assert_eq!(curves.windows(), 4);
     assert!(curves.stored_counts() > 0);
-    let schedule = curves.schedule(pages);
+    let schedule = curves.schedule(pages, 1);
     for plan in &schedule.plans {
         let used = plan.iter().filter(|&&k| k > 0).count();
         assert!(used > pages, "{plan:?}");
