@@ -281,7 +281,8 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     let needs_profile = memory_share.is_some() || policies.iter().any(SlabPolicy::needs_profile);
     if setups.iter().any(Option::is_some) && policies.iter().any(|p| p.oracle().is_some()) {
         return Err(
-            "--policy oracle plans one memory's classes: it does not run with --tenant-policy".into(),
+            "--policy oracle plans one memory's classes: it does not run with --tenant-policy"
+                .into(),
         );
     }
     let jobs: Vec<(MemoryLayout, SlabPolicy)> = layouts

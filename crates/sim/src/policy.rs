@@ -59,9 +59,9 @@ impl OracleSpec {
     fn parse(params: &str) -> Result<OracleSpec, String> {
         let mut spec = OracleSpec::default();
         for piece in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = piece
-                .split_once('=')
-                .ok_or_else(|| format!("slab policy parameter `{piece}` needs a value (key=value)"))?;
+            let (key, value) = piece.split_once('=').ok_or_else(|| {
+                format!("slab policy parameter `{piece}` needs a value (key=value)")
+            })?;
             match key.trim() {
                 "window" => match value.trim().parse::<u64>() {
                     Ok(n) if n > 0 => spec.window_requests = Some(n),

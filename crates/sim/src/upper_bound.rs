@@ -34,8 +34,8 @@ use mrcache_workload::synth::Access;
 use mrcache_workload::Op;
 use serde::Serialize;
 
-use crate::{key_text, SimConfig, SimError, SlabPolicy};
 use crate::oracle::{WindowCurves, WindowRecorder};
+use crate::{key_text, SimConfig, SimError, SlabPolicy};
 
 /// Exact LRU depths of GETs: `gets_at_depth[d]` GETs found `d` distinct keys deep (`d >= 1`).
 #[derive(Debug, Clone, Default)]
@@ -636,7 +636,11 @@ pub(crate) fn fewest_misses(
     if caps.iter().sum::<usize>() <= total_pages {
         return caps;
     }
-    let min_pages: Vec<usize> = min_pages.iter().zip(&caps).map(|(m, c)| *m.min(c)).collect();
+    let min_pages: Vec<usize> = min_pages
+        .iter()
+        .zip(&caps)
+        .map(|(m, c)| *m.min(c))
+        .collect();
     let total_pages = total_pages.max(min_pages.iter().sum());
     let partitions = costs
         .into_iter()
