@@ -258,22 +258,29 @@ impl WindowCurves {
     }
 
     /// The oracle's plan for `total_pages` pages: every window's allocation, chosen in order by the
-    /// optimizer's DP over that window's exact curves, each class's cost with `k` pages being its
-    /// misses plus, where `k` exceeds what the previous window's allocation gave it, the warm-up of
-    /// its new pages ([`ClassWindow::misses_after`]), so that a page moves only where the window
-    /// gains more than the move costs. Every class used in the window keeps a page (a window with more
-    /// classes in use than pages gets one for each, beyond `total_pages`, as the engine's first-page
-    /// rule would); none gets more than holds everything it has seen.
+    /// optimizer's DP, each class's cost with `k` pages being its misses in the window and the
+    /// `horizon - 1` windows after it, plus, where `k` exceeds what the previous window's allocation
+    /// gave it, the warm-up of its new pages in this window ([`ClassWindow::misses_after`]): a page
+    /// moves only where the gain outweighs the move. Every class used in the window keeps a page;
+    /// where more classes have been used so far than `total_pages`, the window places one page per
+    /// class used so far (each got its first page beyond the limit, as the engine's first-page rule
+    /// gives it and memcached's default holds it), and may give an idle class's page to a busy one. No
+    /// class gets more than holds everything it has seen.
     ///
-    /// Beside it, [`OracleSchedule::predicted_misses`] sums each window's best misses by the curves
-    /// alone (the same DP without the warm-up): the model's bound. Never fails.
+    /// Beside it, [`OracleSchedule::predicted_misses`] sums each window's best misses by its curves
+    /// alone (the same DP, one window, no warm-up): the model's bound. Never fails.
     pub fn schedule(&self, total_pages: usize, horizon: usize) -> OracleSchedule {
         let mut plans: Vec<Vec<usize>> = Vec::with_capacity(self.windows.len());
         let (mut predicted_misses, mut planned_misses, mut gets) = (0, 0, 0);
+        let mut seen = vec![false; self.windows.first().map_or(0, |w| w.classes.len())];
         for (n, w) in self.windows.iter().enumerate() {
             let ahead = &self.windows[n..(n + horizon.max(1)).min(self.windows.len())];
-            let in_use = w.classes.iter().filter(|c| c.used).count();
-            let total = total_pages.max(in_use);
+            for (s, c) in seen.iter_mut().zip(&w.classes) {
+                *s |= c.used;
+            }
+            // Every class used so far got a first page, beyond `-m` where need be (the engine's
+            // first-page allowance); memcached holds them all, and a moving policy may place them.
+            let total = total_pages.max(seen.iter().filter(|&&s| s).count());
             // A class used in the window has seen at least one item: its cap is at least 1.
             let cap = |c: &ClassWindow| c.cap_pages.min(total).max(usize::from(c.used));
             let min_pages: Vec<usize> = w.classes.iter().map(|c| usize::from(c.used)).collect();
