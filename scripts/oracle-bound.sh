@@ -122,7 +122,8 @@ for (group, name, size), by in rows.items():
                    "three-phase": "whole-run miss ratio; phases 1/2/3"}[group]
         print(f"\n{group}: {measure}\n")
         oracles = [p for p in policies if p.startswith("oracle")]
-        head = ["cell"] + policies + [f"{p} model" for p in oracles] + [
+        model = " model, whole run" if group == "etc" else " model"
+        head = ["cell"] + policies + [p + model for p in oracles] + [
             "lama share (fixed)", "lama share (best oracle)"]
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
@@ -138,7 +139,10 @@ for (group, name, size), by in rows.items():
         cells.append(c)
     for p in oracles:
         o = by.get(p)
-        cells.append(f"{o['model_miss_ratio']:.4f}" if o and o.get("model_miss_ratio") is not None else "-")
+        c = f"{o['model_miss_ratio']:.4f}" if o and o.get("model_miss_ratio") is not None else "-"
+        if o and group == "etc":  # the model is over the whole run: beside the replay's whole run
+            c += f" (replay {o['miss_ratio']:.4f})"
+        cells.append(c)
     ran = [by[p] for p in oracles if p in by]
     o = min(ran, key=f) if ran else None
     m, l = by.get("memcached"), by.get("lama-mr")
