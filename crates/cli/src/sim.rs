@@ -46,7 +46,8 @@ pub struct SimArgs {
     /// lama-*:interval=auto|N,min_interval=,max_interval=,moves=,granularity=auto|r,threshold=,period=;
     /// lama-art also hit_us=,miss_us=,miss_us_per_kib=;
     /// dynacache:interval=N,period=,moves=,threshold=,min_entropy=BITS,objective=hits|bytes,guard=noise|model;
-    /// oracle:window=N.
+    /// oracle:window=N,horizon=H (each window's allocation minimises misses over it and the H-1
+    /// windows after it, the warm-up of gained pages counted; default 4).
     /// Repeat the flag or separate with commas.
     #[arg(long, default_value = "memcached")]
     policy: Vec<String>,
