@@ -9,7 +9,7 @@ use mrcache_engine::config::DEFAULT_MEMORY_LIMIT_BYTES;
 use mrcache_engine::{EngineConfig, MemoryLayout, Ranking, TenantId};
 use mrcache_policy::arbitrate::ArbitratedTenant;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
-use mrcache_sim::upper_bound::UpperBoundProfiler;
+use mrcache_sim::upper_bound::{oracle_windows, UpperBoundProfiler};
 use mrcache_sim::{SimConfig, SimError, SimReport, Simulator, SlabPolicy, TenantSetup};
 use mrcache_units::format_size;
 use mrcache_workload::synth::WORKLOAD_HELP;
@@ -39,11 +39,16 @@ pub struct SimArgs {
     /// psa (periodic slab allocation), facebook (age balancing), lama-mr and lama-art (LAMA, minimising
     /// misses or response time), dynacache (Dynacache: each pool's hits maximised over concave fits of its
     /// classes' hit curves, only while its miss entropy is at least min_entropy bits), upper-bound (LAMA
-    /// §5.6: the optimal fixed allocation from exact curves of a first pass). Parameters:
+    /// §5.6: the optimal fixed allocation from exact curves of a first pass), oracle (the dynamic oracle:
+    /// at the start of every window of N requests, default --window-requests, pages move to that
+    /// window's best allocation by the exact curves of a first pass; a clairvoyant reference, not a
+    /// policy a server can run; its report adds model_miss_ratio, the curves' own total). Parameters:
     /// automove:window=,ratio=; psa:misses=; facebook:misses=,ratio=;
     /// lama-*:interval=auto|N,min_interval=,max_interval=,moves=,granularity=auto|r,threshold=,period=;
     /// lama-art also hit_us=,miss_us=,miss_us_per_kib=;
-    /// dynacache:interval=N,period=,moves=,threshold=,min_entropy=BITS,objective=hits|bytes,guard=noise|model.
+    /// dynacache:interval=N,period=,moves=,threshold=,min_entropy=BITS,objective=hits|bytes,guard=noise|model;
+    /// oracle:window=N,horizon=H (each window's allocation minimises misses over it and the H-1
+    /// windows after it, the warm-up of gained pages counted; default 4).
     /// Repeat the flag or separate with commas.
     #[arg(long, default_value = "memcached")]
     policy: Vec<String>,
@@ -201,11 +206,11 @@ impl SimArgs {
 
     /// The policies asked for: `--policy` values split at commas, where a `key=value` piece continues
     /// the previous policy's parameters (`lama-mr:moves=20,threshold=0.02,psa` is two policies).
-    fn policies(&self) -> Result<Vec<String>, String> {
-        let out = split_specs(&self.policy, "--policy")?;
-        for p in &out {
-            SlabPolicy::by_name(p).map_err(|e| e.to_string())?;
-        }
+    fn policies(&self) -> Result<Vec<SlabPolicy>, String> {
+        let out = split_specs(&self.policy, "--policy")?
+            .iter()
+            .map(|p| SlabPolicy::by_name(p).map_err(|e| format!("--policy: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
         if let Some(rate) = self.mrc_sample_rate {
             if !(rate > 0.0 && rate <= 1.0) {
                 return Err("--mrc-sample-rate must be in (0, 1]".into());
@@ -236,10 +241,7 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
             .map(|&l| layout_policies(l, &policies).len())
             .sum();
         let mut passes = (runs * memories.len()) as u64;
-        if policies
-            .iter()
-            .any(|p| SlabPolicy::by_name(p).is_ok_and(|p| p.is_upper_bound()))
-        {
+        if policies.iter().any(SlabPolicy::needs_profile) {
             passes += 1;
         }
         let progress = Progress::requests(
@@ -278,11 +280,14 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     let setups = args.tenant_setups()?;
     // One pass per run, and one exact profiling pass, shared by `--memory P%` and the upper bound.
     let memory_share = args.memory_share()?;
-    let needs_profile = memory_share.is_some()
-        || policies
-            .iter()
-            .any(|p| SlabPolicy::by_name(p).is_ok_and(|p| p.is_upper_bound()));
-    let jobs: Vec<(MemoryLayout, String)> = layouts
+    let needs_profile = memory_share.is_some() || policies.iter().any(SlabPolicy::needs_profile);
+    if setups.iter().any(Option::is_some) && policies.iter().any(|p| p.oracle().is_some()) {
+        return Err(
+            "--policy oracle plans one memory's classes: it does not run with --tenant-policy"
+                .into(),
+        );
+    }
+    let jobs: Vec<(MemoryLayout, SlabPolicy)> = layouts
         .iter()
         .flat_map(|&l| {
             layout_policies(l, &policies)
@@ -299,9 +304,13 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     );
     let profile = if needs_profile {
         let stream = progress.track(args.source.stream(&trace_error)?);
-        let ub = UpperBoundProfiler::profile(&base.engine, 0, stream);
+        let mut profiler = UpperBoundProfiler::new(&base.engine, 0)
+            .with_windows(&oracle_windows(&policies, base.window_requests));
+        for a in stream {
+            profiler.record(&a);
+        }
         check_trace()?;
-        Some(ub)
+        Some(profiler.finish())
     } else {
         None
     };
@@ -328,20 +337,21 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     }
     let mut reports = Vec::new();
     for ((layout, policy), setup) in jobs.iter().flat_map(|j| setups.iter().map(move |s| (j, s))) {
-        let policy = SlabPolicy::by_name(policy).map_err(|e| e.to_string())?;
         let mut config = base.clone();
         config.engine.memory_layout = *layout;
         config.tenants = setup.clone();
-        if policy.is_upper_bound() {
-            // LAMA §5.6: exact curves from a first pass, Algorithm 1, the allocation replayed fixed.
-            let ub = profile
-                .as_ref()
-                .expect("profiled above: a policy is the upper bound");
-            let pages = ub.pages_in(config.engine.memory_limit_bytes);
-            config.page_caps = Some(ub.upper_bound_allocation(pages));
-        }
+        // The upper bound (LAMA §5.6: exact curves from a first pass, Algorithm 1, the allocation
+        // replayed fixed) and the dynamic oracle (each window's best allocation) from the first pass.
+        let model = match &profile {
+            Some(ub) => ub
+                .configure(&mut config, policy)
+                .map_err(|e| e.to_string())?,
+            None => None,
+        };
         let stream = progress.track(args.source.stream(&trace_error)?);
-        let report = Simulator::run(config, policy, stream).map_err(|e| e.to_string())?;
+        let mut report =
+            Simulator::run(config, policy.clone(), stream).map_err(|e| e.to_string())?;
+        report.model_miss_ratio = model.or(report.model_miss_ratio);
         check_trace()?;
         // The bar steps aside while the run's report goes to stdout (often the same terminal).
         progress.suspend(|| {
@@ -416,6 +426,12 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
 
 fn write_text(out: &mut impl Write, r: &SimReport) -> std::io::Result<()> {
     writeln!(out, "policy {}  memory {} MiB  requests {}  gets {}  misses {}  miss ratio {:.4}  evictions {}  page moves {}  rounds {}  mean response {:.1} us", r.policy, r.memory_bytes >> 20, r.requests, r.gets, r.misses, r.miss_ratio, r.evictions, r.page_moves, r.rounds, r.mean_response_us)?;
+    if let Some(model) = r.model_miss_ratio {
+        writeln!(
+            out,
+            "model miss ratio {model:.4} (the exact curves' prediction for the allocation replayed)"
+        )?;
+    }
     writeln!(
         out,
         "window  end_request  gets  misses  miss_ratio  page_moves"
@@ -534,10 +550,10 @@ fn report_sweep(
 
 /// The class policies a layout runs: all of them on slab; on log only the demand-filled default, as
 /// the log has no classes to move pages between (it is reported as `log`).
-fn layout_policies(layout: MemoryLayout, policies: &[String]) -> Vec<String> {
+fn layout_policies(layout: MemoryLayout, policies: &[SlabPolicy]) -> Vec<SlabPolicy> {
     match layout {
         MemoryLayout::Slab => policies.to_vec(),
-        MemoryLayout::Log => vec!["memcached".to_string()],
+        MemoryLayout::Log => vec![SlabPolicy::memcached()],
     }
 }
 

@@ -36,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let points = sweep(
         &base,
         &memories,
-        &["memcached".to_string()],
+        &[mrcache_sim::SlabPolicy::memcached()],
         threads,
         stream,
     )?;

@@ -20,6 +20,8 @@ pub enum SimError {
     Arbiter(String),
     /// The upper bound was asked to replay without the fixed allocation it replays.
     UpperBoundNeedsCaps,
+    /// The dynamic oracle was asked to replay without its schedule, or with tenants of their own.
+    OracleNeedsSchedule,
     /// The engine refused the configuration.
     Engine(ConfigError),
     /// A synthetic workload could not be built.
@@ -42,6 +44,10 @@ impl fmt::Display for SimError {
             }
             SimError::UpperBoundNeedsCaps => f.write_str(
                 "the upper bound replays a fixed allocation: run it through `sweep` or give page_caps",
+            ),
+            SimError::OracleNeedsSchedule => f.write_str(
+                "the dynamic oracle replays a schedule from a first pass (give SimConfig::oracle), \
+                 over one memory without tenants of their own",
             ),
             SimError::Engine(e) => write!(f, "{e}"),
             SimError::Workload(e) => write!(f, "{e}"),

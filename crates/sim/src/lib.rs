@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod oracle;
 mod policy;
 mod replay;
 mod report;
@@ -17,7 +18,8 @@ mod trace;
 pub mod upper_bound;
 
 pub use error::SimError;
-pub use policy::SlabPolicy;
+pub use oracle::{OracleSchedule, WindowCurves};
+pub use policy::{OracleSpec, SimPolicySpec, SlabPolicy};
 pub use replay::{key_text, SimConfig, Simulator, TenantSetup};
 pub use report::{
     steady_state_first_request, ClassAllocation, SimReport, TenantReport, TenantWindow, Window,

@@ -1,6 +1,16 @@
 //! The slab policies the simulator runs, by name: every class policy of `mrcache_policy::class` (the
-//! very code the server's rebalancer runs), plus LAMA's theoretical upper bound (§5.6), which is not a
-//! policy but a fixed allocation computed from a first pass over the same workload.
+//! very code the server's rebalancer runs), plus two references computed from a first exact pass over
+//! the same workload, which are not policies a server could run:
+//! - `upper-bound`: LAMA's theoretical upper bound (§5.6), the best *fixed* allocation, replayed with
+//!   every class capped at it;
+//! - `oracle[:window=N]`: the dynamic oracle, a clairvoyant policy that at the start of every window of
+//!   `N` requests (default: the run's `window_requests`) moves pages to that window's best allocation
+//!   ([`crate::oracle`]).
+//!
+//! A spec is read once, here, into a [`SlabPolicy`]; callers keep the value, never the text.
+
+use std::fmt;
+use std::str::FromStr;
 
 use mrcache_policy::class::{self, ClassPolicy, ClassPolicySpec};
 
@@ -8,15 +18,102 @@ use crate::SimError;
 
 /// The name of the upper bound.
 pub const UPPER_BOUND: &str = "upper-bound";
+/// The name of the dynamic oracle.
+pub const ORACLE: &str = "oracle";
 
-/// A validated policy spec (`NAME[:key=value,...]`, or the upper bound); each run builds a fresh policy
-/// from it.
+/// What a [`SlabPolicy`] runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SimPolicySpec {
+    /// A class policy of `mrcache_policy`, as the server runs it.
+    Class(ClassPolicySpec),
+    /// The best fixed allocation from the exact curves of a first pass (needs `SimConfig::page_caps`).
+    UpperBound,
+    /// The dynamic oracle (needs `SimConfig::oracle`).
+    Oracle(OracleSpec),
+}
+
+/// `oracle[:window=N]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OracleSpec {
+    /// Requests per oracle window; `None`: the run's `window_requests`.
+    pub window_requests: Option<u64>,
+    /// Windows each allocation is chosen for (the window it serves and those after); `None`:
+    /// [`DEFAULT_HORIZON`].
+    pub horizon: Option<usize>,
+}
+
+/// Windows an oracle allocation is chosen for when the spec does not say.
+pub const DEFAULT_HORIZON: usize = 4;
+
+impl OracleSpec {
+    /// The window it plans over, in a run reporting windows of `run_window_requests`.
+    pub fn window(&self, run_window_requests: u64) -> u64 {
+        self.window_requests.unwrap_or(run_window_requests)
+    }
+
+    /// Windows each allocation is chosen for.
+    pub fn horizon(&self) -> usize {
+        self.horizon.unwrap_or(DEFAULT_HORIZON)
+    }
+
+    fn parse(params: &str) -> Result<OracleSpec, String> {
+        let mut spec = OracleSpec::default();
+        for piece in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = piece.split_once('=').ok_or_else(|| {
+                format!("slab policy parameter `{piece}` needs a value (key=value)")
+            })?;
+            match key.trim() {
+                "window" => match value.trim().parse::<u64>() {
+                    Ok(n) if n > 0 => spec.window_requests = Some(n),
+                    _ => {
+                        return Err(format!(
+                            "slab policy `oracle`: bad value `{value}` for `window` (requests, > 0)"
+                        ))
+                    }
+                },
+                "horizon" => match value.trim().parse::<usize>() {
+                    Ok(n) if n > 0 => spec.horizon = Some(n),
+                    _ => {
+                        return Err(format!(
+                            "slab policy `oracle`: bad value `{value}` for `horizon` (windows, > 0)"
+                        ))
+                    }
+                },
+                other => return Err(format!("slab policy `oracle` has no parameter `{other}`")),
+            }
+        }
+        Ok(spec)
+    }
+}
+
+impl fmt::Display for SimPolicySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimPolicySpec::Class(spec) => write!(f, "{spec}"),
+            SimPolicySpec::UpperBound => f.write_str(UPPER_BOUND),
+            SimPolicySpec::Oracle(o) => {
+                f.write_str(ORACLE)?;
+                let mut sep = ':';
+                if let Some(n) = o.window_requests {
+                    write!(f, "{sep}window={n}")?;
+                    sep = ',';
+                }
+                if let Some(h) = o.horizon {
+                    write!(f, "{sep}horizon={h}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A validated policy spec (`NAME[:key=value,...]`, the upper bound or the oracle); each run builds a
+/// fresh policy from it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlabPolicy {
     /// The spec as given, which reports show.
     label: String,
-    /// `None`: the upper bound.
-    spec: Option<ClassPolicySpec>,
+    spec: SimPolicySpec,
 }
 
 impl SlabPolicy {
@@ -24,18 +121,27 @@ impl SlabPolicy {
     pub fn names() -> Vec<&'static str> {
         let mut names = class::NAMES.to_vec();
         names.push(UPPER_BOUND);
+        names.push(ORACLE);
         names
     }
 
-    /// Reads `spec`: [`UPPER_BOUND`] or a class policy spec.
+    /// Reads `spec`: [`UPPER_BOUND`], `oracle[:window=N]` or a class policy spec.
     pub fn by_name(spec: &str) -> Result<SlabPolicy, SimError> {
-        let parsed = if spec == UPPER_BOUND {
-            None
-        } else {
-            Some(
-                spec.parse::<ClassPolicySpec>()
+        let text = spec.trim();
+        let (name, params) = text.split_once(':').unwrap_or((text, ""));
+        let parsed = match name.trim() {
+            UPPER_BOUND if params.trim().is_empty() => SimPolicySpec::UpperBound,
+            UPPER_BOUND => {
+                return Err(SimError::Policy(format!(
+                    "slab policy `{UPPER_BOUND}` takes no parameters (`{spec}`); the dynamic \
+                     bound is `{ORACLE}[:window=N]`"
+                )))
+            }
+            ORACLE => SimPolicySpec::Oracle(OracleSpec::parse(params).map_err(SimError::Policy)?),
+            _ => SimPolicySpec::Class(
+                text.parse::<ClassPolicySpec>()
                     .map_err(|e| SimError::Policy(e.to_string()))?,
-            )
+            ),
         };
         Ok(SlabPolicy {
             label: spec.to_string(),
@@ -45,10 +151,14 @@ impl SlabPolicy {
 
     /// memcached's demand filling, no moves.
     pub fn memcached() -> SlabPolicy {
-        let spec = ClassPolicySpec::Memcached;
+        SlabPolicy::of(SimPolicySpec::Class(ClassPolicySpec::Memcached))
+    }
+
+    /// The policy `spec` describes, labelled with its canonical text.
+    pub fn of(spec: SimPolicySpec) -> SlabPolicy {
         SlabPolicy {
             label: spec.to_string(),
-            spec: Some(spec),
+            spec,
         }
     }
 
@@ -57,14 +167,67 @@ impl SlabPolicy {
         &self.label
     }
 
-    /// Whether this is the upper bound (a fixed allocation from a first pass).
-    pub fn is_upper_bound(&self) -> bool {
-        self.spec.is_none()
+    /// What it runs.
+    pub fn spec(&self) -> SimPolicySpec {
+        self.spec
     }
 
-    /// A fresh policy; the upper bound replays with no moves of its own (its allocation is fixed).
+    /// Whether this is the upper bound (a fixed allocation from a first pass).
+    pub fn is_upper_bound(&self) -> bool {
+        self.spec == SimPolicySpec::UpperBound
+    }
+
+    /// The dynamic oracle's spec, if this is the oracle.
+    pub fn oracle(&self) -> Option<OracleSpec> {
+        match self.spec {
+            SimPolicySpec::Oracle(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// Whether a first exact pass must precede the run (the upper bound and the oracle).
+    pub fn needs_profile(&self) -> bool {
+        !matches!(self.spec, SimPolicySpec::Class(_))
+    }
+
+    /// A fresh policy. The upper bound replays with no moves of its own (its allocation is fixed); the
+    /// oracle's policy is built by the simulator from its schedule, and this is its stand-in until then.
     pub(crate) fn build(&self) -> Box<dyn ClassPolicy> {
-        self.spec
-            .map_or_else(|| Box::new(class::Demand) as _, |spec| spec.build())
+        match self.spec {
+            SimPolicySpec::Class(spec) => spec.build(),
+            SimPolicySpec::UpperBound | SimPolicySpec::Oracle(_) => Box::new(class::Demand),
+        }
+    }
+}
+
+impl FromStr for SlabPolicy {
+    type Err = SimError;
+
+    fn from_str(spec: &str) -> Result<SlabPolicy, SimError> {
+        SlabPolicy::by_name(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_once_and_name_bad_parts() {
+        let o = SlabPolicy::by_name("oracle").unwrap();
+        assert_eq!(o.oracle(), Some(OracleSpec::default()));
+        assert_eq!(o.oracle().unwrap().window(500_000), 500_000);
+        let o = SlabPolicy::by_name("oracle:window=100000").unwrap();
+        assert_eq!(o.oracle().unwrap().window(500_000), 100_000);
+        assert_eq!(o.spec().to_string(), "oracle:window=100000");
+        assert!(o.needs_profile());
+        assert!(SlabPolicy::by_name("upper-bound").unwrap().is_upper_bound());
+        assert!(!SlabPolicy::by_name("lama-mr").unwrap().needs_profile());
+        let err = |s: &str| SlabPolicy::by_name(s).unwrap_err().to_string();
+        assert!(err("oracle:window=0").contains("window"));
+        assert!(err("oracle:windows=5").contains("windows"));
+        assert!(err("oracle:window").contains("key=value"));
+        assert!(err("upper-bound:dynamic").contains("oracle"));
+        assert!(err("lama").contains("lama"));
     }
 }

@@ -8,6 +8,9 @@ use mrcache_policy::{Rebalancer, TenantPolicySpec};
 use mrcache_workload::synth::Access;
 use mrcache_workload::Op;
 
+use std::sync::Arc;
+
+use crate::oracle::{OraclePolicy, OracleSchedule, WindowCursor};
 use crate::policy::SlabPolicy;
 use crate::report::{ratio, ClassAllocation, SimReport, TenantReport, TenantWindow, Window};
 use crate::SimError;
@@ -38,6 +41,9 @@ pub struct SimConfig {
     pub response_time: ResponseTimeModel,
     /// A fixed allocation (pages per class index) instead of demand filling: the upper bound's replay.
     pub page_caps: Option<Vec<usize>>,
+    /// The dynamic oracle's allocation per window (`mrcache_sim::oracle`): needed by, and only used
+    /// with, the `oracle` policy.
+    pub oracle: Option<Arc<OracleSchedule>>,
     /// Tenants with memory of their own and the arbiter that divides pages among them; `None` keeps one
     /// memory for every tenant of the workload (each still its own namespace).
     pub tenants: Option<TenantSetup>,
@@ -69,6 +75,7 @@ impl SimConfig {
             requests_per_second: 100_000,
             response_time: ResponseTimeModel::default(),
             page_caps: None,
+            oracle: None,
             tenants: None,
         }
     }
@@ -96,6 +103,8 @@ pub struct Simulator {
     windows: Vec<Window>,
     /// GETs and misses per workload tenant, whole run.
     tenant_totals: Vec<(u64, u64)>,
+    /// The dynamic oracle's schedule and the window its policy is told of.
+    oracle: Option<(Arc<OracleSchedule>, WindowCursor)>,
 }
 
 #[derive(Default)]
@@ -123,7 +132,21 @@ impl Simulator {
         if policy.is_upper_bound() && config.page_caps.is_none() {
             return Err(SimError::UpperBoundNeedsCaps);
         }
-        let class_policy = policy.build();
+        let oracle = match (policy.oracle(), &config.oracle) {
+            (None, _) => None,
+            (Some(_), Some(schedule)) if config.tenants.is_none() => {
+                // The oracle's caps decide every page, window by window.
+                config.page_caps = schedule.plans.first().cloned();
+                Some((schedule.clone(), WindowCursor::default()))
+            }
+            (Some(_), _) => return Err(SimError::OracleNeedsSchedule),
+        };
+        let class_policy = match &oracle {
+            Some((schedule, cursor)) => {
+                Box::new(OraclePolicy::new(schedule.clone(), cursor.clone())) as _
+            }
+            None => policy.build(),
+        };
         let arbiter = match &config.tenants {
             Some(setup) => {
                 let arbiter = setup.arbiter.build();
@@ -145,7 +168,10 @@ impl Simulator {
             // A fixed allocation with more classes in use than `-m` has pages holds each one's first
             // page beyond the limit, as demand filling does; the budget grows to hold them all (the
             // report still shows the memory asked for).
-            let held = caps.iter().sum::<usize>() as u64;
+            let held = match &oracle {
+                Some((schedule, _)) => schedule.pages_held(),
+                None => caps.iter().sum::<usize>(),
+            } as u64;
             let page = engine_config.page_size_bytes() as u64;
             engine_config.memory_limit_bytes = engine_config.memory_limit_bytes.max(held * page);
         }
@@ -182,7 +208,35 @@ impl Simulator {
             window: WindowCounters::default(),
             windows: Vec::new(),
             tenant_totals: Vec::new(),
+            oracle,
         })
+        .map(|mut sim| {
+            if sim.oracle.is_some() {
+                // The rebalancer's first poll only starts its window: done now, the first window
+                // boundary's poll is a round.
+                let clock = sim.clock();
+                sim.rebalancers[0].poll(&sim.engine, clock);
+            }
+            sim
+        })
+    }
+
+    /// At the start of oracle window `k`: the classes are capped at its allocation, and the policy
+    /// told, so that the poll that follows moves the pages. Returns whether a window began.
+    fn enter_oracle_window(&mut self) -> bool {
+        let Some((schedule, cursor)) = &self.oracle else {
+            return false;
+        };
+        if !self.requests.is_multiple_of(schedule.window_requests) {
+            return false;
+        }
+        let k = (self.requests / schedule.window_requests) as usize;
+        let Some(plan) = schedule.plans.get(k) else {
+            return false;
+        };
+        cursor.set(k);
+        self.engine.set_class_page_caps(Some(plan));
+        true
     }
 
     /// The engine being driven.
@@ -255,7 +309,8 @@ impl Simulator {
         {
             self.now += 1;
         }
-        if self.requests.is_multiple_of(POLL_REQUESTS) {
+        let oracle_window = self.enter_oracle_window();
+        if oracle_window || self.requests.is_multiple_of(POLL_REQUESTS) {
             let clock = self.clock();
             if let Some(arbitration) = &mut self.arbitration {
                 arbitration.poll(&self.engine, clock);
@@ -364,6 +419,10 @@ impl Simulator {
             page_moves: self.page_moves,
             rounds: self.rebalancers.iter().map(|r| r.stats().rounds).sum(),
             mean_prediction_error: self.rebalancers[0].stats().mean_prediction_error(),
+            model_miss_ratio: self
+                .oracle
+                .as_ref()
+                .map(|(schedule, _)| schedule.predicted_miss_ratio()),
             tenant_policy: self.arbitration.as_ref().map(|a| a.arbiter().describe()),
             arbiter_rounds: self.arbitration.as_ref().map_or(0, |a| a.stats().rounds),
             tenants: self

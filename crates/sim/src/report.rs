@@ -95,6 +95,11 @@ pub struct SimReport {
     /// For curve-driven policies: mean |predicted - observed| miss ratio of the windows between rounds
     /// (the prediction a round makes for the allocation it chose, against what the next window saw).
     pub mean_prediction_error: Option<f64>,
+    /// For the upper bound and the dynamic oracle: the GET miss ratio the exact curves of the first pass
+    /// predict for the allocation(s) replayed (the oracle's: every window at its best allocation, with
+    /// no warm-up cost): the model's bound, beside the replay's `miss_ratio`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_miss_ratio: Option<f64>,
     /// Mean modelled response time of a GET (hit time or miss penalty by item size), µs.
     pub mean_response_us: f64,
     /// Every window, in order.

@@ -10,7 +10,7 @@ use mrcache_units::{parse_size, SizeSyntax, Unit};
 use mrcache_workload::synth::Access;
 use serde::Serialize;
 
-use crate::upper_bound::UpperBoundProfiler;
+use crate::upper_bound::{oracle_windows, UpperBoundProfiler};
 use crate::{SimConfig, SimError, SimReport, Simulator, SlabPolicy};
 
 /// One point of a sweep.
@@ -28,6 +28,9 @@ pub struct SweepPoint {
     pub page_moves: u64,
     /// Dynacache's miss entropy (bits) of the run's misses over slab classes.
     pub miss_entropy: f64,
+    /// The upper bound's and the dynamic oracle's model miss ratio (`SimReport::model_miss_ratio`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_miss_ratio: Option<f64>,
     /// The run's whole report.
     #[serde(skip)]
     pub report: SimReport,
@@ -40,7 +43,7 @@ pub struct SweepPoint {
 pub fn sweep<F, E>(
     base: &SimConfig,
     memories: &[u64],
-    policies: &[String],
+    policies: &[SlabPolicy],
     threads: usize,
     stream: F,
 ) -> Result<Vec<SweepPoint>, SimError>
@@ -48,17 +51,18 @@ where
     F: Fn() -> Result<Box<dyn Iterator<Item = Access>>, E> + Sync,
     SimError: From<E>,
 {
-    let mut needs_upper_bound = false;
-    for p in policies {
-        needs_upper_bound |= SlabPolicy::by_name(p)?.is_upper_bound();
-    }
-    // One exact profiling pass serves the upper bound at every size.
-    let upper_bound = if needs_upper_bound {
-        Some(UpperBoundProfiler::profile(&base.engine, 0, stream()?))
+    // One exact profiling pass serves the upper bound and the dynamic oracle at every size.
+    let upper_bound = if policies.iter().any(SlabPolicy::needs_profile) {
+        let mut profiler = UpperBoundProfiler::new(&base.engine, 0)
+            .with_windows(&oracle_windows(policies, base.window_requests));
+        for a in stream()? {
+            profiler.record(&a);
+        }
+        Some(profiler.finish())
     } else {
         None
     };
-    let jobs: Vec<(&String, u64)> = policies
+    let jobs: Vec<(&SlabPolicy, u64)> = policies
         .iter()
         .flat_map(|p| memories.iter().map(move |&m| (p, m)))
         .collect();
@@ -75,18 +79,20 @@ where
                 let run = || -> Result<SweepPoint, SimError> {
                     let mut config = base.clone();
                     config.engine.memory_limit_bytes = memory;
-                    let policy_spec = SlabPolicy::by_name(policy)?;
-                    if let (true, Some(ub)) = (policy_spec.is_upper_bound(), &upper_bound) {
-                        config.page_caps = Some(ub.upper_bound_allocation(ub.pages_in(memory)));
-                    }
-                    let report = Simulator::run(config, policy_spec, stream()?)?;
+                    let model = match &upper_bound {
+                        Some(ub) => ub.configure(&mut config, policy)?,
+                        None => None,
+                    };
+                    let mut report = Simulator::run(config, policy.clone(), stream()?)?;
+                    report.model_miss_ratio = model.or(report.model_miss_ratio);
                     Ok(SweepPoint {
-                        policy: policy.clone(),
+                        policy: policy.name().to_string(),
                         memory_bytes: memory,
                         miss_ratio: report.miss_ratio,
                         steady_state_miss_ratio: report.steady_state_miss_ratio(0.5),
                         page_moves: report.page_moves,
                         miss_entropy: report.miss_entropy,
+                        model_miss_ratio: report.model_miss_ratio,
                         report,
                     })
                 };
@@ -162,7 +168,7 @@ mod tests {
             sweep(
                 &base,
                 &[2 << 20, 4 << 20],
-                &["memcached".into(), "automove".into()],
+                &[SlabPolicy::memcached(), "automove".parse().unwrap()],
                 threads,
                 || spec.build(1).map(|s| s as Box<dyn Iterator<Item = Access>>),
             )

@@ -18,6 +18,10 @@
 //! approximations left are the allocation itself (eq. 6 predicts it from average footprints) and pages
 //! that change class after the fill (the first-page rule).
 //!
+//! With [`UpperBoundProfiler::with_windows`] the same pass also cuts the run into windows for the
+//! dynamic oracle ([`crate::oracle`]): each GET's depth, measured against the class's whole history,
+//! is also counted in its window.
+//!
 //! Deletes are not modelled (the stack cannot forget a key); the synthetic workloads issue none.
 //! Memory is `O(distinct keys)`: one stack entry and one reuse-time entry per key.
 
@@ -30,7 +34,8 @@ use mrcache_workload::synth::Access;
 use mrcache_workload::Op;
 use serde::Serialize;
 
-use crate::key_text;
+use crate::oracle::{WindowCurves, WindowRecorder};
+use crate::{key_text, SimConfig, SimError, SlabPolicy};
 
 /// Exact LRU depths of GETs: `gets_at_depth[d]` GETs found `d` distinct keys deep (`d >= 1`).
 #[derive(Debug, Clone, Default)]
@@ -97,6 +102,10 @@ pub struct UpperBoundProfiler {
     requests: u64,
     steady_state_from: u64,
     key: Vec<u8>,
+    /// The dynamic oracle's windows, one recorder per window length asked for.
+    windows: Vec<WindowRecorder>,
+    /// With windows: each key's last request index, to tell a window's first access of a key.
+    last_access: std::collections::HashMap<u64, u64>,
 }
 
 impl UpperBoundProfiler {
@@ -114,7 +123,26 @@ impl UpperBoundProfiler {
             requests: 0,
             steady_state_from,
             key: Vec::with_capacity(256),
+            windows: Vec::new(),
+            last_access: std::collections::HashMap::new(),
         }
+    }
+
+    /// Also records the run in windows of each of `window_requests` (requests), for the dynamic
+    /// oracle ([`UpperBound::window_curves`]). Lengths of 0 and repeats are ignored.
+    pub fn with_windows(mut self, window_requests: &[u64]) -> UpperBoundProfiler {
+        let chunks_per_page: Vec<usize> = self
+            .geometry
+            .classes()
+            .map(|(_, g)| g.chunks_per_page)
+            .collect();
+        for &w in window_requests {
+            if w > 0 && !self.windows.iter().any(|r| r.window_requests() == w) {
+                self.windows
+                    .push(WindowRecorder::new(w, chunks_per_page.clone()));
+            }
+        }
+        self
     }
 
     /// The class the simulator's engine stores `a` in, and the key's hash; `None` for an item over `-I`.
@@ -134,6 +162,16 @@ impl UpperBoundProfiler {
 
     /// Records one request of the stream.
     pub fn record(&mut self, a: &Access) {
+        self.record_request(a);
+        if !self.windows.is_empty() {
+            let classes = &self.classes;
+            for w in &mut self.windows {
+                w.end_request(|i| classes[i].stack.distinct_keys());
+            }
+        }
+    }
+
+    fn record_request(&mut self, a: &Access) {
         let steady = self.requests >= self.steady_state_from;
         self.requests += 1;
         let (class, hash, total_bytes) = self.classify(a);
@@ -143,8 +181,16 @@ impl UpperBoundProfiler {
                 if steady {
                     self.too_large_steady_state.record(None);
                 }
+                for w in &mut self.windows {
+                    w.too_large_get();
+                }
             }
             return;
+        };
+        let previous = if self.windows.is_empty() || matches!(a.op, Op::Delete | Op::Other) {
+            None
+        } else {
+            self.last_access.insert(hash, self.requests - 1)
         };
         let c = &mut self.classes[class.index()];
         match a.op {
@@ -154,6 +200,9 @@ impl UpperBoundProfiler {
                 if steady {
                     c.steady_state.record(depth);
                 }
+                for w in &mut self.windows {
+                    w.get(class.index(), depth, previous);
+                }
             }
             Op::Set | Op::Update => {
                 c.stack.record_depth(hash, total_bytes as u32);
@@ -161,6 +210,9 @@ impl UpperBoundProfiler {
             Op::Delete | Op::Other => return,
         }
         c.accesses += 1;
+        for w in &mut self.windows {
+            w.access(class.index());
+        }
         mrcache_profile::AccessObserver::record(&mut c.fill, hash, 1);
     }
 
@@ -179,6 +231,11 @@ impl UpperBoundProfiler {
 
     /// The curves and footprints of what was recorded.
     pub fn finish(self) -> UpperBound {
+        let windows = self
+            .windows
+            .into_iter()
+            .map(|w| w.finish(|i| self.classes[i].stack.distinct_keys()))
+            .collect();
         let classes = self
             .classes
             .into_iter()
@@ -199,6 +256,7 @@ impl UpperBoundProfiler {
             too_large_gets: self.too_large.gets,
             too_large_steady_state_gets: self.too_large_steady_state.gets,
             requests: self.requests,
+            windows,
         }
     }
 }
@@ -311,12 +369,21 @@ pub struct UpperBound {
     too_large_gets: u64,
     too_large_steady_state_gets: u64,
     requests: u64,
+    windows: Vec<WindowCurves>,
 }
 
 impl UpperBound {
     /// Requests recorded.
     pub fn requests(&self) -> u64 {
         self.requests
+    }
+
+    /// The dynamic oracle's windows of `window_requests` requests, if the pass recorded them
+    /// ([`UpperBoundProfiler::with_windows`]).
+    pub fn window_curves(&self, window_requests: u64) -> Option<&WindowCurves> {
+        self.windows
+            .iter()
+            .find(|w| w.window_requests() == window_requests)
     }
 
     /// Slab classes of the geometry (the length of every allocation).
@@ -441,37 +508,25 @@ impl UpperBound {
     pub fn upper_bound_allocation(&self, total_pages: usize) -> Vec<usize> {
         let total_pages = total_pages.max(self.classes_in_use());
         let tables = self.tables(total_pages, Span::WholeRun);
-        let caps: Vec<usize> = tables.iter().map(|t| t.len() - 1).collect();
-        if caps.iter().sum::<usize>() <= total_pages {
-            return caps;
-        }
-        let partitions = self
+        let costs = self
             .classes
             .iter()
             .zip(&tables)
-            .map(|(c, table)| Partition {
-                cost: table
+            .map(|(c, table)| {
+                table
                     .iter()
                     .map(|mr| mr * c.whole_run.gets as f64)
-                    .collect(),
-                current_pages: 0,
-                // memcached's first-page rule gives every class in use a page whatever the policy,
-                // so no memcached-compatible allocation (LAMA's included) can do without it.
-                min_pages: usize::from(c.accesses > 0).min(table.len() - 1),
+                    .collect()
             })
             .collect();
-        let problem = Problem {
-            partitions,
-            total_pages,
-            max_moves: None,
-            granularity: 1,
-        };
-        // Feasible by construction: the minimums (one page per class in use, at most) sum to at most
-        // `total_pages`, and the caps to more, so the optimiser cannot refuse it.
-        match optimal_allocation(&problem) {
-            Ok(best) => best.pages,
-            Err(e) => unreachable!("the minimums fit and the caps exceed the total: {e:?}"),
-        }
+        // memcached's first-page rule gives every class in use a page whatever the policy, so no
+        // memcached-compatible allocation (LAMA's included) can do without it.
+        let min_pages = self
+            .classes
+            .iter()
+            .map(|c| usize::from(c.accesses > 0))
+            .collect();
+        fewest_misses(costs, min_pages, total_pages)
     }
 
     /// (c) memcached's default allocation at `total_pages` as eq. 6 predicts it, with its cold-start
@@ -514,6 +569,99 @@ impl UpperBound {
             default,
             upper_bound,
         }
+    }
+}
+
+impl UpperBound {
+    /// Sets `config` up for `policy` from this pass: the upper bound's fixed allocation at the
+    /// config's memory (`page_caps`), or the dynamic oracle's schedule (`oracle`, from the windows of
+    /// its length, which the pass must have recorded: [`oracle_windows`]). Returns the miss ratio the
+    /// curves predict for what will be replayed (the model's figure), `None` for a class policy.
+    pub fn configure(
+        &self,
+        config: &mut SimConfig,
+        policy: &SlabPolicy,
+    ) -> Result<Option<f64>, SimError> {
+        let pages = self.pages_in(config.engine.memory_limit_bytes);
+        if policy.is_upper_bound() {
+            let caps = self.upper_bound_allocation(pages);
+            let model = self.miss_ratio(&caps, Span::WholeRun);
+            config.page_caps = Some(caps);
+            return Ok(Some(model));
+        }
+        let Some(oracle) = policy.oracle() else {
+            return Ok(None);
+        };
+        let curves = self
+            .window_curves(oracle.window(config.window_requests))
+            .ok_or(SimError::OracleNeedsSchedule)?;
+        let schedule = curves.schedule(pages, oracle.horizon());
+        let model = schedule.predicted_miss_ratio();
+        config.oracle = Some(std::sync::Arc::new(schedule));
+        Ok(Some(model))
+    }
+}
+
+/// The window lengths the dynamic oracles among `policies` plan over, in a run reporting windows of
+/// `run_window_requests` (what [`UpperBoundProfiler::with_windows`] must record).
+pub fn oracle_windows<'a>(
+    policies: impl IntoIterator<Item = &'a SlabPolicy>,
+    run_window_requests: u64,
+) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::new();
+    for w in policies
+        .into_iter()
+        .filter_map(|p| p.oracle())
+        .map(|o| o.window(run_window_requests))
+    {
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// The allocation of `total_pages` with the least total cost, where `costs[i][k]` is partition `i`'s
+/// cost (misses) with `k` pages up to its most useful page count, and `min_pages[i]` the least it may
+/// get (clamped to its table). Where every partition's table together covers no more than
+/// `total_pages`, each gets its whole table (the pages beyond stay unallocated); otherwise the
+/// optimizer's DP (LAMA Algorithm 1 with no move limit) places exactly `total_pages`. The caller keeps
+/// the minimums within `total_pages`; a total below them is raised to them, so this never fails.
+pub(crate) fn fewest_misses(
+    costs: Vec<Vec<f64>>,
+    min_pages: Vec<usize>,
+    total_pages: usize,
+) -> Vec<usize> {
+    let caps: Vec<usize> = costs.iter().map(|t| t.len().saturating_sub(1)).collect();
+    if caps.iter().sum::<usize>() <= total_pages {
+        return caps;
+    }
+    let min_pages: Vec<usize> = min_pages
+        .iter()
+        .zip(&caps)
+        .map(|(m, c)| *m.min(c))
+        .collect();
+    let total_pages = total_pages.max(min_pages.iter().sum());
+    let partitions = costs
+        .into_iter()
+        .zip(min_pages)
+        .map(|(cost, min_pages)| Partition {
+            cost: if cost.is_empty() { vec![0.0] } else { cost },
+            current_pages: 0,
+            min_pages,
+        })
+        .collect();
+    let problem = Problem {
+        partitions,
+        total_pages,
+        max_moves: None,
+        granularity: 1,
+    };
+    // Feasible by construction: the minimums sum to at most `total_pages`, and the caps to more, so
+    // the optimiser cannot refuse it.
+    match optimal_allocation(&problem) {
+        Ok(best) => best.pages,
+        Err(e) => unreachable!("the minimums fit and the caps exceed the total: {e:?}"),
     }
 }
 
