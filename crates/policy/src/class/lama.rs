@@ -140,8 +140,8 @@ const RISK_MIN_MISS_SHARE: f64 = 0.05;
 
 /// Beyond the strict model-error guard the curves are believed (trusted or probed) only where their
 /// error in the window is at most this share of the misses observed: where the AET curves are off by
-/// a like factor for every class (ETC, the three-phase run: 30-55%), not where they miss by more than
-/// the window's misses (the cache2k orm traces at 32 MiB: 57-450%).
+/// a like factor for every class (the three-phase run: 29-55%), not where they miss by more than
+/// the window's misses (the cache2k orm traces at 32 MiB: 57-455%).
 const TRUST_MAX_RELATIVE_ERROR: f64 = 0.5;
 /// A probe moves this share of the pages its plan would move (at least one).
 const PROBE_SHARE: f64 = 0.25;
