@@ -11,7 +11,7 @@
 #                                                    draws docs/figures/dynacache-etc-sweep.svg
 #
 # Every run is `mrcache sim` (deterministic). env: MRCACHE (default target/release/mrcache), JOBS (2),
-# TRACES_DIR (default /work/shared/traces).
+# TRACES_DIR (default ../shared/traces).
 # Build first: cargo build --release -p mrcache-cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,7 @@ out=${2:-target/dynacache}
 mkdir -p "$out"
 [ -x "$mrcache" ] || { echo "no $mrcache: cargo build --release -p mrcache-cli" >&2; exit 1; }
 etc="etc:objects=1750000,requests=12500000,popularity=uniform"
-traces=${TRACES_DIR:-/work/shared/traces}
+traces=${TRACES_DIR:-../shared/traces}
 case $what in
 etc)
   # §7's sweep with memcached and dynacache (lama-mr and the upper bound are §7's, deterministic; FULL=1

@@ -26,7 +26,7 @@
 # Build first: cargo build --release -p mrcache-server -p mrcache-cli; needs memcached (1.6.18 measured).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TRACES_DIR=${1:-/work/shared/traces}
+TRACES_DIR=${1:-../shared/traces}
 OUT=${2:-target/live-replay}
 MRCACHE=${MRCACHE:-target/release/mrcache}
 MRCACHED=${MRCACHED:-target/release/mrcached}

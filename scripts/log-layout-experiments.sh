@@ -31,7 +31,7 @@ etc)
   done
   ;;
 traces)
-  POLICIES="memcached lama-mr log" JOBS=$threads scripts/real-trace-policies.sh /work/shared/traces "$out/traces"  # TRACES=, SHARES= narrow it
+  POLICIES="memcached lama-mr log" JOBS=$threads scripts/real-trace-policies.sh ../shared/traces "$out/traces"  # TRACES=, SHARES= narrow it
   ;;
 mpart)
   # scripts/tenant-experiments.sh's 90%-WSS setting at scale 20: 5M requests per application.

@@ -14,7 +14,7 @@
 # (oracle:window=100000 ...).
 #
 # Usage: scripts/oracle-bound.sh [OUT_DIR]
-#   env: MRCACHE (binary, default target/release/mrcache), TRACES_DIR (default /work/shared/traces),
+#   env: MRCACHE (binary, default target/release/mrcache), TRACES_DIR (default ../shared/traces),
 #        SETS (default "traces three-phase etc"), POLICIES (default "memcached upper-bound oracle
 #        lama-mr"; the synthetic groups use lama-mr:max_interval=1250000 for lama-mr), JOBS (default 2).
 # Build first: cargo build --release -p mrcache-cli
@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-target/oracle-bound}
 MRCACHE=${MRCACHE:-target/release/mrcache}
-TRACES_DIR=${TRACES_DIR:-/work/shared/traces}
+TRACES_DIR=${TRACES_DIR:-../shared/traces}
 GROUPS_RUN=${SETS:-"traces three-phase etc"}
 POLICIES=${POLICIES:-"memcached upper-bound oracle lama-mr"}
 JOBS=${JOBS:-2}

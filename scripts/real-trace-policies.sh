@@ -14,7 +14,7 @@
 # Build first: cargo build --release -p mrcache-cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TRACES_DIR=${1:-/work/shared/traces}
+TRACES_DIR=${1:-../shared/traces}
 OUT=${2:-target/real-trace-policies}
 MRCACHE=${MRCACHE:-target/release/mrcache}
 JOBS=${JOBS:-2}
