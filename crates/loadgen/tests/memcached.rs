@@ -155,17 +155,23 @@ fn io_uring_closed_loop_pipelined_multiget_matches_every_reply() {
     assert_eq!(json["config"]["io"], "uring");
 }
 
-#[test]
-fn a_trace_replays_its_keys_and_lookaside_fills_them() {
-    let mc = Memcached::start(&[]);
-    // A cache2k-format trace (big-endian u32 ids) cycling over 50 keys, 1,000 requests a pass.
-    let dir = std::env::temp_dir().join(format!("mrcache-bench-trace-{}", std::process::id()));
+/// Writes a cache2k-format trace (big-endian u32 ids) of 1,000 requests cycling over 50 keys into a
+/// fresh temporary directory named after `tag`; returns the directory (the caller removes it) and the file.
+fn cycle_trace(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("mrcache-bench-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("cycle.trace");
     let ids: Vec<u8> = (0..1000u32)
         .flat_map(|i| (10_000 + i % 50).to_be_bytes())
         .collect();
     std::fs::write(&path, ids).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_trace_replays_its_keys_and_lookaside_fills_them() {
+    let mc = Memcached::start(&[]);
+    let (dir, path) = cycle_trace("trace");
     let popularity = format!("trace:{}", path.display());
     let opts = [
         "--connections",
@@ -223,14 +229,8 @@ fn server_stat(addr: &str, name: &str) -> u64 {
 #[test]
 fn once_replays_a_trace_exactly_once_in_order_and_requests_caps_a_run() {
     let mc = Memcached::start(&[]);
-    // 1,000 requests over 50 keys, each key's first request at position i, then cycling.
-    let dir = std::env::temp_dir().join(format!("mrcache-bench-once-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("cycle.trace");
-    let ids: Vec<u8> = (0..1000u32)
-        .flat_map(|i| (10_000 + i % 50).to_be_bytes())
-        .collect();
-    std::fs::write(&path, ids).unwrap();
+    // Each key's first request is at position i < 50, then the trace cycles.
+    let (dir, path) = cycle_trace("once");
     let popularity = format!("trace:{}", path.display());
     let replay = [
         "--connections",
