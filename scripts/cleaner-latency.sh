@@ -19,9 +19,10 @@
 #    arrivals, latency counted from each request's intended send time, -d (default 10s) after 2s of
 #    warm-up, alternating slab then log, REPEATS (default 3) times.
 #
-# Each open-loop run reports the total (get + set) p50, p99, p99.9 and max in microseconds, the client's
-# own lateness (send_delay p99.9: how late the load generator issued requests; where it is large the
-# client, not the server, made the tail) and the log cleaner's passes and copied MB during the run (the
+# Each open-loop run reports the total (get + set) p50, p99, p99.9 and max in microseconds, how late
+# requests were sent against their schedule (late_p99.9, mrcache bench's send_delay p99.9: with one
+# request in flight per connection it grows when the load generator is descheduled and when every
+# connection waits on a stalled server) and the log cleaner's passes and copied MB during the run (the
 # `log_cleaner_passes` and `log_cleaner_bytes` stats, read before and after; 0 under slab). The summary
 # gives each layout's median over the repeats and log / slab. OUT_DIR receives every bench report
 # (peak.LAYOUT.K.json, open.LAYOUT.K.json), cleaner.txt (the cleaner counters around each open-loop
