@@ -132,6 +132,10 @@ pub(crate) struct General {
     pub log_skipped: u64,
     pub log_sent: u64,
     pub log_watchers: u32,
+    /// The log layout's cleaner: bytes of survivors it copied and passes it ran since start (0 under
+    /// slab).
+    pub cleaner_bytes: u64,
+    pub cleaner_passes: u64,
 }
 
 impl General {
@@ -139,6 +143,7 @@ impl General {
         let engine = ctx.engine.stats(ctx.clock());
         let registry = ctx.connections.snapshot();
         let (rusage_user_micros, rusage_system_micros) = rusage_micros();
+        let (cleaner_bytes, cleaner_passes) = ctx.engine.cleaner_work();
         let m = &ctx.maintenance;
         let load = |a: &AtomicU64| a.load(Relaxed);
         let loadu = |a: &AtomicUsize| a.load(Relaxed);
@@ -181,6 +186,8 @@ impl General {
             log_skipped: load(&ctx.log.counters().skipped),
             log_sent: load(&ctx.log.counters().sent),
             log_watchers: ctx.log.watchers(),
+            cleaner_bytes,
+            cleaner_passes,
         }
     }
 
@@ -322,6 +329,10 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
         |s| (s.partial_value_bytes as u64).into()),
     counter("partial_value_refused", "partial_value_refused_total", "Stores refused as out of memory because that budget was spent.",
         |s| s.partial_value_refused.into()),
+    counter("log_cleaner_passes", "log_cleaner_passes_total", "Cleaning passes of the log layout (-o memory_layout=log; 0 under slab).",
+        |s| s.cleaner_passes.into()),
+    counter("log_cleaner_bytes", "log_cleaner_copied_bytes_total", "Bytes of live items the log layout's cleaner copied into fresh segments.",
+        |s| s.cleaner_bytes.into()),
     // /metrics only.
     metrics_gauge("pages_in_use", "Pages of -m held by slab classes.", |s| s.engine.pages_in_use.into()),
     metrics_gauge("page_limit", "Pages in -m.", |s| s.engine.page_limit.into()),

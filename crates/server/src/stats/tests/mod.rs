@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::settings::Settings;
-use mrcache_engine::{Engine, ItemAccounting, StoreArgs};
+use mrcache_engine::{Engine, ItemAccounting, MemoryLayout, StoreArgs};
 
 fn ctx() -> ServerContext {
     ctx_with(Settings::default())
@@ -74,6 +74,7 @@ fn general_has_memcached_names_in_order() {
                 && n != "tenant_arbiter_rounds"
                 && !n.starts_with("restart_items_")
                 && !n.starts_with("partial_value_")
+                && !n.starts_with("log_cleaner_")
         })
         .collect();
     let theirs: Vec<&str> = MEMCACHED_GENERAL
@@ -84,6 +85,35 @@ fn general_has_memcached_names_in_order() {
     assert_eq!(value(&out, "version"), "1.6.18");
     assert_eq!(value(&out, "limit_maxbytes"), "67108864");
     assert_eq!(value(&out, "threads"), "2");
+}
+
+/// The log layout's cleaner shows its work in `stats`: stores past `-m` make it run; slab reports 0.
+#[test]
+fn log_cleaner_work_is_a_general_figure() {
+    for (layout, cleans) in [(MemoryLayout::Log, true), (MemoryLayout::Slab, false)] {
+        let ctx = ctx_with(Settings {
+            memory_limit_bytes: 4 << 20,
+            memory_layout: layout,
+            ..Settings::default()
+        });
+        let clock = ctx.clock();
+        let value = vec![b'v'; 200];
+        for i in 0..100_000 {
+            let key = format!("key{i}");
+            let key = mrcache_engine::Key::default_tenant(key.as_bytes());
+            ctx.engine.store(&StoreArgs::set(key, &value), clock);
+        }
+        let mut out = Vec::new();
+        general(&ctx, &mut out);
+        let passes: u64 = value_of(&out, "log_cleaner_passes");
+        let bytes: u64 = value_of(&out, "log_cleaner_bytes");
+        assert_eq!(passes > 0, cleans, "{layout:?}: {passes} passes");
+        assert_eq!(bytes > 0, cleans, "{layout:?}: {bytes} bytes");
+    }
+}
+
+fn value_of(out: &[u8], name: &str) -> u64 {
+    value(out, name).parse().unwrap()
 }
 
 #[test]

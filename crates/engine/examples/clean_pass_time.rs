@@ -1,0 +1,120 @@
+//! How long does the log cleaner hold a shard's lock? Wall time of every `set` on one shard, split into
+//! the sets that ran a cleaning pass and those that did not, under the log layout and, for comparison,
+//! the slab layout.
+//!
+//! `cargo run --release -p mrcache-engine --example clean_pass_time -- [memory_mib] [sets]`
+//!
+//! One thread, one shard (so a set's time is how long it held the shard lock, which every request on
+//! that shard waits for), 1% MRC profiling (the server's default). 32-byte keys drawn uniformly from
+//! 100k, 200-byte values (about 27 MB of items, more than the default 16 MiB holds, so under the log
+//! every segment a set needs comes from a cleaning pass), stored once, then `sets` (default 300k) sets,
+//! each followed by a get. A set ran a pass when the engine's pass counter (`Engine::cleaner_work`, read
+//! outside the timed call) moved during it. The engine itself never reads the wall clock (DESIGN.md,
+//! fixed decision 3), so the hold is measured here, around the call.
+
+use std::time::Instant;
+
+use mrcache_engine::{Clock, Engine, EngineConfig, Key, MemoryLayout, StoreArgs, TenantId};
+
+const KEYS: u64 = 100_000;
+const VALUE_BYTES: usize = 200;
+
+/// Nanoseconds at quantile `q` of sorted `v` (0 when empty).
+fn quantile(v: &[u64], q: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+fn row(name: &str, mut v: Vec<u64>) {
+    v.sort_unstable();
+    let us = |ns: u64| ns as f64 / 1e3;
+    println!(
+        "{name:<24} {:>8} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+        v.len(),
+        us(quantile(&v, 0.5)),
+        us(quantile(&v, 0.99)),
+        us(quantile(&v, 0.999)),
+        us(v.last().copied().unwrap_or(0)),
+    );
+}
+
+fn run(layout: MemoryLayout, memory_mib: u64, sets: u64) {
+    let config = EngineConfig {
+        memory_limit_bytes: memory_mib << 20,
+        shards: 1,
+        profile_sample_rate: Some(0.01),
+        memory_layout: layout,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::new(config).expect("engine config");
+    let clock = Clock::logical(100);
+    let value = vec![b'v'; VALUE_BYTES];
+    let key_of = |i: u64| format!("k{i:031}").into_bytes();
+    for i in 0..KEYS {
+        let k = key_of(i);
+        let key = Key {
+            tenant: TenantId::DEFAULT,
+            bytes: &k,
+        };
+        engine.store(&StoreArgs::set(key, &value), clock);
+    }
+    let (mut bytes, mut passes) = engine.cleaner_work();
+    let (bytes_before, passes_before) = (bytes, passes);
+    let (mut plain, mut cleaning) = (Vec::new(), Vec::new());
+    let mut out = Vec::with_capacity(4096);
+    // xorshift64*: a fixed, cheap key sequence.
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..sets {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        let k = key_of((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) % KEYS);
+        let key = Key {
+            tenant: TenantId::DEFAULT,
+            bytes: &k,
+        };
+        let started = Instant::now();
+        engine.store(&StoreArgs::set(key, &value), clock);
+        let ns = started.elapsed().as_nanos() as u64;
+        let (b, p) = engine.cleaner_work();
+        if p > passes {
+            cleaning.push(ns);
+        } else {
+            plain.push(ns);
+        }
+        (bytes, passes) = (b, p);
+        out.clear();
+        engine.get(key, clock, |item| out.extend_from_slice(item.value()));
+    }
+    let ran = passes - passes_before;
+    println!(
+        "{layout:?}: {ran} passes, {:.0} KiB copied per pass",
+        if ran > 0 {
+            (bytes - bytes_before) as f64 / ran as f64 / 1024.0
+        } else {
+            0.0
+        }
+    );
+    row("  sets without a pass", plain);
+    if ran > 0 {
+        row("  sets that ran a pass", cleaning);
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let memory_mib: u64 = args.next().map_or(16, |a| a.parse().expect("memory_mib"));
+    let sets: u64 = args.next().map_or(300_000, |a| a.parse().expect("sets"));
+    println!(
+        "-m {memory_mib} MiB, one shard, {sets} sets of 200 B values over 100k keys (µs per set)"
+    );
+    println!(
+        "{:<24} {:>8} {:>9} {:>9} {:>9} {:>9}",
+        "", "sets", "p50", "p99", "p99.9", "max"
+    );
+    for layout in [MemoryLayout::Slab, MemoryLayout::Log] {
+        run(layout, memory_mib, sets);
+    }
+}
