@@ -55,9 +55,7 @@ mrcache=target/release/mrcache
 . scripts/lib/ports.sh  # the script runs from the repository root
 bench_placement
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
+trap stop_servers EXIT
 
 declare -A port
 for layout in slab log; do

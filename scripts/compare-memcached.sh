@@ -43,9 +43,7 @@ mrcache=target/release/mrcache
 . scripts/lib/ports.sh  # the script runs from the repository root
 bench_placement
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
+trap stop_servers EXIT
 
 # Prints "OPS PCTL CLIENT_PCT CPU_US_PER_REQUEST" for one bench invocation against the server on port $1,
 # pid $2.

@@ -22,8 +22,7 @@ mrcache=target/release/mrcache
 . scripts/lib/ports.sh
 L=(--threads 1 --connections 16 --keys 100000 --key-size 32 --value-size 200 --get-ratio 0.9)
 client=(taskset -c 1 chrt -f 60)
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+trap stop_servers EXIT
 trap 'exit 130' INT TERM
 
 start() { # start OPT: sets $port

@@ -68,14 +68,8 @@ else
     baseline_fifo=() baseline_sched=()
 fi
 
-pids=()
-stop_all() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    pids=()
-}
 tmp=$(mktemp -d)
-trap 'stop_all; rm -rf "$tmp"' EXIT
+trap 'stop_servers; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
 wanted() { [ "$configs" = all ] || [[ ",$configs," == *",$1,"* ]]; }
@@ -125,7 +119,7 @@ for row in memcached memcached+batch memcached+batch+fifo; do
         memcached+batch+fifo) start_memcached taskset -c 0 chrt -f 50; start_batch ;;
     esac
     qos "$row" "$port"
-    stop_all
+    stop_servers
 done
 
 for row in mrcached mrcached+load mrcached+batch mrcached+batch+fifo mrcached+batch+rr; do
@@ -138,7 +132,7 @@ for row in mrcached mrcached+load mrcached+batch mrcached+batch+fifo mrcached+ba
         mrcached+batch+rr) start_mrcached -- -o worker_cpus=0,sched=rr:50; start_batch ;;
     esac
     qos "$row" "$port"
-    stop_all
+    stop_servers
 done
 
 # A neighbour tenant floods the same worker: 4 connections, 16 requests pipelined each, closed loop,
@@ -156,7 +150,7 @@ for row in mrcached+flood mrcached+flood+limit; do
         --duration 300s --timeout 5s > "$tmp/flood.txt" 2>&1 &
     pids+=($!)
     qos "$row" "$port" --tenant ::1:v:
-    stop_all
+    stop_servers
 done
 
 /usr/bin/python3 - "$out" "$quiet" <<'PY'

@@ -40,10 +40,8 @@ mrcache=target/release/mrcache
 . scripts/lib/ports.sh
 bench_placement
 
-pids=()
 tmp=$(mktemp -d)
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
+trap 'stop_servers; rm -rf "$tmp"' EXIT
 
 names=(memcached epoll uring)
 declare -A port pid

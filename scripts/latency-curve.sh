@@ -39,9 +39,7 @@ mrcache=target/release/mrcache
 # shellcheck source=scripts/lib/ports.sh
 . scripts/lib/ports.sh
 bench_placement
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
+trap stop_servers EXIT
 
 mport=$(free_port)
 "${server_cpu[@]}" memcached "${user_flag[@]}" -U 0 -l 127.0.0.1 -p "$mport" -m "$memory" -t "$threads" &
@@ -60,7 +58,7 @@ done
 
 # One rate at a time, memcached then mrcached; the per-rate reports are joined into one per server.
 tmp=$(mktemp -d)
-trap 'cleanup; rm -rf "$tmp"' EXIT
+trap 'stop_servers; rm -rf "$tmp"' EXIT
 i=0
 range=${scan%%:*}
 for rate in $(seq "${range%%..*}" "${scan#*:}" "${range#*..}"); do

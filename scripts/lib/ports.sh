@@ -59,3 +59,12 @@ server_cpu_and_commands() {
 cpu_us_per_request() {
     echo "$1 $2" | awk '{printf "%.2f\n", ($3 - $1) * 1e6 / ($4 - $2 > 0 ? $4 - $2 : 1)}'
 }
+
+# The servers a script starts: it appends each one's pid (`pids+=($!)`). `stop_servers` kills them all and
+# waits for them to go, for an EXIT trap or between a script's phases.
+pids=()
+stop_servers() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    pids=()
+}
