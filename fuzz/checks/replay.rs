@@ -6,11 +6,13 @@
 use std::path::{Path, PathBuf};
 
 /// The repository's `fuzz/` directory, from a crate under `crates/`.
-fn fuzz_dir() -> PathBuf {
+pub fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
 }
 
-fn replay_dir(dir: &Path, check: fn(&[u8])) -> usize {
+/// Runs `check` over every file directly in `dir` (sub-directories are other corpora; a missing
+/// directory has none); returns how many files it read.
+pub fn replay_dir(dir: &Path, check: fn(&[u8])) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };

@@ -3,75 +3,53 @@
 //! committed) goes through the parser's contract check
 //! with the default limits and with small ones, exactly as the fuzz target does. The binary parser's
 //! seeds (`fuzz/seeds/binary-proto/`) and corpus (`fuzz/corpus/binary/`) go through its own contract
-//! check, as the `binary` fuzz target drives it.
+//! check, as the `binary` fuzz target drives it. The directory walk is the shared one of
+//! `fuzz/checks/replay.rs`.
 
-use std::path::Path;
+#[path = "../../../fuzz/checks/replay.rs"]
+mod replay;
 
 use mrcache_protocol::binary::check_binary_contract;
-use mrcache_protocol::{check_parse_contract, contract_limits, Limits};
+use mrcache_protocol::{check_parse_contract, contract_limits};
+use replay::{fuzz_dir, replay_dir};
 
-/// Runs `check` over every file directly in `dir` (sub-directories are other corpora); returns how
-/// many files it read.
-fn replay_with(dir: &Path, check: impl Fn(&[u8], &Limits) + std::panic::RefUnwindSafe) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut files = 0;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if !path.is_file() {
-            continue;
-        }
-        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let result = std::panic::catch_unwind(|| {
-            for limits in contract_limits() {
-                check(&data, &limits);
-            }
-        });
-        assert!(
-            result.is_ok(),
-            "parser contract violated by {}",
-            path.display()
-        );
-        files += 1;
+/// The `parse` target's check: the text parser's contract under every contract limit.
+fn parse_check(data: &[u8]) {
+    for limits in contract_limits() {
+        check_parse_contract(data, &limits);
     }
-    files
 }
 
-fn replay_dir(dir: &Path) -> usize {
-    replay_with(dir, check_parse_contract)
-}
-
-fn replay_binary_dir(dir: &Path) -> usize {
-    replay_with(dir, |data, limits| {
-        check_binary_contract(data, limits, false);
-        check_binary_contract(data, limits, true);
-    })
+/// The `binary` target's check: the binary parser's contract, before and after authentication, under
+/// every contract limit.
+fn binary_check(data: &[u8]) {
+    for limits in contract_limits() {
+        check_binary_contract(data, &limits, false);
+        check_binary_contract(data, &limits, true);
+    }
 }
 
 #[test]
 fn binary_seeds_and_corpus_keep_the_binary_parser_contract() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-    let seeds = replay_binary_dir(&root.join("seeds/binary-proto"));
+    let root = fuzz_dir();
+    let seeds = replay_dir(&root.join("seeds/binary-proto"), binary_check);
     assert!(
         seeds > 0,
         "the committed binary seed corpus fuzz/seeds/binary-proto/ is empty or missing"
     );
-    let corpus = replay_binary_dir(&root.join("corpus/binary"));
+    let corpus = replay_dir(&root.join("corpus/binary"), binary_check);
     eprintln!("replayed {seeds} binary seeds and {corpus} corpus files");
 }
 
 #[test]
 fn seeds_and_corpus_keep_the_parser_contract() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-    let seeds = replay_dir(&root.join("seeds"));
+    let root = fuzz_dir();
+    let seeds = replay_dir(&root.join("seeds"), parse_check);
     assert!(
         seeds > 0,
         "the committed seed corpus fuzz/seeds/ is empty or missing"
     );
-    let minimised = replay_dir(&root.join("seeds/parse"));
-    let corpus = replay_dir(&root.join("corpus/parse"));
-    eprintln!(
-        "replayed {seeds} seeds, {minimised} minimised corpus files and {corpus} corpus files"
-    );
+    // The minimised corpus (fuzz/seeds/parse) and the grown one (fuzz/corpus/parse).
+    let minimised_and_corpus = replay::replay("parse", parse_check);
+    eprintln!("replayed {seeds} seeds and {minimised_and_corpus} corpus files");
 }
