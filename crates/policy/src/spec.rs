@@ -109,7 +109,7 @@ impl fmt::Display for SpecError {
 impl std::error::Error for SpecError {}
 
 /// `name:key=value,...`, consumed key by key; keys left over are errors.
-pub(crate) struct Params<'a> {
+pub struct Params<'a> {
     kind: SpecKind,
     /// The policy's name, blanks trimmed.
     pub name: &'a str,
@@ -239,7 +239,7 @@ impl<T: fmt::Display> fmt::Display for Auto<T> {
 }
 
 /// Writes `name` and then `:key=value,...` for each parameter that is present.
-pub(crate) fn write_spec(
+pub fn write_spec(
     f: &mut fmt::Formatter<'_>,
     name: &str,
     params: &[(&str, Option<&dyn fmt::Display>)],
@@ -256,6 +256,6 @@ pub(crate) fn write_spec(
 }
 
 /// `Some(&value as &dyn Display)` for [`write_spec`].
-pub(crate) fn shown<T: fmt::Display>(value: &Option<T>) -> Option<&dyn fmt::Display> {
+pub fn shown<T: fmt::Display>(value: &Option<T>) -> Option<&dyn fmt::Display> {
     value.as_ref().map(|v| v as &dyn fmt::Display)
 }

@@ -13,6 +13,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use mrcache_policy::class::{self, ClassPolicy, ClassPolicySpec};
+use mrcache_policy::spec::{shown, write_spec, Params};
+use mrcache_policy::{SpecError, SpecKind};
 
 use crate::SimError;
 
@@ -56,32 +58,20 @@ impl OracleSpec {
         self.horizon.unwrap_or(DEFAULT_HORIZON)
     }
 
-    fn parse(params: &str) -> Result<OracleSpec, String> {
-        let mut spec = OracleSpec::default();
-        for piece in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = piece.split_once('=').ok_or_else(|| {
-                format!("slab policy parameter `{piece}` needs a value (key=value)")
-            })?;
-            match key.trim() {
-                "window" => match value.trim().parse::<u64>() {
-                    Ok(n) if n > 0 => spec.window_requests = Some(n),
-                    _ => {
-                        return Err(format!(
-                            "slab policy `oracle`: bad value `{value}` for `window` (requests, > 0)"
-                        ))
-                    }
-                },
-                "horizon" => match value.trim().parse::<usize>() {
-                    Ok(n) if n > 0 => spec.horizon = Some(n),
-                    _ => {
-                        return Err(format!(
-                            "slab policy `oracle`: bad value `{value}` for `horizon` (windows, > 0)"
-                        ))
-                    }
-                },
-                other => return Err(format!("slab policy `oracle` has no parameter `{other}`")),
-            }
+    /// Reads `oracle[:window=N,horizon=H]` with the policy crate's spec syntax and errors.
+    fn parse(spec: &str) -> Result<OracleSpec, SpecError> {
+        let mut params = Params::parse(SpecKind::SlabPolicy, spec)?;
+        let spec = OracleSpec {
+            window_requests: params.get("window")?,
+            horizon: params.get("horizon")?,
+        };
+        if spec.window_requests == Some(0) {
+            return Err(params.invalid("`window` must be at least 1 request"));
         }
+        if spec.horizon == Some(0) {
+            return Err(params.invalid("`horizon` must be at least 1 window"));
+        }
+        params.finish()?;
         Ok(spec)
     }
 }
@@ -91,18 +81,14 @@ impl fmt::Display for SimPolicySpec {
         match self {
             SimPolicySpec::Class(spec) => write!(f, "{spec}"),
             SimPolicySpec::UpperBound => f.write_str(UPPER_BOUND),
-            SimPolicySpec::Oracle(o) => {
-                f.write_str(ORACLE)?;
-                let mut sep = ':';
-                if let Some(n) = o.window_requests {
-                    write!(f, "{sep}window={n}")?;
-                    sep = ',';
-                }
-                if let Some(h) = o.horizon {
-                    write!(f, "{sep}horizon={h}")?;
-                }
-                Ok(())
-            }
+            SimPolicySpec::Oracle(o) => write_spec(
+                f,
+                ORACLE,
+                &[
+                    ("window", shown(&o.window_requests)),
+                    ("horizon", shown(&o.horizon)),
+                ],
+            ),
         }
     }
 }
@@ -137,7 +123,9 @@ impl SlabPolicy {
                      bound is `{ORACLE}[:window=N]`"
                 )))
             }
-            ORACLE => SimPolicySpec::Oracle(OracleSpec::parse(params).map_err(SimError::Policy)?),
+            ORACLE => SimPolicySpec::Oracle(
+                OracleSpec::parse(text).map_err(|e| SimError::Policy(e.to_string()))?,
+            ),
             _ => SimPolicySpec::Class(
                 text.parse::<ClassPolicySpec>()
                     .map_err(|e| SimError::Policy(e.to_string()))?,
