@@ -170,11 +170,8 @@ pub struct Lama {
     /// Whether the last judged moves beyond the strict guard paid off: while they do, a plan need not
     /// save more than the curves' model error (see `judge`). Starts untrusted.
     trusted: bool,
-    /// The classes before the last round's moves beyond the strict guard, for the next window to
-    /// judge them by.
-    pending: Option<Vec<Before>>,
-    /// Whether the pending moves are a probe.
-    probing: bool,
+    /// The last round's moves beyond the strict guard, for the next window to judge.
+    pending: Option<Pending>,
     /// Rounds until the next probe may run.
     probe_wait: u32,
     /// The wait set after a probe or trusted plan that did not pay; doubles each time.
@@ -205,6 +202,15 @@ enum Verdict {
     Unclear,
 }
 
+/// Moves beyond the strict guard, waiting for the next window's verdict.
+#[derive(Clone, Debug)]
+struct Pending {
+    /// The classes before the moves.
+    before: Vec<Before>,
+    /// Whether the moves were a probe (not a trusted plan).
+    probe: bool,
+}
+
 /// A class before a round's moves: its pages and the miss ratio it had in the window that planned them.
 #[derive(Clone, Copy, Debug)]
 struct Before {
@@ -233,7 +239,6 @@ impl Lama {
             last_shares: Vec::new(),
             trusted: false,
             pending: None,
-            probing: false,
             probe_wait: 0,
             probe_backoff: 1,
         }
@@ -241,10 +246,11 @@ impl Lama {
 
     /// Judges the last round's moves by the window that followed them: over the classes whose pages
     /// changed, the misses each would have had at its old miss ratio against those it had, weighted by
-    /// this window's requests. Returns the verdict and the allocation the moves left behind.
-    fn judge(&mut self, input: &RoundInput<'_>) -> (Verdict, Vec<Before>) {
-        let Some(before) = self.pending.take() else {
-            return (Verdict::None, Vec::new());
+    /// this window's requests. Returns the verdict, the allocation before the moves, and whether they
+    /// were a probe.
+    fn judge(&mut self, input: &RoundInput<'_>) -> (Verdict, Vec<Before>, bool) {
+        let Some(Pending { before, probe }) = self.pending.take() else {
+            return (Verdict::None, Vec::new(), false);
         };
         let mut saved = 0.0;
         let mut variance = 0.0;
@@ -271,7 +277,7 @@ impl Lama {
         } else {
             Verdict::Unclear
         };
-        (verdict, before)
+        (verdict, before, probe)
     }
 
     /// Whether the classes' shares of requests moved by more than `SHIFT_DISTANCE` since the last
@@ -477,8 +483,7 @@ impl ClassPolicy for Lama {
         let shifted = self.shifted(input);
         // Outcomes: moves that paid off earn trust; moves that did not lose it, are undone, and
         // put off the next probe (twice as long each time); a probe within noise only waits.
-        let (verdict, before) = self.judge(input);
-        let was_probe = std::mem::replace(&mut self.probing, false);
+        let (verdict, before, was_probe) = self.judge(input);
         match verdict {
             Verdict::Paid => self.trusted = true,
             Verdict::Failed => self.trusted = false,
@@ -496,12 +501,11 @@ impl ClassPolicy for Lama {
         } else {
             self.plan(input, r)
         };
-        self.probing = plan == Plan::Probe;
         // Only moves beyond the strict guard are judged (an undo restores what the window before
         // the failed moves observed).
         if !round.moves.is_empty() && plan != Plan::Strict {
-            self.pending = Some(
-                input
+            self.pending = Some(Pending {
+                before: input
                     .classes
                     .iter()
                     .map(|c| Before {
@@ -511,7 +515,8 @@ impl ClassPolicy for Lama {
                         misses: c.misses,
                     })
                     .collect(),
-            );
+                probe: plan == Plan::Probe,
+            });
         }
         // Until memory is full nothing moves, and nothing says the workload is calm.
         let settled = input.pages_in_use >= input.page_limit && round.moves.is_empty();
