@@ -2,7 +2,7 @@
 //! the sets that ran a cleaning pass and those that did not, under the log layout and, for comparison,
 //! the slab layout.
 //!
-//! `cargo run --release -p mrcache-engine --example clean_pass_time -- [memory_mib] [sets]`
+//! `cargo run --release -p mrcache-engine --example clean_pass_time -- [memory_mib] [sets] [slab|log|both]`
 //!
 //! One thread, one shard (so a set's time is how long it held the shard lock, which every request on
 //! that shard waits for), 1% MRC profiling (the server's default). 32-byte keys drawn uniformly from
@@ -31,8 +31,9 @@ fn row(name: &str, mut v: Vec<u64>) {
     v.sort_unstable();
     let us = |ns: u64| ns as f64 / 1e3;
     println!(
-        "{name:<24} {:>8} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+        "{name:<24} {:>8} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
         v.len(),
+        us(v.first().copied().unwrap_or(0)),
         us(quantile(&v, 0.5)),
         us(quantile(&v, 0.99)),
         us(quantile(&v, 0.999)),
@@ -107,14 +108,20 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let memory_mib: u64 = args.next().map_or(16, |a| a.parse().expect("memory_mib"));
     let sets: u64 = args.next().map_or(300_000, |a| a.parse().expect("sets"));
+    let layouts: &[MemoryLayout] = match args.next().as_deref() {
+        None | Some("both") => &[MemoryLayout::Slab, MemoryLayout::Log],
+        Some("slab") => &[MemoryLayout::Slab],
+        Some("log") => &[MemoryLayout::Log],
+        Some(other) => panic!("layout: expected slab, log or both, got {other:?}"),
+    };
     println!(
         "-m {memory_mib} MiB, one shard, {sets} sets of 200 B values over 100k keys (µs per set)"
     );
     println!(
-        "{:<24} {:>8} {:>9} {:>9} {:>9} {:>9}",
-        "", "sets", "p50", "p99", "p99.9", "max"
+        "{:<24} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "", "sets", "min", "p50", "p99", "p99.9", "max"
     );
-    for layout in [MemoryLayout::Slab, MemoryLayout::Log] {
+    for &layout in layouts {
         run(layout, memory_mib, sets);
     }
 }

@@ -56,8 +56,12 @@ impl AnyShard {
     pub(crate) fn promote(&mut self, h: u32, hash: u64, now: u32) {
         each!(self, s => s.promote(h, hash, now))
     }
-    pub(crate) fn unlink(&mut self, h: u32) {
-        each!(self, s => s.unlink(h))
+    /// Unlinks the item at `h`, whose key hashes to `hash`.
+    pub(crate) fn unlink(&mut self, h: u32, hash: u64) {
+        match self {
+            AnyShard::Slab(s) => s.unlink(h),
+            AnyShard::Log(s) => s.unlink(h, hash),
+        }
     }
     pub(crate) fn write_and_link(
         &mut self,

@@ -129,7 +129,7 @@ impl Entry<'_> {
     pub fn remove(&mut self) -> bool {
         match self.handle.take() {
             Some(h) => {
-                self.shard.unlink(h);
+                self.shard.unlink(h, self.hash);
                 true
             }
             None => false,

@@ -108,17 +108,18 @@ impl LogShard {
                 if !it.has(bits::LINKED) {
                     continue;
                 }
+                let hash = hash_key(it.tenant_key());
                 if self.is_dead(h, clock) {
                     let fetched = it.has(bits::FETCHED);
                     self.pools[victim].counters.count_reclaim(fetched);
-                    self.unlink(h);
+                    self.unlink(h, hash);
                     continue;
                 }
                 cands.push(Candidate {
                     h,
                     rec,
                     rank: rank(ranking, it.atime(), prefix_freq(p)),
-                    hash: hash_key(it.tenant_key()),
+                    hash,
                 });
             }
         }
@@ -157,16 +158,16 @@ impl LogShard {
                 .counters
                 .count_eviction(expiry, atime, fetched, clock.now);
             self.remember_evicted(h, hash);
-            self.unlink(h);
+            self.unlink(h, hash);
         }
-        // Survivors leave the index while every handle in it is still a pre-pass one, then are copied out.
+        // Survivors are copied out, written back, then repointed (`KeyIndex::repoint` matches whole
+        // entries, so new handles that equal old ones of survivors not yet repointed do no harm).
         let seg_bytes = self.seg_bytes;
         if self.scratch.len() < outs * seg_bytes {
             self.scratch.resize(outs * seg_bytes, 0);
         }
         for &(i, out, at) in &plan {
-            let Candidate { h, rec, hash, .. } = cands[i];
-            self.index.remove(hash, h);
+            let Candidate { h, rec, .. } = cands[i];
             let (slot, off) = self.split(h);
             let src = &self.segs[slot].as_ref().expect("input segment").mem[off..off + rec];
             let dst = &mut self.scratch[out * seg_bytes + at..out * seg_bytes + at + rec];
@@ -193,8 +194,8 @@ impl LogShard {
             seg.items = items[out];
         }
         for &(i, out, at) in &plan {
-            let h = self.handle(inputs[out], at);
-            self.index.insert(cands[i].hash, h);
+            let new = self.handle(inputs[out], at);
+            self.index.repoint(cands[i].hash, cands[i].h, new);
         }
         let freed = inputs[k - 1];
         {

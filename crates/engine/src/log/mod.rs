@@ -34,7 +34,7 @@ use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{bits, Item, ItemMut, HEADER_BYTES};
 use crate::profiling::ShardProfiling;
-use crate::shard::{hash_key, AllocError, KeyIndex, Miss, Part, ShardMeters};
+use crate::shard::{AllocError, KeyIndex, Miss, Part, ShardMeters};
 use crate::stats::ClassCounters;
 use crate::tenant::{Key, TenantId};
 use crate::Clock;
@@ -285,10 +285,9 @@ impl LogShard {
     // ---- items ----
 
     /// Removes a live item: index, accounting; its record stays in the segment as dead bytes.
-    pub(crate) fn unlink(&mut self, h: u32) {
+    pub(crate) fn unlink(&mut self, h: u32, hash: u64) {
         let it = self.item(h);
-        let (hash, tenant, requested) =
-            (hash_key(it.tenant_key()), it.tenant(), self.accounted(it));
+        let (tenant, requested) = (it.tenant(), self.accounted(it));
         let rec = prefix_len(self.prefix(h));
         self.index.remove(hash, h);
         self.item_mut(h).remove_bits(bits::LINKED);
@@ -332,7 +331,7 @@ impl LogShard {
     pub(crate) fn find(&mut self, key: Key<'_>, hash: u64, clock: Clock) -> Result<u32, Miss> {
         let h = self.index_find(key, hash).ok_or(Miss::Absent)?;
         if let Some(miss) = self.globals.dead_reason(self.item(h), clock) {
-            self.unlink(h);
+            self.unlink(h, hash);
             return Err(miss);
         }
         Ok(h)
@@ -412,7 +411,7 @@ impl LogShard {
         if let Some(old) = old {
             let old_rec = prefix_len(self.prefix(old));
             if self.pool_of_handle(old) == pool && old_rec >= rec {
-                self.unlink(old);
+                self.unlink(old, hash);
                 // The record keeps its length (the tail past the new item is padding); the count restarts.
                 self.set_prefix(old, make_prefix(old_rec, 0));
                 return Ok(old);
@@ -422,7 +421,7 @@ impl LogShard {
         // (only if there was one: cleaning never links an item).
         let h = self.append(pool, rec, clock)?;
         if let Some(old) = old.and_then(|_| self.index_find(key, hash)) {
-            self.unlink(old);
+            self.unlink(old, hash);
         }
         Ok(h)
     }

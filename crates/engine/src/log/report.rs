@@ -136,7 +136,7 @@ impl LogShard {
             let h = self.handle(slot, off);
             off += prefix_len(read_prefix(&self.seg(slot as usize).mem, off));
             if self.item(h).has(bits::LINKED) && self.is_dead(h, clock) {
-                self.unlink(h);
+                self.unlink(h, hash_key(self.item(h).tenant_key()));
                 reaped += 1;
             }
         }

@@ -28,6 +28,12 @@ fn spread(tag: u32) -> u64 {
     (tag as u64 | 1 << 32).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// The table's entry for handle `h` of a key whose hash has low half `tag`.
+#[inline]
+fn entry_of(tag: u32, h: u32) -> u64 {
+    (tag as u64) << 32 | h as u64
+}
+
 /// The index of linked items by key hash; the layout says which handle holds which key.
 #[derive(Default)]
 pub(crate) struct KeyIndex {
@@ -50,26 +56,30 @@ impl KeyIndex {
     pub(crate) fn insert(&mut self, hash: u64, h: u32) {
         let tag = hash as u32;
         self.table
-            .insert_unique(spread(tag), (tag as u64) << 32 | h as u64, |&e| {
-                spread((e >> 32) as u32)
-            });
+            .insert_unique(spread(tag), entry_of(tag, h), |&e| spread((e >> 32) as u32));
     }
 
     /// Points the entry of handle `old` (key hash `hash`) to `new` (same key, relocated).
+    ///
+    /// The entry is matched whole (tag and handle), so this stays right while a relocation is under way
+    /// and some new handles equal old handles of entries not yet repointed: an entry of another key with
+    /// handle `old` has another tag, and one with the same tag and handle is the same value, which it
+    /// does not matter which of the two is rewritten.
     pub(crate) fn repoint(&mut self, hash: u64, old: u32, new: u32) {
         let tag = hash as u32;
         let entry = self
             .table
-            .find_mut(spread(tag), |&e| e as u32 == old)
+            .find_mut(spread(tag), |&e| e == entry_of(tag, old))
             .expect("linked item is indexed");
-        *entry = (tag as u64) << 32 | new as u64;
+        *entry = entry_of(tag, new);
     }
 
     /// Removes the entry of handle `h` (key hash `hash`).
     pub(crate) fn remove(&mut self, hash: u64, h: u32) {
+        let tag = hash as u32;
         match self
             .table
-            .find_entry(spread(hash as u32), |&e| e as u32 == h)
+            .find_entry(spread(tag), |&e| e == entry_of(tag, h))
         {
             Ok(entry) => {
                 entry.remove();
