@@ -10,7 +10,8 @@
 #                                                       (section 12.1): mpart on slab pages vs on the log
 #
 # env: MRCACHE (binary, default target/release/mrcache), THREADS (default 2), SWEEP (etc's sizes,
-#      default section 7's 32MiB..256MiB:32MiB), POPS (etc's popularities, default "uniform zipf:0.9").
+#      default section 7's 32MiB..256MiB:32MiB), POPS (etc's popularities, default "uniform zipf:0.9"),
+#      RANKING (the log cleaner's ranking for etc and mpart, default the server's default).
 # Build first: cargo build --release -p mrcache-cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,7 @@ etc)
   for pop in ${POPS:-uniform zipf:0.9}; do
     name=${pop%%:*}
     "$mrcache" sim --workload "etc:objects=1750000,requests=12500000,popularity=$pop" \
-      --sweep "${SWEEP:-32MiB..256MiB:32MiB}" --layout slab,log --policy memcached \
+      --sweep "${SWEEP:-32MiB..256MiB:32MiB}" --layout slab,log ${RANKING:+--ranking "$RANKING"} --policy memcached \
       --policy lama-mr:max_interval=1250000 --window-requests 500000 --threads "$threads" -q \
       --csv "$out/etc-$name.csv" > "$out/etc-$name.txt"
   done
@@ -47,7 +48,7 @@ mpart)
   done
   # shellcheck disable=SC2086
   "$mrcache" sim --workload "mpart-six:scale=$scale,requests=$per_app" --memory "$memory" \
-    --window-requests $((total / 100)) --json $tenants --layout slab,log -q \
+    --window-requests $((total / 100)) --json $tenants --layout slab,log ${RANKING:+--ranking "$RANKING"} -q \
     --tenant-policy "mpart:interval=$((total / 50))" > "$out/mpart-six-wss90.jsonl"
   ;;
 *) echo "unknown experiment $what" >&2; exit 1 ;;

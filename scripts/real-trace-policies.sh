@@ -10,7 +10,7 @@
 #
 # Usage: scripts/real-trace-policies.sh [TRACES_DIR] [OUT_DIR]
 #   env: MRCACHE (binary, default target/release/mrcache), JOBS (parallel runs, default 2),
-#        POLICIES (`log` runs the log-structured layout), SHARES (default "10 25 50"; an entry with a unit, e.g. 32MiB, is a fixed size), TRACES (file names under TRACES_DIR, space-separated).
+#        POLICIES (`log` runs the log-structured layout, `log:density` it with that ranking), SHARES (default "10 25 50"; an entry with a unit, e.g. 32MiB, is a fixed size), TRACES (file names under TRACES_DIR, space-separated).
 # Build first: cargo build --release -p mrcache-cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,9 +43,12 @@ run_one() {
   [ -s "$out" ] && return 0
   local memory=$s
   case "$s" in *[A-Za-z]*) ;; *) memory="$s%" ;; esac
-  # `log` is the log-structured layout (its runs take no slab policy).
+  # `log` is the log-structured layout (its runs take no slab policy), `log:RANKING` it with a ranking.
   local run=(--policy "$p")
-  [ "$p" = log ] && run=(--layout log)
+  case "$p" in
+  log) run=(--layout log) ;;
+  log:*) run=(--layout log --ranking "${p#log:}") ;;
+  esac
   "$MRCACHE" sim --trace "$TRACES_DIR/$t" --memory "$memory" --value-size etc "${run[@]}" --json \
     > "$out.tmp" 2> "$OUT/$name-$s-$p.err"
   mv "$out.tmp" "$out"

@@ -57,7 +57,8 @@ pub struct SimArgs {
     /// run once per tenant arbiter, reported as policy `log`). E.g. --layout slab,log.
     #[arg(long, default_value = "slab")]
     layout: Vec<String>,
-    /// Log layout: how the cleaner ranks items, lru (default), lfu or slru (segmented LRU).
+    /// Log layout: how the cleaner ranks items, lru (default), lfu, slru (segmented LRU) or density
+    /// (accesses per byte, then recency: keeps the items that earn the most hits for their memory).
     #[arg(long, default_value = "lru")]
     ranking: String,
     /// Log layout: segments one cleaning pass takes (Memshare's n; survivors go into n - 1), 2-16.
@@ -124,7 +125,7 @@ impl SimArgs {
             None => parse_bytes(&self.memory).map_err(|e| format!("--memory {e}"))?,
         };
         let log_ranking = Ranking::parse(&self.ranking)
-            .ok_or_else(|| format!("--ranking {}: expected lru, lfu or slru", self.ranking))?;
+            .ok_or_else(|| format!("--ranking {}: expected {}", self.ranking, Ranking::EXPECTED))?;
         Ok(SimConfig {
             engine: EngineConfig {
                 profile_sample_rate: self.mrc_sample_rate,

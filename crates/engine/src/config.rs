@@ -106,15 +106,25 @@ pub enum Ranking {
     /// Segmented LRU: items used at least twice (the protected segment) outrank the others, then by last
     /// access.
     Slru,
+    /// Hits per byte: (accesses + 1) per byte of the item's record, then last access. The items a pass
+    /// weighs were written about as long ago (the pass takes the oldest segments), so accesses measure
+    /// the rate of hits, and dividing by the bytes keeps the items that earn the most hits for the memory
+    /// they hold (what slab policies reach by moving pages to the classes with the most hits per byte).
+    /// Counts halve when an item survives a pass, as under LFU.
+    Density,
 }
 
 impl Ranking {
+    /// The names `parse` accepts, for error messages.
+    pub const EXPECTED: &'static str = "lru, lfu, slru (segmented LRU) or density (hits per byte)";
+
     /// The spelling in `--config` (`ranking = "lru"`).
     pub fn name(self) -> &'static str {
         match self {
             Ranking::Lru => "lru",
             Ranking::Lfu => "lfu",
             Ranking::Slru => "slru",
+            Ranking::Density => "density",
         }
     }
 
@@ -124,6 +134,7 @@ impl Ranking {
             "lru" => Some(Ranking::Lru),
             "lfu" => Some(Ranking::Lfu),
             "slru" | "segmented-lru" => Some(Ranking::Slru),
+            "density" | "hits-per-byte" => Some(Ranking::Density),
             _ => None,
         }
     }

@@ -216,14 +216,59 @@ fn lfu_keeps_frequently_used_items_that_lru_would_drop() {
             })
             .count()
     };
-    let (lru, lfu, slru) = (
+    let (lru, lfu, slru, density) = (
         hot_kept(Ranking::Lru),
         hot_kept(Ranking::Lfu),
         hot_kept(Ranking::Slru),
+        hot_kept(Ranking::Density),
     );
     assert!(lfu > 150, "LFU kept {lfu} of 200 hot items");
     assert!(slru > 150, "SLRU kept {slru} of 200 hot items");
+    assert!(density > 150, "density kept {density} of 200 hot items");
     assert!(lru < 50, "LRU kept {lru} of 200 hot items");
+}
+
+#[test]
+fn density_keeps_the_small_items_when_all_are_used_alike() {
+    // Small and large items written and read alike, far more than the log holds: the size-aware rank
+    // keeps a larger share of the small ones (as many hits for less memory); LRU keeps both alike.
+    let kept = |ranking: Ranking| {
+        let e = log_engine(4 << 20, 1, 1, ranking);
+        let (small, large) = (vec![b's'; 100], vec![b'l'; 3000]);
+        let key = |k: u32| format!("{}:{k}", if k % 2 == 0 { "small" } else { "large" });
+        for k in 0..8000u32 {
+            let c = Clock::logical(100 + k / 100);
+            let value = if k % 2 == 0 { &small } else { &large };
+            let name = key(k);
+            let key = Key::new(TenantId(0), name.as_bytes());
+            e.store(&StoreArgs::set(key, value), c);
+            e.get(key, c, |_| ());
+        }
+        e.check_invariants().unwrap();
+        let c = Clock::logical(200);
+        let held = |parity: u32| {
+            (0..8000u32)
+                .filter(|k| k % 2 == parity)
+                .filter(|&k| {
+                    let name = key(k);
+                    e.get(Key::new(TenantId(0), name.as_bytes()), c, |_| ())
+                        .is_some()
+                })
+                .count() as f64
+                / 4000.0
+        };
+        (held(0), held(1))
+    };
+    let (lru_small, lru_large) = kept(Ranking::Lru);
+    let (small, large) = kept(Ranking::Density);
+    assert!(
+        (lru_small - lru_large).abs() < 0.15,
+        "LRU kept {lru_small:.2} of small, {lru_large:.2} of large items"
+    );
+    assert!(
+        small > 0.9 && small > 2.0 * large,
+        "density kept {small:.2} of small, {large:.2} of large items (LRU {lru_small:.2}, {lru_large:.2})"
+    );
 }
 
 #[test]

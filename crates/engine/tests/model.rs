@@ -85,7 +85,12 @@ fn layout() -> impl Strategy<Value = (MemoryLayout, Ranking, usize)> {
     prop_oneof![
         Just((MemoryLayout::Slab, Ranking::Lru, 2)),
         (
-            prop_oneof![Just(Ranking::Lru), Just(Ranking::Lfu), Just(Ranking::Slru)],
+            prop_oneof![
+                Just(Ranking::Lru),
+                Just(Ranking::Lfu),
+                Just(Ranking::Slru),
+                Just(Ranking::Density)
+            ],
             2usize..5
         )
             .prop_map(|(r, n)| (MemoryLayout::Log, r, n)),

@@ -31,14 +31,17 @@ struct Candidate {
     hash: u64,
 }
 
-/// Memshare's `rank(t, f)`: higher survives.
+/// Memshare's `rank(t, f)`, and the size-aware rank (`f + 1` per byte of a record of `rec` bytes, in
+/// units of 2^-20 so that every record length resolves): higher survives.
 #[inline]
-fn rank(ranking: Ranking, atime: u32, freq: u32) -> u64 {
-    match ranking {
-        Ranking::Lru => atime as u64,
-        Ranking::Lfu => (freq as u64) << 32 | atime as u64,
-        Ranking::Slru => u64::from(freq >= 1) << 32 | atime as u64,
-    }
+fn rank(ranking: Ranking, atime: u32, freq: u32, rec: usize) -> u64 {
+    let first = match ranking {
+        Ranking::Lru => 0,
+        Ranking::Lfu => freq as u64,
+        Ranking::Slru => u64::from(freq >= 1),
+        Ranking::Density => ((freq as u64 + 1) << 20) / rec as u64,
+    };
+    first << 32 | atime as u64
 }
 
 impl LogShard {
@@ -118,7 +121,7 @@ impl LogShard {
                 cands.push(Candidate {
                     h,
                     rec,
-                    rank: rank(ranking, it.atime(), prefix_freq(p)),
+                    rank: rank(ranking, it.atime(), prefix_freq(p), rec),
                     hash,
                 });
             }
@@ -172,7 +175,7 @@ impl LogShard {
             let src = &self.segs[slot].as_ref().expect("input segment").mem[off..off + rec];
             let dst = &mut self.scratch[out * seg_bytes + at..out * seg_bytes + at + rec];
             dst.copy_from_slice(src);
-            if ranking == Ranking::Lfu {
+            if matches!(ranking, Ranking::Lfu | Ranking::Density) {
                 // Age the count: popularity that is not renewed fades.
                 let p = u32::from_le_bytes(dst[..4].try_into().unwrap());
                 let halved = (prefix_freq(p) / 2) << LEN_BITS | (p & ((1 << LEN_BITS) - 1));

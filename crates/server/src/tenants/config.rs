@@ -17,7 +17,8 @@
 //! rate_limit = 5000        # requests a second it may sustain, over all its connections (token bucket);
 //!                          # beyond it a request gets `SERVER_ERROR tenant rate limit exceeded`
 //! rate_burst = 500         # requests it may send at once after being idle (default: 0.1 s of rate_limit)
-//! ranking = "lru"          # -o memory_layout=log: how the cleaner ranks its items: lru, lfu or slru
+//! ranking = "lru"          # -o memory_layout=log: how the cleaner ranks its items: lru, lfu,
+//!                          # slru or density (hits per byte)
 //! ```
 //! The memory fields take effect through the tenant arbiter (`crate::memory`).
 //! Unknown keys are errors that name the key; every error is a [`ConfigError`]. A `-Y` line `user:password` is a tenant with that password
@@ -171,7 +172,7 @@ pub enum ConfigError {
         /// What is wrong.
         reason: &'static str,
     },
-    /// `ranking` not lru, lfu or slru.
+    /// `ranking` not one of `Ranking::EXPECTED`.
     Ranking {
         /// The tenant.
         tenant: String,
@@ -275,7 +276,8 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::Ranking { tenant, value } => write!(
                 f,
-                "tenant {tenant}: ranking must be lru, lfu or slru (segmented LRU), not '{value}'"
+                "tenant {tenant}: ranking must be {}, not '{value}'",
+                mrcache_engine::Ranking::EXPECTED
             ),
             ConfigError::TooManyNames => {
                 f.write_str("too many tenant names (65536) in this process's life")

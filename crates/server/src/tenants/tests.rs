@@ -337,7 +337,9 @@ fn ranking_names_the_log_cleaners_function() {
     assert_eq!(ranking("b"), Ranking::Lru);
     let e = config("[[tenant]]\nname = \"a\"\nranking = \"mru\"\n").unwrap_err();
     assert!(
-        e.to_string().contains("ranking must be lru, lfu or slru"),
+        e.to_string().contains(
+            "ranking must be lru, lfu, slru (segmented LRU) or density (hits per byte), not 'mru'"
+        ),
         "{e}"
     );
 }
