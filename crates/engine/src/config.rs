@@ -106,11 +106,12 @@ pub enum Ranking {
     /// Segmented LRU: items used at least twice (the protected segment) outrank the others, then by last
     /// access.
     Slru,
-    /// Hits per byte: (accesses + 1) per byte of the item's record, then last access. The items a pass
-    /// weighs were written about as long ago (the pass takes the oldest segments), so accesses measure
-    /// the rate of hits, and dividing by the bytes keeps the items that earn the most hits for the memory
-    /// they hold (what slab policies reach by moving pages to the classes with the most hits per byte).
-    /// Counts halve when an item survives a pass, as under LFU.
+    /// Hits per byte: (accesses + 1) per byte of the item's record. The items a pass weighs were written
+    /// about as long ago (the pass takes the oldest segments), so accesses measure the rate of hits, and
+    /// dividing by the bytes keeps the items that earn the most hits for the memory they hold (what slab
+    /// policies reach by moving pages to the classes with the most hits per byte). Counts halve when an
+    /// item survives a pass, as under LFU, and an item unused for four of its pool's cleaning cycles
+    /// ranks last, so that small items of a past phase do not stay for their size.
     Density,
 }
 

@@ -235,17 +235,17 @@ fn density_keeps_the_small_items_when_all_are_used_alike() {
     let kept = |ranking: Ranking| {
         let e = log_engine(4 << 20, 1, 1, ranking);
         let (small, large) = (vec![b's'; 100], vec![b'l'; 3000]);
-        let key = |k: u32| format!("{}:{k}", if k % 2 == 0 { "small" } else { "large" });
+        let key = |k: u32| format!("{}:{k}", if k.is_multiple_of(2) { "small" } else { "large" });
+        // One second throughout: no item is unused for long enough to count as stale.
+        let c = Clock::logical(100);
         for k in 0..8000u32 {
-            let c = Clock::logical(100 + k / 100);
-            let value = if k % 2 == 0 { &small } else { &large };
+            let value = if k.is_multiple_of(2) { &small } else { &large };
             let name = key(k);
             let key = Key::new(TenantId(0), name.as_bytes());
             e.store(&StoreArgs::set(key, value), c);
             e.get(key, c, |_| ());
         }
         e.check_invariants().unwrap();
-        let c = Clock::logical(200);
         let held = |parity: u32| {
             (0..8000u32)
                 .filter(|k| k % 2 == parity)
@@ -411,4 +411,48 @@ fn cache_memlimit_and_the_reaper_work_on_the_log() {
         })
         .count();
     assert!(live > 1000, "{live} items left");
+}
+
+#[test]
+fn density_lets_go_of_small_items_of_a_past_phase() {
+    // Small items read often, then a long phase of large items only: once the small ones have gone
+    // unused for several cleaning cycles they give way, however small.
+    let e = log_engine(4 << 20, 1, 1, Ranking::Density);
+    let (small, large) = (vec![b's'; 100], vec![b'l'; 1000]);
+    let key = |kind: &str, k: u32| format!("{kind}:{k}");
+    let c = Clock::logical(100);
+    for k in 0..2000 {
+        let name = key("small", k);
+        let key = Key::new(TenantId(0), name.as_bytes());
+        e.store(&StoreArgs::set(key, &small), c);
+        for _ in 0..10 {
+            e.get(key, c, |_| ());
+        }
+    }
+    let n = 40_000u32;
+    for k in 0..n {
+        let c = Clock::logical(101 + k / 100);
+        let name = key("large", k);
+        let key = Key::new(TenantId(0), name.as_bytes());
+        e.store(&StoreArgs::set(key, &large), c);
+        e.get(key, c, |_| ());
+    }
+    e.check_invariants().unwrap();
+    let end = Clock::logical(101 + n / 100);
+    let held = |kind: &str, ks: std::ops::Range<u32>| {
+        let len = ks.len() as f64;
+        ks.filter(|&k| {
+            let name = key(kind, k);
+            e.get(Key::new(TenantId(0), name.as_bytes()), end, |_| ())
+                .is_some()
+        })
+        .count() as f64
+            / len
+    };
+    let (old, recent) = (held("small", 0..2000), held("large", n - 1000..n));
+    assert!(old < 0.1, "kept {old:.2} of the past phase's small items");
+    assert!(
+        recent > 0.9,
+        "kept {recent:.2} of the last 1000 large items"
+    );
 }

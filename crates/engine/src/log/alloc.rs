@@ -29,6 +29,7 @@ impl LogShard {
                 self.pools[pool].full.push_back(old);
             }
             let slot = self.new_segment(pool, clock)?;
+            self.seg_mut(slot as usize).born = clock.now;
             self.pools[pool].head = Some(slot);
         }
         let slot = self.pools[pool].head.expect("a head segment");
@@ -82,6 +83,7 @@ impl LogShard {
             live: 0,
             items: 0,
             pool,
+            born: 0,
         };
         match self.free_slots.pop() {
             Some(slot) => {

@@ -23,26 +23,37 @@ use crate::pool::UNLIMITED;
 use crate::shard::hash_key;
 use crate::Clock;
 
-/// A live record of a pass: where it is, its size, rank and key hash.
+/// A live record of a pass: where it is, its size, key hash, last access, access count and rank.
 struct Candidate {
     h: u32,
     rec: usize,
-    rank: u64,
     hash: u64,
+    atime: u32,
+    freq: u32,
+    rank: u64,
 }
 
-/// Memshare's `rank(t, f)`, and the size-aware rank (`f + 1` per byte of a record of `rec` bytes, in
-/// units of 2^-20 so that every record length resolves): higher survives.
-#[inline]
-fn rank(ranking: Ranking, atime: u32, freq: u32, rec: usize) -> u64 {
-    let first = match ranking {
-        Ranking::Lru => 0,
-        Ranking::Lfu => freq as u64,
-        Ranking::Slru => u64::from(freq >= 1),
-        Ranking::Density => ((freq as u64 + 1) << 20) / rec as u64,
-    };
-    first << 32 | atime as u64
+/// Ranks a pass's candidates: higher survives. Memshare's `rank(t, f)` of the last access time `t` and
+/// the access count `f` for LRU, LFU and SLRU. `Density` is hits per byte, `(f + 1) / rec` for a record
+/// of `rec` bytes (in units of 2^-32), except that an item unused for more than `STALE_LIFETIMES` of the
+/// pool's cleaning cycles (`lifetime`: how long the pass's oldest input segment waited in the queue,
+/// at least 1 s) ranks last: the size and the count decide among the items in use, and a small item
+/// popular in a past phase, whose count has decayed to nothing, does not keep its place for its size.
+fn rank_all(ranking: Ranking, cands: &mut [Candidate], lifetime: u32, now: u32) {
+    let stale_after = STALE_LIFETIMES * lifetime.max(1);
+    for c in cands {
+        c.rank = match ranking {
+            Ranking::Lru => c.atime as u64,
+            Ranking::Lfu => (c.freq as u64) << 32 | c.atime as u64,
+            Ranking::Slru => u64::from(c.freq >= 1) << 32 | c.atime as u64,
+            Ranking::Density if now.saturating_sub(c.atime) > stale_after => 0,
+            Ranking::Density => ((c.freq as u64 + 1) << 32) / c.rec as u64,
+        };
+    }
 }
+
+/// Cleaning cycles without a use after which `Density` ranks an item last.
+const STALE_LIFETIMES: u32 = 4;
 
 impl LogShard {
     /// The pools that may give `pool` a segment, best first. A pool at its cap cleans only itself.
@@ -121,11 +132,15 @@ impl LogShard {
                 cands.push(Candidate {
                     h,
                     rec,
-                    rank: rank(ranking, it.atime(), prefix_freq(p), rec),
                     hash,
+                    atime: it.atime(),
+                    freq: prefix_freq(p),
+                    rank: 0,
                 });
             }
         }
+        let lifetime = clock.now.saturating_sub(self.seg(inputs[0] as usize).born);
+        rank_all(ranking, &mut cands, lifetime, clock.now);
         // Plan: the highest ranked first, packed into k - 1 output segments.
         cands.sort_by_key(|c| std::cmp::Reverse(c.rank));
         let outs = k - 1;
@@ -151,6 +166,7 @@ impl LogShard {
         if !self.evict_when_full && !evict.is_empty() {
             return None;
         }
+
         for &i in &evict {
             let (h, hash) = (cands[i].h, cands[i].hash);
             let (expiry, atime, fetched) = {
@@ -195,6 +211,7 @@ impl LogShard {
             seg.used = n;
             seg.live = n;
             seg.items = items[out];
+            seg.born = clock.now;
         }
         for &(i, out, at) in &plan {
             let new = self.handle(inputs[out], at);

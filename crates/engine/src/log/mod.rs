@@ -71,6 +71,8 @@ pub(super) struct Segment {
     /// Live records.
     items: usize,
     pool: usize,
+    /// When it last joined its pool's queue: became the head, or was written by a cleaning pass.
+    born: u32,
 }
 
 /// One tenant pool's part of the log in this shard.
