@@ -2,6 +2,9 @@
 //! per event-loop turn for every connection (see `worker.rs`), with multishot receives into a provided
 //! buffer ring (`bufring.rs`) and a transport (`socket.rs`) that lets the epoll path's `Conn` run unchanged
 //! on top: same protocol session, buffers, `-R` fairness, output backpressure and `stats conns` state.
+//! It keeps the epoll path's memory bounds (`tests/hardening.rs` runs on both): received bytes wait in the
+//! worker's fixed buffer ring, not in copies per connection, and a connection that stops reading stops
+//! receiving (`socket.rs` has the details).
 //!
 //! What stays shared with the epoll path: the listener thread (`-c`, tenant ports, SIGHUP, shutdown) hands
 //! connections over exactly as it does to epoll workers; on this path it accepts with multishot accepts on
