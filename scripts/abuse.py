@@ -16,8 +16,9 @@ server, and prints one Markdown table row:
 4. `-m 64 -I 32m`, one value in every class (10 B to 30 MB, 1.25 apart): `total_malloced` and RSS;
 5. a 5 KB `gat 0 key00001 ... key00600` line sent in one write: answered or closed.
 
-All servers run with `-m 64 -t 4` (memcached's defaults otherwise). Loads are bounded in count; every wait has
-a deadline.
+All servers run with `-m 64 -t 4` (memcached's defaults otherwise); `MRCACHED_EXTRA_ARGS` (whitespace-separated,
+as in the test harnesses) is appended to every mrcached command line, e.g. `-o io=uring` to measure the
+io_uring network path. Loads are bounded in count; every wait has a deadline.
 """
 
 import os
@@ -45,6 +46,8 @@ class Server:
         cmd = [binary, "-U", "0", "-l", "127.0.0.1", "-p", str(port)] + args
         if kind == "memcached" and os.geteuid() == 0:
             cmd += ["-u", "root"]
+        if kind == "mrcached":
+            cmd += os.environ.get("MRCACHED_EXTRA_ARGS", "").split()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.port = port
         deadline = time.time() + 20
@@ -219,7 +222,8 @@ def main():
         ("`-m 64 -I 32m`, a value in every class", large_item_size),
         ("5.4 KB `gat 0 key00001 … key00600` in one write", long_gat_line),
     ]
-    print("| pattern (`-m 64 -t 4`) | mrcached | memcached 1.6.18 |")
+    extra = os.environ.get("MRCACHED_EXTRA_ARGS", "").strip()
+    print(f"| pattern (`-m 64 -t 4`) | mrcached{f' `{extra}`' if extra else ''} | memcached 1.6.18 |")
     print("|---|---|---|")
     for name, measure in rows:
         cells = []

@@ -6,6 +6,8 @@
 #
 # -n skips the release build. The patterns, their counts and what is measured are described in
 # scripts/abuse.py; every server runs on 127.0.0.1 with `-m 64 -t 4` and is stopped after its row.
+# MRCACHED_EXTRA_ARGS is appended to mrcached's command line: `MRCACHED_EXTRA_ARGS="-o io=uring"
+# scripts/abuse.sh` measures the io_uring network path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -152,6 +152,13 @@ impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
         self.peer_closed |= peer_closed;
     }
 
+    /// Whether the connection reads nothing now: it is closing, or waits for its client to take output
+    /// (unsent output at the high-water mark). A transport that receives ahead of `read` (io_uring) stops
+    /// receiving meanwhile, as the epoll path leaves the bytes in the socket.
+    pub(crate) fn not_reading(&self) -> bool {
+        self.closing || self.pending_out() >= OUTPUT_HIGH_WATER_BYTES
+    }
+
     fn pending_out(&self) -> usize {
         self.out.len() - self.wpos
     }

@@ -87,10 +87,10 @@ impl IoBackend {
     }
 }
 
-/// What `-o io=auto` picks where the kernel supports both. epoll: io_uring spends less CPU per request
-/// (docs/results.md §4.1) but holds more memory per stalled upload than the bound of
-/// `tests/hardening.rs` allows (its receives copy what the kernel would otherwise keep in the socket
-/// buffer), so it is opt-in until it keeps the same memory bounds.
+/// What `-o io=auto` picks where the kernel supports both. epoll: both paths keep the same memory bounds
+/// (`tests/hardening.rs` runs on both), and io_uring spends less CPU per request near saturation, but
+/// more at half of memcached's peak rate, and its latency is not yet compared on an idle machine
+/// (docs/results.md §4.1).
 pub const AUTO_IO_BACKEND: IoBackend = IoBackend::Epoll;
 
 /// Whether this kernel can run the io_uring workers ([`uring::probe`], run once per process).

@@ -202,7 +202,8 @@ impl Default for Settings {
 /// `-o io=...`: which network I/O path the workers run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoMode {
-    /// io_uring where the kernel supports what the server needs, else epoll.
+    /// The path that measured best here (`crate::net::AUTO_IO_BACKEND`, epoll) where the kernel supports
+    /// it, else epoll.
     Auto,
     /// io_uring (multishot accept and receive, provided buffers, batched sends); start-up fails where
     /// the kernel cannot.

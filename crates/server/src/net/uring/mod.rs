@@ -2,6 +2,9 @@
 //! per event-loop turn for every connection (see `worker.rs`), with multishot receives into a provided
 //! buffer ring (`bufring.rs`) and a transport (`socket.rs`) that lets the epoll path's `Conn` run unchanged
 //! on top: same protocol session, buffers, `-R` fairness, output backpressure and `stats conns` state.
+//! It keeps the epoll path's memory bounds (`tests/hardening.rs` runs on both): received bytes wait in the
+//! worker's fixed buffer ring, not in copies per connection, and a connection that stops reading stops
+//! receiving (`socket.rs` has the details).
 //!
 //! What stays shared with the epoll path: the listener thread (`-c`, tenant ports, SIGHUP, shutdown) hands
 //! connections over exactly as it does to epoll workers; on this path it accepts with multishot accepts on
@@ -26,11 +29,12 @@ pub(crate) use worker::UringWorker;
 /// Submission queue entries per worker ring (the completion queue is four times as large; the kernel
 /// keeps overflowing completions rather than dropping them).
 const RING_ENTRIES: u32 = 1024;
-/// Receive buffers in a worker's provided-buffer ring (a power of two). Each is recycled as soon as its
-/// bytes are copied out, so this bounds bytes received per event-loop turn, not per connection; a receive
-/// that finds the ring empty ends (`ENOBUFS`) and is re-armed after the turn. 512 x 4 KiB: 2 MiB per
-/// worker.
-const RECV_BUFFERS: u16 = 512;
+/// Receive buffers in a worker's provided-buffer ring (a power of two): 256 x 4 KiB, 1 MiB per worker, the
+/// most the worker holds of bytes received and not yet read (`socket.rs`). A connection holds a buffer
+/// from its receive's completion until `Conn` has read it (the same turn, unless its client is not taking
+/// output, when it is copied out); a receive that finds the ring empty ends (`ENOBUFS`) and is re-armed
+/// after the turn, when the turn's reads have given buffers back.
+const RECV_BUFFERS: u16 = 256;
 /// Bytes per receive buffer: a typical request fits one; a large value takes several completions.
 const RECV_BUFFER_BYTES: usize = 4 * 1024;
 /// The buffer group the receive buffers form.

@@ -3,11 +3,17 @@
 //! queued in the previous turn and collects every completion that is ready, however many connections they
 //! belong to.
 //!
-//! Per connection there is one multishot receive (re-armed when the kernel ends it: out of buffers, or
-//! cancelled for input backpressure) filling buffers from the worker's [`BufRing`], whose bytes are copied
-//! into the connection's [`UringSocket`] and the buffer recycled at once, so one slow connection cannot hold
-//! the ring; and at most one send in flight, carrying everything the connection's requests of that turn
-//! replied (a pipelined batch goes out in one send).
+//! Per connection there is one multishot receive filling buffers from the worker's [`BufRing`], and at
+//! most one send in flight, carrying everything the connection's requests of that turn replied (a
+//! pipelined batch goes out in one send). A completed receive's buffer goes to the connection's
+//! [`UringSocket`], which `Conn` reads it out of and gives back; the receive is cancelled while the
+//! connection holds [`RECV_PAUSE_BYTES`] unread or `Conn` is not reading (its client not taking output,
+//! or closing), and re-armed after the turn in which that ends, or after the kernel ended it (out of
+//! buffers). A connection that stops reading while it holds buffers has them copied out
+//! (`UringSocket::park`), so the ring never stays pinned. The bytes this worker has taken from the
+//! kernel and not yet handed to a session are thus bounded by the ring, plus what parked connections
+//! hold (each at most what it had received when it stopped reading); the module notes of `socket.rs`
+//! compare this with the epoll path.
 //!
 //! New connections come from the listener as on the epoll path (mpsc channel + `mio::Waker`): the worker
 //! keeps the `mio::Poll` the waker is registered with, and a multishot poll on that epoll descriptor turns
@@ -16,11 +22,14 @@
 //! Invariants: a connection's slot is freed (and its descriptor closed) only when it has no operation in
 //! flight, so a completion's user data (kind, slot, generation) never names a reused slot's connection;
 //! the generation guards against it anyway. The ring is declared before the buffers and connections, so it
-//! is torn down before any memory the kernel may still write to or read from.
+//! is torn down before any memory the kernel may still write to or read from. Every buffer a completion
+//! hands over is recycled exactly once: at once when its connection is gone or closing, else by the
+//! connection's socket.
 
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -71,7 +80,7 @@ struct Slot<S> {
 /// drops first (see the module notes).
 pub(crate) struct UringWorker<S, F> {
     ring: IoUring,
-    bufs: BufRing,
+    bufs: Rc<BufRing>,
     conns: Vec<Option<Slot<S>>>,
     gens: Vec<u32>,
     free_slots: Vec<usize>,
@@ -101,8 +110,10 @@ where
         let ring = build_ring(RING_ENTRIES).map_err(could_not_start)?;
         // Saves the descriptor lookup on every enter; older kernels simply do without.
         let _ = ring.submitter().register_ring_fd();
-        let bufs = BufRing::new(&ring, RECV_BUFFERS, RECV_BUFFER_BYTES, BUFFER_GROUP)
-            .map_err(could_not_start)?;
+        let bufs = Rc::new(
+            BufRing::new(&ring, RECV_BUFFERS, RECV_BUFFER_BYTES, BUFFER_GROUP)
+                .map_err(could_not_start)?,
+        );
         Ok(UringWorker {
             ring,
             bufs,
@@ -246,6 +257,9 @@ where
 
     fn on_recv(&mut self, slot: usize, gen: u32, res: i32, flags: u32) {
         let bid = cqueue::buffer_select(flags);
+        if let Some(bid) = bid {
+            self.bufs.taken(bid);
+        }
         let Some(s) = (match self.conns.get_mut(slot) {
             Some(Some(s)) if s.gen == gen => Some(s),
             _ => None,
@@ -257,13 +271,13 @@ where
         };
         let sock = s.conn.stream_mut();
         if let Some(bid) = bid {
-            if res > 0 {
-                sock.received(self.bufs.data(bid, res as usize));
+            if res > 0 && !s.closing {
+                sock.received(bid, res as usize);
+            } else {
+                self.bufs.recycle(bid);
             }
-            self.bufs.recycle(bid);
         }
-        let more = cqueue::more(flags);
-        if !more {
+        if !cqueue::more(flags) {
             sock.recv_armed = false;
             sock.recv_cancelling = false;
         }
@@ -330,7 +344,12 @@ where
             return;
         }
         match s.conn.drive(&self.base.turn(now_secs)) {
-            Next::Wait => s.conn.stream_mut().release_idle(),
+            Next::Wait => {
+                let sock = s.conn.stream_mut();
+                // Waiting with input unread: `Conn` is not reading (its client is not taking output).
+                sock.park();
+                sock.release_idle();
+            }
             Next::Again => {
                 s.queued = true;
                 self.ready.push_back(slot);
@@ -348,6 +367,7 @@ where
         };
         let gen = s.gen;
         let closing = s.closing;
+        let not_reading = s.conn.not_reading();
         let sock = s.conn.stream_mut();
         let fd = types::Fd(sock.as_raw_fd());
         let mut entries: [Option<squeue::Entry>; 2] = [None, None];
@@ -362,7 +382,7 @@ where
             sock.send_in_flight = true;
             self.sends_queued += 1;
         }
-        let pause = sock.unread() >= RECV_PAUSE_BYTES;
+        let pause = not_reading || sock.unread() >= RECV_PAUSE_BYTES;
         if sock.recv_armed && !sock.recv_cancelling && (closing || pause) {
             entries[1] = Some(
                 opcode::AsyncCancel2::new(types::CancelBuilder::user_data(user_data(
@@ -372,7 +392,7 @@ where
                 .user_data(user_data(KIND_CANCEL, slot, gen)),
             );
             sock.recv_cancelling = true;
-        } else if !closing && sock.wants_recv() {
+        } else if !closing && !pause && sock.wants_recv() {
             entries[1] = Some(
                 opcode::RecvMulti::new(fd, BUFFER_GROUP)
                     .build()
@@ -412,9 +432,13 @@ where
             self.gens.push(0);
             self.conns.len() - 1
         });
-        let conn = self
-            .base
-            .open_conn(slot, UringSocket::new(stream), peer, local, now_secs);
+        let conn = self.base.open_conn(
+            slot,
+            UringSocket::new(stream, self.bufs.clone()),
+            peer,
+            local,
+            now_secs,
+        );
         self.conns[slot] = Some(Slot {
             conn,
             gen: self.gens[slot],
@@ -453,6 +477,7 @@ where
             for (ud, _, flags) in completions {
                 let (kind, slot, gen) = split_user_data(ud);
                 if let Some(bid) = cqueue::buffer_select(flags) {
+                    self.bufs.taken(bid);
                     self.bufs.recycle(bid);
                 }
                 if let Some(s) = self.live_slot(slot, gen) {
@@ -468,6 +493,8 @@ where
         for slot in 0..self.conns.len() {
             self.release(slot);
         }
+        // Every buffer a completion handed over went back: to the ring, or with its connection.
+        debug_assert_eq!(self.bufs.held(), 0);
         self.base.drop_unopened();
     }
 
