@@ -57,9 +57,10 @@ pub struct SimArgs {
     /// run once per tenant arbiter, reported as policy `log`). E.g. --layout slab,log.
     #[arg(long, default_value = "slab")]
     layout: Vec<String>,
-    /// Log layout: how the cleaner ranks items, lru (default), lfu, slru (segmented LRU) or density
-    /// (accesses per byte, then recency: keeps the items that earn the most hits for their memory).
-    #[arg(long, default_value = "lru")]
+    /// Log layout: how the cleaner ranks items: density (the default: accesses per byte, so it keeps
+    /// the items that earn the most hits for their memory; items unused for four cleaning cycles go
+    /// first), lru, lfu or slru (segmented LRU).
+    #[arg(long, default_value_t = Ranking::default().name().to_string())]
     ranking: String,
     /// Log layout: segments one cleaning pass takes (Memshare's n; survivors go into n - 1), 2-16.
     #[arg(long, default_value_t = mrcache_engine::config::DEFAULT_LOG_CLEAN_SEGMENTS)]

@@ -94,11 +94,11 @@ impl MemoryLayout {
 }
 
 /// How the log layout's cleaner ranks a tenant's items: the highest ranked survive a cleaning pass
-/// (Memshare's `rank(t, f)` of the last access time `t` and the access count `f`).
+/// (Memshare's `rank(t, f)` of the last access time `t` and the access count `f`). The default is
+/// `Density`: it had fewer misses than LRU on every workload and real trace measured (docs/results.md §15).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Ranking {
     /// Least recently used goes first: rank = last access time.
-    #[default]
     Lru,
     /// Least frequently used goes first: rank = (accesses, last access); counts halve when an item
     /// survives a pass, so old popularity fades.
@@ -112,6 +112,7 @@ pub enum Ranking {
     /// policies reach by moving pages to the classes with the most hits per byte). Counts halve when an
     /// item survives a pass, as under LFU, and an item unused for four of its pool's cleaning cycles
     /// ranks last, so that small items of a past phase do not stay for their size.
+    #[default]
     Density,
 }
 
@@ -205,7 +206,7 @@ impl Default for EngineConfig {
             tenant_pools: 1,
             shadow_queue_bytes: None,
             memory_layout: MemoryLayout::Slab,
-            log_ranking: Ranking::Lru,
+            log_ranking: Ranking::default(),
             log_clean_segments: DEFAULT_LOG_CLEAN_SEGMENTS,
         }
     }

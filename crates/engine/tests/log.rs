@@ -235,7 +235,16 @@ fn density_keeps_the_small_items_when_all_are_used_alike() {
     let kept = |ranking: Ranking| {
         let e = log_engine(4 << 20, 1, 1, ranking);
         let (small, large) = (vec![b's'; 100], vec![b'l'; 3000]);
-        let key = |k: u32| format!("{}:{k}", if k.is_multiple_of(2) { "small" } else { "large" });
+        let key = |k: u32| {
+            format!(
+                "{}:{k}",
+                if k.is_multiple_of(2) {
+                    "small"
+                } else {
+                    "large"
+                }
+            )
+        };
         // One second throughout: no item is unused for long enough to count as stale.
         let c = Clock::logical(100);
         for k in 0..8000u32 {

@@ -17,8 +17,8 @@
 //! rate_limit = 5000        # requests a second it may sustain, over all its connections (token bucket);
 //!                          # beyond it a request gets `SERVER_ERROR tenant rate limit exceeded`
 //! rate_burst = 500         # requests it may send at once after being idle (default: 0.1 s of rate_limit)
-//! ranking = "lru"          # -o memory_layout=log: how the cleaner ranks its items: lru, lfu,
-//!                          # slru or density (hits per byte)
+//! ranking = "density"      # -o memory_layout=log: how the cleaner ranks its items: density
+//!                          # (hits per byte, the default), lru, lfu or slru
 //! ```
 //! The memory fields take effect through the tenant arbiter (`crate::memory`).
 //! Unknown keys are errors that name the key; every error is a [`ConfigError`]. A `-Y` line `user:password` is a tenant with that password
@@ -339,7 +339,7 @@ impl ConfiguredTenant {
             weight: DEFAULT_WEIGHT,
             admin: false,
             rate_limit: None,
-            ranking: Ranking::Lru,
+            ranking: Ranking::default(),
         }
     }
 }
@@ -659,7 +659,7 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
                 weight: t.weight.unwrap_or(DEFAULT_WEIGHT),
                 admin: t.admin.unwrap_or(false),
                 ranking: match &t.ranking {
-                    None => Ranking::Lru,
+                    None => Ranking::default(),
                     Some(r) => Ranking::parse(r).ok_or_else(|| ConfigError::Ranking {
                         tenant: name.clone(),
                         value: r.clone(),

@@ -334,7 +334,7 @@ fn ranking_names_the_log_cleaners_function() {
         config("[[tenant]]\nname = \"a\"\nranking = \"lfu\"\n[[tenant]]\nname = \"b\"\n").unwrap();
     let ranking = |name: &str| c.tenants.iter().find(|t| t.name == name).unwrap().ranking;
     assert_eq!(ranking("a"), Ranking::Lfu);
-    assert_eq!(ranking("b"), Ranking::Lru);
+    assert_eq!(ranking("b"), Ranking::Density);
     let e = config("[[tenant]]\nname = \"a\"\nranking = \"mru\"\n").unwrap_err();
     assert!(
         e.to_string().contains(
