@@ -240,6 +240,53 @@ fn lama_neither_probes_nor_trusts_curves_that_err_by_more_than_half_the_misses()
 }
 
 #[test]
+fn lama_takes_pages_of_a_sparse_class_only_beyond_its_worst_case() {
+    // A class of 4 pages whose curve rests on fewer than 20 sampled accesses (0.1% sampling):
+    // untrusted, whatever that curve says (here: it needs only one page).
+    let sparse = |id: u8, requests: u64, misses: u64| {
+        let mut c = view(
+            id,
+            4,
+            requests,
+            misses,
+            0,
+            5,
+            Some(vec![1.0, 0.2, 0.2, 0.2, 0.2]),
+        );
+        c.curve_sampling_rate = 0.001;
+        c
+    };
+    // Class 2's exact curve saves 2,000 misses a page from 2 to 5 pages.
+    let gaining = || {
+        view(
+            2,
+            2,
+            100_000,
+            48_000,
+            0,
+            5,
+            Some(vec![1.0, 0.5, 0.48, 0.46, 0.44, 0.42, 0.42]),
+        )
+    };
+    // 1,000 requests, 200 misses: losing pages costs class 1 at most its 800 hits, less than
+    // class 2 saves; three pages go (class 1 keeps one).
+    let classes = [sparse(1, 1_000, 200), gaining()];
+    assert_eq!(
+        moved(&lama().round(&input(&classes))),
+        vec![(ClassId(1), Some(ClassId(2)), 3)]
+    );
+    // 10,000 hits at stake, more than the 6,000 class 2 could save: nothing goes.
+    let classes = [sparse(1, 10_000, 0), gaining()];
+    assert!(lama().round(&input(&classes)).moves.is_empty());
+    // An untrusted class never gains pages, even from a class that loses nothing by them.
+    let classes = [
+        view(1, 4, 100_000, 50_000, 0, 5, Some(vec![0.5; 9])),
+        sparse(2, 1_000, 1_000),
+    ];
+    assert!(lama().round(&input(&classes)).moves.is_empty());
+}
+
+#[test]
 fn lama_takes_victims_by_lowest_risk() {
     // Classes 1 and 3 gain nothing from pages; class 1 is hotter (higher risk), so class 3 gives.
     let flat = Some(vec![0.5; 8]);
