@@ -58,7 +58,7 @@ pub struct SimArgs {
     #[arg(long, default_value = "slab")]
     layout: Vec<String>,
     /// Log layout: how the cleaner ranks items: density (the default: accesses per byte, so it keeps
-    /// the items that earn the most hits for their memory; items unused for four cleaning cycles go
+    /// the items that earn the most hits for their memory; items unused for eight cleaning cycles go
     /// first), lru, lfu or slru (segmented LRU).
     #[arg(long, default_value_t = Ranking::default().name().to_string())]
     ranking: String,

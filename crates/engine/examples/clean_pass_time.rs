@@ -2,7 +2,7 @@
 //! the sets that ran a cleaning pass and those that did not, under the log layout and, for comparison,
 //! the slab layout.
 //!
-//! `cargo run --release -p mrcache-engine --example clean_pass_time -- [memory_mib] [sets] [slab|log|both]`
+//! `cargo run --release -p mrcache-engine --example clean_pass_time -- [memory_mib] [sets] [slab|log|both] [ranking]`
 //!
 //! One thread, one shard (so a set's time is how long it held the shard lock, which every request on
 //! that shard waits for), 1% MRC profiling (the server's default). 32-byte keys drawn uniformly from
@@ -14,7 +14,9 @@
 
 use std::time::Instant;
 
-use mrcache_engine::{Clock, Engine, EngineConfig, Key, MemoryLayout, StoreArgs, TenantId};
+use mrcache_engine::{
+    Clock, Engine, EngineConfig, Key, MemoryLayout, Ranking, StoreArgs, TenantId,
+};
 
 const KEYS: u64 = 100_000;
 const VALUE_BYTES: usize = 200;
@@ -41,12 +43,13 @@ fn row(name: &str, mut v: Vec<u64>) {
     );
 }
 
-fn run(layout: MemoryLayout, memory_mib: u64, sets: u64) {
+fn run(layout: MemoryLayout, ranking: Ranking, memory_mib: u64, sets: u64) {
     let config = EngineConfig {
         memory_limit_bytes: memory_mib << 20,
         shards: 1,
         profile_sample_rate: Some(0.01),
         memory_layout: layout,
+        log_ranking: ranking,
         ..EngineConfig::default()
     };
     let engine = Engine::new(config).expect("engine config");
@@ -91,7 +94,8 @@ fn run(layout: MemoryLayout, memory_mib: u64, sets: u64) {
     }
     let ran = passes - passes_before;
     println!(
-        "{layout:?}: {ran} passes, {:.0} KiB copied per pass",
+        "{layout:?} (ranking {}): {ran} passes, {:.0} KiB copied per pass",
+        ranking.name(),
         if ran > 0 {
             (bytes - bytes_before) as f64 / ran as f64 / 1024.0
         } else {
@@ -114,6 +118,9 @@ fn main() {
         Some("log") => &[MemoryLayout::Log],
         Some(other) => panic!("layout: expected slab, log or both, got {other:?}"),
     };
+    let ranking = args.next().map_or(Ranking::default(), |r| {
+        Ranking::parse(&r).unwrap_or_else(|| panic!("ranking: expected {}", Ranking::EXPECTED))
+    });
     println!(
         "-m {memory_mib} MiB, one shard, {sets} sets of 200 B values over 100k keys (µs per set)"
     );
@@ -122,6 +129,6 @@ fn main() {
         "", "sets", "min", "p50", "p99", "p99.9", "max"
     );
     for &layout in layouts {
-        run(layout, memory_mib, sets);
+        run(layout, ranking, memory_mib, sets);
     }
 }

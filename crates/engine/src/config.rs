@@ -110,7 +110,7 @@ pub enum Ranking {
     /// about as long ago (the pass takes the oldest segments), so accesses measure the rate of hits, and
     /// dividing by the bytes keeps the items that earn the most hits for the memory they hold (what slab
     /// policies reach by moving pages to the classes with the most hits per byte). Counts halve when an
-    /// item survives a pass, as under LFU, and an item unused for four of its pool's cleaning cycles
+    /// item survives a pass, as under LFU, and an item unused for eight of its pool's cleaning cycles
     /// ranks last, so that small items of a past phase do not stay for their size.
     #[default]
     Density,

@@ -438,7 +438,7 @@ fn density_lets_go_of_small_items_of_a_past_phase() {
             e.get(key, c, |_| ());
         }
     }
-    let n = 40_000u32;
+    let n = 80_000u32;
     for k in 0..n {
         let c = Clock::logical(101 + k / 100);
         let name = key("large", k);

@@ -53,7 +53,7 @@ fn rank_all(ranking: Ranking, cands: &mut [Candidate], lifetime: u32, now: u32) 
 }
 
 /// Cleaning cycles without a use after which `Density` ranks an item last.
-const STALE_LIFETIMES: u32 = 4;
+const STALE_LIFETIMES: u32 = 8;
 
 impl LogShard {
     /// The pools that may give `pool` a segment, best first. A pool at its cap cleans only itself.
@@ -166,6 +166,10 @@ impl LogShard {
         if !self.evict_when_full && !evict.is_empty() {
             return None;
         }
+        // The plan is made in rank order; it is carried out in the inputs' order (handles grow with the
+        // slot and the offset), so that the records are read front to back, not at random.
+        evict.sort_unstable_by_key(|&i| cands[i].h);
+        plan.sort_unstable_by_key(|&(i, _, _)| cands[i].h);
 
         for &i in &evict {
             let (h, hash) = (cands[i].h, cands[i].hash);
