@@ -4,7 +4,7 @@ against one mrcached, with the growth broken down by memory mapping.
 
     scripts/stalled-uploads-rss.py [-n COUNT] MRCACHED [ARG...]
 
-Starts MRCACHED -m 64 -t 4 -c 1024 ARG... on 127.0.0.1 (a free port), opens COUNT connections (default 500)
+Starts MRCACHED -m 64 -t 4 -c 1024 ARG... (and MRCACHED_EXTRA_ARGS, as abuse.py does) on 127.0.0.1 (a free port), opens COUNT connections (default 500)
 that each send `set pN 0 0 1048000` and 1,040,000 bytes of it, then stall; samples VmRSS for 3 s; prints
 the RSS growth (peak, and after the 3 s), the mappings whose resident size grew by more than 512 KiB
 (glibc's per-thread malloc arenas are the 64 MiB-aligned ones; larger single allocations are anonymous
@@ -14,25 +14,9 @@ end. Run it with `ulimit -n 4096`: COUNT sockets here and as many in the server.
 
 import argparse
 import re
-import socket
-import subprocess
 import time
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
+from abuse import Server, call
 
 
 def mappings(pid):
@@ -56,49 +40,30 @@ def main():
     ap.add_argument("mrcached")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
-    port = free_port()
-    cmd = [a.mrcached, "-U", "0", "-l", "127.0.0.1", "-p", str(port), "-m", "64", "-t", "4", "-c", "1024"]
-    server = subprocess.Popen(cmd + a.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = Server("mrcached", a.mrcached, ["-m", "64", "-t", "4", "-c", "1024"] + a.args)
     held = []
     try:
-        deadline = time.time() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.time() > deadline or server.poll() is not None:
-                    raise RuntimeError("mrcached did not start")
-                time.sleep(0.05)
-        base, before = rss_kb(server.pid), mappings(server.pid)
+        pid = server.proc.pid
+        base, before = server.rss_kb(), mappings(pid)
         body = b"x" * 1_040_000
         for i in range(a.n):
-            c = socket.create_connection(("127.0.0.1", port), timeout=60)
+            c = server.connect()
             c.sendall(b"set p%d 0 0 1048000\r\n" % i)
             c.sendall(body)
             held.append(c)
-        peak, end = rss_kb(server.pid), time.time() + 3
-        while time.time() < end:
-            time.sleep(0.05)
-            peak = max(peak, rss_kb(server.pid))
-        now = rss_kb(server.pid)
+        peak = server.peak_rss_kb(3)
+        now = server.rss_kb()
         print(f"{' '.join(a.args) or '(defaults)'}: {a.n} stalled uploads, RSS {base / 1024:.1f} MiB at start, "
               f"peak +{(peak - base) / 1024:.1f} MiB, +{(now - base) / 1024:.1f} MiB after 3 s")
         grown = []
-        for rng, (size, name, rss) in mappings(server.pid).items():
+        for rng, (size, name, rss) in mappings(pid).items():
             d = rss - before.get(rng, (0, "", 0))[2]
             if d > 512:
                 grown.append((d, size, name, rng))
         for d, size, name, rng in sorted(grown, reverse=True):
             print(f"  +{d / 1024:6.1f} MiB resident in a {size / 1024:6.1f} MiB mapping {name} {rng}")
-        c = socket.create_connection(("127.0.0.1", port), timeout=10)
-        c.sendall(b"stats\r\n")
-        buf = b""
-        while not buf.endswith(b"END\r\n"):
-            chunk = c.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
+        c = server.connect()
+        buf = call(c, b"stats\r\n", b"END\r\n")
         c.close()
         for line in buf.decode().splitlines():
             if line.startswith(("STAT partial_value", "STAT store_no_memory")):
@@ -106,8 +71,7 @@ def main():
     finally:
         for c in held:
             c.close()
-        server.terminate()
-        server.wait(timeout=10)
+        server.stop()
 
 
 if __name__ == "__main__":
