@@ -141,47 +141,44 @@ impl LogShard {
         }
         let lifetime = clock.now.saturating_sub(self.seg(inputs[0] as usize).born);
         rank_all(ranking, &mut cands, lifetime, clock.now);
-        // Plan: the highest ranked first, packed into k - 1 output segments.
-        cands.sort_by_key(|c| std::cmp::Reverse(c.rank));
+        // Plan: the highest ranked first (ties in the inputs' order), packed into k - 1 output segments:
+        // each candidate's output segment and offset, or `None` to evict it.
+        let mut order: Vec<(u64, u32)> = (cands.iter().enumerate())
+            .map(|(i, c)| (c.rank, i as u32))
+            .collect();
+        order.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let outs = k - 1;
         let mut used = vec![0usize; outs];
         let mut cur = 0;
-        let mut plan: Vec<(usize, usize, usize)> = Vec::with_capacity(cands.len());
-        let mut evict: Vec<usize> = Vec::new();
-        for (i, c) in cands.iter().enumerate() {
-            if outs == 0 {
-                evict.push(i);
-                continue;
-            }
-            if used[cur] + c.rec > self.seg_bytes && cur + 1 < outs {
+        let mut dest: Vec<Option<(usize, usize)>> = vec![None; cands.len()];
+        let mut evicting = 0;
+        for &(_, i) in &order {
+            let rec = cands[i as usize].rec;
+            if outs > 0 && used[cur] + rec > self.seg_bytes && cur + 1 < outs {
                 cur += 1;
             }
-            if used[cur] + c.rec <= self.seg_bytes {
-                plan.push((i, cur, used[cur]));
-                used[cur] += c.rec;
+            if outs > 0 && used[cur] + rec <= self.seg_bytes {
+                dest[i as usize] = Some((cur, used[cur]));
+                used[cur] += rec;
             } else {
-                evict.push(i);
+                evicting += 1;
             }
         }
-        if !self.evict_when_full && !evict.is_empty() {
+        if !self.evict_when_full && evicting > 0 {
             return None;
         }
-        // The plan is made in rank order; it is carried out in the inputs' order (handles grow with the
-        // slot and the offset), so that the records are read front to back, not at random.
-        evict.sort_unstable_by_key(|&i| cands[i].h);
-        plan.sort_unstable_by_key(|&(i, _, _)| cands[i].h);
-
-        for &i in &evict {
-            let (h, hash) = (cands[i].h, cands[i].hash);
+        // The plan is carried out in the inputs' order (the candidates'), so that the records are read
+        // front to back, not in rank order.
+        for (c, _) in cands.iter().zip(&dest).filter(|(_, d)| d.is_none()) {
             let (expiry, atime, fetched) = {
-                let it = self.item(h);
+                let it = self.item(c.h);
                 (it.expiry(), it.atime(), it.has(bits::FETCHED))
             };
             self.pools[victim]
                 .counters
                 .count_eviction(expiry, atime, fetched, clock.now);
-            self.remember_evicted(h, hash);
-            self.unlink(h, hash);
+            self.remember_evicted(c.h, c.hash);
+            self.unlink(c.h, c.hash);
         }
         // Survivors are copied out, written back, then repointed (`KeyIndex::repoint` matches whole
         // entries, so new handles that equal old ones of survivors not yet repointed do no harm).
@@ -189,11 +186,16 @@ impl LogShard {
         if self.scratch.len() < outs * seg_bytes {
             self.scratch.resize(outs * seg_bytes, 0);
         }
-        for &(i, out, at) in &plan {
-            let Candidate { h, rec, .. } = cands[i];
-            let (slot, off) = self.split(h);
-            let src = &self.segs[slot].as_ref().expect("input segment").mem[off..off + rec];
-            let dst = &mut self.scratch[out * seg_bytes + at..out * seg_bytes + at + rec];
+        let mut items = vec![0usize; outs];
+        for (c, &(out, at)) in cands
+            .iter()
+            .zip(&dest)
+            .filter_map(|(c, d)| Some((c, d.as_ref()?)))
+        {
+            items[out] += 1;
+            let (slot, off) = self.split(c.h);
+            let src = &self.segs[slot].as_ref().expect("input segment").mem[off..off + c.rec];
+            let dst = &mut self.scratch[out * seg_bytes + at..out * seg_bytes + at + c.rec];
             dst.copy_from_slice(src);
             if matches!(ranking, Ranking::Lfu | Ranking::Density) {
                 // Age the count: popularity that is not renewed fades.
@@ -201,10 +203,6 @@ impl LogShard {
                 let halved = (prefix_freq(p) / 2) << LEN_BITS | (p & ((1 << LEN_BITS) - 1));
                 dst[..4].copy_from_slice(&halved.to_le_bytes());
             }
-        }
-        let mut items = vec![0usize; outs];
-        for &(_, out, _) in &plan {
-            items[out] += 1;
         }
         for out in 0..outs {
             let slot = inputs[out] as usize;
@@ -217,9 +215,13 @@ impl LogShard {
             seg.items = items[out];
             seg.born = clock.now;
         }
-        for &(i, out, at) in &plan {
+        for (c, &(out, at)) in cands
+            .iter()
+            .zip(&dest)
+            .filter_map(|(c, d)| Some((c, d.as_ref()?)))
+        {
             let new = self.handle(inputs[out], at);
-            self.index.repoint(cands[i].hash, cands[i].h, new);
+            self.index.repoint(c.hash, c.h, new);
         }
         let freed = inputs[k - 1];
         {
