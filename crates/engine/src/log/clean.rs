@@ -23,32 +23,28 @@ use crate::pool::UNLIMITED;
 use crate::shard::hash_key;
 use crate::Clock;
 
-/// A live record of a pass: where it is, its size, key hash, last access, access count and rank.
+/// A live record of a pass: where it is, its size, key hash, last access and access count.
 struct Candidate {
     h: u32,
     rec: usize,
     hash: u64,
     atime: u32,
     freq: u32,
-    rank: u64,
 }
 
-/// Ranks a pass's candidates: higher survives. Memshare's `rank(t, f)` of the last access time `t` and
+/// A candidate's rank in a pass: higher survives. Memshare's `rank(t, f)` of the last access time `t` and
 /// the access count `f` for LRU, LFU and SLRU. `Density` is hits per byte, `(f + 1) / rec` for a record
 /// of `rec` bytes (in units of 2^-32), except that an item unused for more than `STALE_LIFETIMES` of the
 /// pool's cleaning cycles (`lifetime`: how long the pass's oldest input segment waited in the queue,
 /// at least 1 s) ranks last: the size and the count decide among the items in use, and a small item
 /// popular in a past phase, whose count has decayed to nothing, does not keep its place for its size.
-fn rank_all(ranking: Ranking, cands: &mut [Candidate], lifetime: u32, now: u32) {
-    let stale_after = STALE_LIFETIMES * lifetime.max(1);
-    for c in cands {
-        c.rank = match ranking {
-            Ranking::Lru => c.atime as u64,
-            Ranking::Lfu => (c.freq as u64) << 32 | c.atime as u64,
-            Ranking::Slru => u64::from(c.freq >= 1) << 32 | c.atime as u64,
-            Ranking::Density if now.saturating_sub(c.atime) > stale_after => 0,
-            Ranking::Density => ((c.freq as u64 + 1) << 32) / c.rec as u64,
-        };
+fn rank(ranking: Ranking, c: &Candidate, lifetime: u32, now: u32) -> u64 {
+    match ranking {
+        Ranking::Lru => c.atime as u64,
+        Ranking::Lfu => (c.freq as u64) << 32 | c.atime as u64,
+        Ranking::Slru => u64::from(c.freq >= 1) << 32 | c.atime as u64,
+        Ranking::Density if now.saturating_sub(c.atime) > STALE_LIFETIMES * lifetime.max(1) => 0,
+        Ranking::Density => ((c.freq as u64 + 1) << 32) / c.rec as u64,
     }
 }
 
@@ -135,16 +131,14 @@ impl LogShard {
                     hash,
                     atime: it.atime(),
                     freq: prefix_freq(p),
-                    rank: 0,
                 });
             }
         }
         let lifetime = clock.now.saturating_sub(self.seg(inputs[0] as usize).born);
-        rank_all(ranking, &mut cands, lifetime, clock.now);
         // Plan: the highest ranked first (ties in the inputs' order), packed into k - 1 output segments:
         // each candidate's output segment and offset, or `None` to evict it.
         let mut order: Vec<(u64, u32)> = (cands.iter().enumerate())
-            .map(|(i, c)| (c.rank, i as u32))
+            .map(|(i, c)| (rank(ranking, c, lifetime, clock.now), i as u32))
             .collect();
         order.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let outs = k - 1;
