@@ -108,7 +108,6 @@ peak=$(awk '$1 == "unpipelined" && $2 == "memcached" {print $4}' "$tmp/closed.tx
 for pct in 50 80; do
     rate=$((peak * pct / 100))
     for k in $(seq 1 "$repeats"); do
-        [ "$repeats" -gt 0 ] || break
         for name in "${names[@]}"; do
             before=$(server_cpu_and_commands "${port[$name]}" "${pid[$name]}")
             "${client_cpu[@]}" "$mrcache" bench --server "127.0.0.1:${port[$name]}" "${load[@]}" \
