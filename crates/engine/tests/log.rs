@@ -465,3 +465,72 @@ fn density_lets_go_of_small_items_of_a_past_phase() {
         "kept {recent:.2} of the last 1000 large items"
     );
 }
+
+#[test]
+fn a_cleaning_pass_is_spread_over_the_appends_and_survives_what_they_do() {
+    // One shard of 8 MiB and about 17 MB of items: every head after the first few comes from the
+    // cleaner, and between a pass's steps the requests delete, overwrite (same size, larger, smaller)
+    // and read items of its inputs.
+    let engine = log_engine(8 << 20, 1, 1, Ranking::Density);
+    let mut rng = StdRng::seed_from_u64(7);
+    let keys = 60_000usize;
+    let mut versions = vec![0u64; keys];
+    let mut live = vec![false; keys];
+    let (mut copied, mut passes) = engine.cleaner_work();
+    let (copied_before, passes_before) = (copied, passes);
+    let mut most_copied_by_one = 0;
+    for step in 0..200_000u32 {
+        let clock = Clock::logical(100 + step / 1000);
+        let k = rng.gen_range(0..keys);
+        let key_bytes = format!("key:{k}");
+        let key = Key::new(TenantId(0), key_bytes.as_bytes());
+        match rng.gen_range(0..10) {
+            0 => {
+                engine.delete(key, clock);
+                live[k] = false;
+            }
+            1..=4 => {
+                versions[k] += 1;
+                let len = rng.gen_range(100..400);
+                let value = value_for(key_bytes.as_bytes(), versions[k], len);
+                let out = engine.store(&StoreArgs::set(key, &value), clock);
+                assert!(matches!(out, StoreOutcome::Stored { .. }), "{out:?}");
+                live[k] = true;
+            }
+            _ => {
+                if let Some(v) = engine.get(key, clock, |it| it.value().to_vec()) {
+                    assert!(live[k], "step {step}: key {k} came back after its delete");
+                    assert!(
+                        intact(key_bytes.as_bytes(), &v),
+                        "step {step}: key {k} got foreign or torn bytes"
+                    );
+                    let version = format!("#{}#", versions[k]);
+                    assert!(
+                        v[key_bytes.len()..].starts_with(version.as_bytes()),
+                        "step {step}: key {k} returned an old version"
+                    );
+                }
+            }
+        }
+        let (c, p) = engine.cleaner_work();
+        most_copied_by_one = most_copied_by_one.max(c - copied);
+        (copied, passes) = (c, p);
+        if step % 2_000 == 0 {
+            engine.check_invariants().unwrap();
+        }
+    }
+    engine.check_invariants().unwrap();
+    let passes = passes - passes_before;
+    let copied = copied - copied_before;
+    eprintln!(
+        "{passes} passes, {copied} bytes copied, at most {most_copied_by_one} by one request"
+    );
+    assert!(passes >= 10, "only {passes} passes");
+    assert!(copied > 4 << 20, "only {copied} bytes copied");
+    // A pass copies up to a segment (1 MiB); spread over its appends, no request copies more than a
+    // few records.
+    assert!(
+        most_copied_by_one <= 8 << 10,
+        "one request copied {most_copied_by_one} bytes"
+    );
+}

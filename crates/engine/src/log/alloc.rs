@@ -1,10 +1,13 @@
 //! Appending: a record goes to the end of its pool's head segment; a full head joins the pool's full
 //! queue and a new head comes from, in order, the page budget (while memory is free and the pool is
-//! below its cap), the cleaner (a segment freed from the pool of lowest need), or, for a pool that holds
-//! no segment in this shard at all, one page over the limit (as the slab layout gives a first page).
+//! below its cap), the cleaning pass under way (finished now; its segment goes to this pool if its
+//! victim may give to it, else back to the budget), a whole cleaning pass now (a segment freed from the
+//! pool of lowest need), or, for a pool that holds no segment in this shard at all, one page over the
+//! limit (as the slab layout gives a first page). A pool that took a cleaned segment or the budget's
+//! last page starts the next pass at once, and every append advances it a step (`LogShard::step`).
 //!
-//! Invariants: a segment is taken from the budget only here (`take_new`) or over the limit for a first
-//! segment; it is counted in its pool (`PoolTable::gained`) as it becomes a head.
+//! Invariants: a segment is taken from the budget only here or over the limit for a first segment; it
+//! is counted in its pool (`PoolTable::gained`) as it becomes a head.
 
 use super::{LogShard, Segment};
 use crate::shard::AllocError;
@@ -37,28 +40,39 @@ impl LogShard {
         let off = seg.used;
         seg.used += rec;
         seg.mem[off..off + 4].copy_from_slice(&super::make_prefix(rec, 0).to_le_bytes());
+        // The pass never touches a head, so the new record is not moved by its step.
+        self.step(rec, clock);
         Ok(self.handle(slot, off))
     }
 
     /// An empty segment for `pool`, counted in it.
     fn new_segment(&mut self, pool: usize, clock: Clock) -> Result<u32, AllocError> {
-        let pools = &self.globals.pools;
-        if pools.may_grow(pool)
-            && self.held_segments() < self.max_pages()
-            && self.globals.budget.try_take()
-        {
-            return Ok(self.install(pool));
+        if let Some(slot) = self.take_from_budget(pool) {
+            if self.globals.budget.in_use() >= self.globals.budget.limit() {
+                // That was the last page: the next segment will be cleaned.
+                self.begin_for(pool, clock);
+            }
+            return Ok(slot);
         }
         // Memory is full: the cleaner frees a segment of the pool of lowest need (under `-M` only by
-        // compaction, never evicting a live item).
-        for victim in self.victims(pool) {
-            if let Some(slot) = self.clean(victim, clock) {
-                self.give_segment(slot, victim, pool);
+        // compaction, never evicting a live item). First the pass under way, if its victim may give
+        // to `pool`; otherwise its segment goes back to the budget.
+        if let Some((victim, slot)) = self.finish(clock) {
+            if self.victims(pool).contains(&victim) {
+                return Ok(self.cleaned_for(pool, victim, slot, clock));
+            }
+            self.release(slot, victim);
+            if let Some(slot) = self.take_from_budget(pool) {
                 return Ok(slot);
             }
         }
-        if self.pools[pool].segments() == 0
-            && self.held_segments() < self.max_pages()
+        for victim in self.victims(pool) {
+            if let Some(slot) = self.clean(victim, clock) {
+                return Ok(self.cleaned_for(pool, victim, slot, clock));
+            }
+        }
+        if self.segments_of(pool) == 0
+            && self.addressable()
             && self.globals.budget.try_take_first_page()
         {
             // A pool with no segment here gets one over the limit (within the first-page allowance the
@@ -69,22 +83,48 @@ impl LogShard {
         Err(AllocError::OutOfMemory)
     }
 
-    /// Segments this shard holds.
+    /// A segment from the page budget, if `pool` may grow and memory is free.
+    fn take_from_budget(&mut self, pool: usize) -> Option<u32> {
+        let fits = self.globals.pools.may_grow(pool) && self.addressable();
+        (fits && self.globals.budget.try_take()).then(|| self.install(pool))
+    }
+
+    /// `pool` takes the segment a pass over `victim` emptied, and the next pass starts.
+    fn cleaned_for(&mut self, pool: usize, victim: usize, slot: u32, clock: Clock) -> u32 {
+        self.give_segment(slot, victim, pool);
+        self.begin_for(pool, clock);
+        slot
+    }
+
+    /// Segments this shard holds (the cleaner's spares and outputs are beside the budget).
     pub(super) fn held_segments(&self) -> usize {
-        self.segs.len() - self.free_slots.len()
+        let outputs = self.pass.as_ref().map_or(0, |p| p.segments().1.len());
+        self.segs.len() - self.free_slots.len() - self.spares.len() - outputs
+    }
+
+    /// Whether one more held segment still leaves slots for the cleaner's spares within what a handle
+    /// can address.
+    fn addressable(&self) -> bool {
+        self.held_segments() + self.clean_segments - 1 < self.max_pages()
+    }
+
+    /// Segments `pool` holds here: its head, its full queue and the inputs of a pass over it.
+    pub(super) fn segments_of(&self, pool: usize) -> usize {
+        let cleaning = (self.pass.as_ref())
+            .filter(|p| p.victim() == pool)
+            .map_or(0, |p| p.segments().0.len());
+        self.pools[pool].segments() + cleaning
     }
 
     /// A fresh segment of memory for `pool` (the budget already counts it).
     fn install(&mut self, pool: usize) -> u32 {
         self.globals.pools.gained(pool);
-        let seg = Segment {
-            mem: vec![0u8; self.seg_bytes].into_boxed_slice(),
-            used: 0,
-            live: 0,
-            items: 0,
-            pool,
-            born: 0,
-        };
+        let seg = self.new_seg(pool);
+        self.install_slot(seg)
+    }
+
+    /// Puts `seg` in a free slot.
+    pub(super) fn install_slot(&mut self, seg: Segment) -> u32 {
         match self.free_slots.pop() {
             Some(slot) => {
                 self.segs[slot as usize] = Some(seg);

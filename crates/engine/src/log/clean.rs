@@ -1,22 +1,38 @@
-//! The cleaner (Memshare §3, Algorithm 1): which pool gives up memory (`victims`, by need), and one
-//! cleaning pass over its oldest full segments (`clean`).
+//! The cleaner (Memshare §3, Algorithm 1): which pool gives up memory (`victims`, by need), and cleaning
+//! passes over a pool's oldest full segments, run in bounded steps (`Pass`).
 //!
 //! A pass takes the `k` oldest full segments of the victim pool (`k = clean_segments`, fewer if it has
-//! fewer), drops dead items (expired, flushed, overwritten), ranks the live ones by the pool's ranking
-//! function, packs the highest ranked into `k - 1` segments and evicts the rest (into the pool's shadow
-//! queue). Survivors are assembled in a scratch buffer, written back over the first `k - 1` input
-//! segments, and the index is repointed; the last input segment comes out empty and is returned. The
-//! rewritten segments rejoin the back of the pool's queue, so a survivor gets another whole round.
+//! fewer) off its queue, drops dead items (expired, flushed, overwritten), ranks the live ones by the
+//! pool's ranking function, moves the highest ranked into `k - 1` output segments and evicts the rest
+//! (into the pool's shadow queue). The inputs then hold nothing live: one is the pass's result (a free
+//! segment, still counted in the victim) and the others become the next pass's outputs. Outputs that
+//! received survivors rejoin the back of the pool's queue, so a survivor gets another whole round.
+//!
+//! **Steps.** A pass is started when a pool takes a segment the cleaner freed (memory is full, so its
+//! next segment will have to be cleaned too), and advances a little on every append to the shard
+//! (`step`): about `2k` bytes of scanning and moving per byte appended, so it is through its scan and
+//! moves well before the head it anticipates is full. Its evictions wait for the segment to be needed
+//! (`finish`), so memory is not emptied early. Each step holds the shard lock for a few records; the
+//! longest hold is the finish (evictions, no copying) or the end of the scan (ranking and packing).
+//! Between steps other requests run: an input item may be read (its rank is not revised), deleted or
+//! overwritten elsewhere (it is then skipped), but never rewritten in place (`place` appends instead),
+//! so an input record that was unlinked stays dead. A move copies, repoints and unlinks the old copy
+//! at once, so every item is live in exactly one record at every step.
+//!
+//! **Outputs.** The `k - 1` output segments are memory outside the page budget (as a copy buffer would
+//! be), allocated at the first pass and kept as the shard's spares; a pass's emptied inputs take their
+//! place, so the number held beside the budget stays `k - 1`.
 //!
 //! Segments are owned by one pool, so Memshare's per-item choice by need reduces to choosing the victim
 //! pool by need; its random half of the segment choice is replaced by taking the oldest segments,
 //! which in a log are also the lowest ranked by LRU.
 //!
-//! Invariants: a pass copies at most `k - 1` segments of records and touches only the victim's input
-//! segments; under `-M` it evicts nothing live (it gives up when the survivors would not fit); a pool
-//! at or below its reserve is never a victim for another pool.
+//! Invariants: at most one pass per shard; a pass copies at most `k - 1` segments of records and touches
+//! only its inputs and outputs; under `-M` it evicts nothing live (it gives up when the survivors would
+//! not fit, and its inputs return to the front of the queue); a pool at or below its reserve is never
+//! a victim for another pool.
 
-use super::{prefix_freq, prefix_len, read_prefix, LogShard, LEN_BITS};
+use super::{prefix_freq, prefix_len, read_prefix, LogShard, Segment, LEN_BITS};
 use crate::config::Ranking;
 use crate::item::bits;
 use crate::pool::UNLIMITED;
@@ -50,6 +66,46 @@ fn rank(ranking: Ranking, c: &Candidate, lifetime: u32, now: u32) -> u64 {
 
 /// Cleaning cycles without a use after which `Density` ranks an item last.
 const STALE_LIFETIMES: u32 = 8;
+
+/// Bytes of scanning and moving a step does per byte appended, per input segment of a pass (a pass
+/// scans `k` segments and moves at most `k - 1`).
+const PACE_PER_INPUT: usize = 2;
+
+/// Where a pass is.
+enum Stage {
+    /// Reading the inputs' records: input index and offset of the next record.
+    Scan { input: usize, off: usize },
+    /// Moving survivors: the next candidate.
+    Move { next: usize },
+    /// Moves done; the evictions wait for `finish`.
+    Ready,
+}
+
+/// A cleaning pass under way (see the module doc).
+pub(super) struct Pass {
+    victim: usize,
+    ranking: Ranking,
+    /// How long the oldest input waited in the queue (`Density`'s cycle), from the pass's start.
+    lifetime: u32,
+    inputs: Vec<u32>,
+    /// Output segment slots, highest ranked first.
+    outputs: Vec<u32>,
+    cands: Vec<Candidate>,
+    /// Each candidate's output, or `None` to evict it; filled when the scan ends.
+    dest: Vec<Option<u8>>,
+    stage: Stage,
+}
+
+impl Pass {
+    pub(super) fn victim(&self) -> usize {
+        self.victim
+    }
+
+    /// The pass's segments counted in its victim (the inputs) and those beside the budget (outputs).
+    pub(super) fn segments(&self) -> (&[u32], &[u32]) {
+        (&self.inputs, &self.outputs)
+    }
+}
 
 impl LogShard {
     /// The pools that may give `pool` a segment, best first. A pool at its cap cleans only itself.
@@ -96,74 +152,232 @@ impl LogShard {
             .collect()
     }
 
-    /// One cleaning pass over `victim`'s oldest full segments; returns the segment it emptied (still
-    /// counted in `victim`), or `None` when it has none or, under `-M`, its survivors would not fit.
+    /// A whole cleaning pass over `victim`'s oldest full segments, now; returns the segment it emptied
+    /// (still counted in `victim`), or `None` when it has none or, under `-M`, its survivors would not
+    /// fit. Finishes any pass under way first (its segment is the caller's to place: see `finish`).
     pub(super) fn clean(&mut self, victim: usize, clock: Clock) -> Option<u32> {
-        let k = self.clean_segments.min(self.pools[victim].full.len());
-        if k == 0 {
+        debug_assert!(self.pass.is_none(), "finish the pass under way first");
+        if !self.begin(victim, clock) {
             return None;
         }
-        let inputs: Vec<u32> = self.pools[victim].full.iter().take(k).copied().collect();
-        let ranking = self.pools[victim].ranking;
-        let mut cands = Vec::new();
-        for &slot in &inputs {
-            let used = self.seg(slot as usize).used;
-            let mut off = 0;
-            while off < used {
-                let p = read_prefix(&self.seg(slot as usize).mem, off);
-                let h = self.handle(slot, off);
-                let rec = prefix_len(p);
-                off += rec;
-                let it = self.item(h);
-                if !it.has(bits::LINKED) {
-                    continue;
+        self.finish(clock).map(|(_, slot)| slot)
+    }
+
+    /// Starts a pass for a pool that just took a cleaned segment or the last free one, to be advanced
+    /// by `step` and completed by `finish`: over the first of `victims(pool)`, if it has a whole pass's
+    /// worth of full segments. (With fewer, a pass now would take too few inputs and evict all it
+    /// read; the pass runs whole when the segment is needed, when the head has joined the queue.)
+    pub(super) fn begin_for(&mut self, pool: usize, clock: Clock) {
+        if self.pass.is_none() {
+            if let Some(&victim) = self.victims(pool).first() {
+                if self.pools[victim].full.len() >= self.clean_segments {
+                    self.begin(victim, clock);
                 }
-                let hash = hash_key(it.tenant_key());
-                if self.is_dead(h, clock) {
-                    let fetched = it.has(bits::FETCHED);
-                    self.pools[victim].counters.count_reclaim(fetched);
-                    self.unlink(h, hash);
-                    continue;
-                }
-                cands.push(Candidate {
-                    h,
-                    rec,
-                    hash,
-                    atime: it.atime(),
-                    freq: prefix_freq(p),
-                });
             }
         }
-        let lifetime = clock.now.saturating_sub(self.seg(inputs[0] as usize).born);
-        // Plan: the highest ranked first (ties in the inputs' order), packed into k - 1 output segments:
-        // each candidate's output segment and offset, or `None` to evict it.
-        let mut order: Vec<(u64, u32)> = (cands.iter().enumerate())
-            .map(|(i, c)| (rank(ranking, c, lifetime, clock.now), i as u32))
+    }
+
+    /// Takes `victim`'s `k` oldest full segments off its queue as a new pass's inputs, with the
+    /// spares as its outputs. False when it has no full segment.
+    fn begin(&mut self, victim: usize, clock: Clock) -> bool {
+        let k = self.clean_segments.min(self.pools[victim].full.len());
+        if k == 0 {
+            return false;
+        }
+        let inputs: Vec<u32> = self.pools[victim].full.drain(..k).collect();
+        for &slot in &inputs {
+            self.seg_mut(slot as usize).cleaning = true;
+        }
+        while self.spares.len() < self.clean_segments - 1 {
+            let slot = self.install_slot(self.new_seg(victim));
+            self.spares.push(slot);
+        }
+        let outputs: Vec<u32> = self.spares.drain(..k - 1).collect();
+        for &slot in &outputs {
+            let seg = self.seg_mut(slot as usize);
+            debug_assert!(seg.used == 0 && seg.items == 0);
+            seg.pool = victim;
+        }
+        self.pass = Some(Pass {
+            victim,
+            ranking: self.pools[victim].ranking,
+            lifetime: clock.now.saturating_sub(self.seg(inputs[0] as usize).born),
+            inputs,
+            outputs,
+            cands: Vec::new(),
+            dest: Vec::new(),
+            stage: Stage::Scan { input: 0, off: 0 },
+        });
+        true
+    }
+
+    /// Advances the pass under way by the work owed for `appended` bytes (see the module doc).
+    pub(super) fn step(&mut self, appended: usize, clock: Clock) {
+        if self.pass.is_some() {
+            let budget = appended * PACE_PER_INPUT * self.clean_segments;
+            self.advance(budget, clock);
+        }
+    }
+
+    /// Scans and moves up to `budget` bytes of records (`usize::MAX`: to the end of the moves). Ends the
+    /// scan with the plan; under `-M`, a plan that would evict abandons the pass.
+    fn advance(&mut self, mut budget: usize, clock: Clock) {
+        let Some(mut pass) = self.pass.take() else {
+            return;
+        };
+        loop {
+            match pass.stage {
+                Stage::Scan { input, .. } if input == pass.inputs.len() => {
+                    if !self.plan(&mut pass, clock) {
+                        self.abandon(pass);
+                        return;
+                    }
+                    pass.stage = Stage::Move { next: 0 };
+                }
+                Stage::Scan { input, off } => {
+                    let slot = pass.inputs[input];
+                    let used = self.seg(slot as usize).used;
+                    let mut off = off;
+                    while off < used && budget > 0 {
+                        let rec = self.scan_record(&mut pass, slot, off, clock);
+                        off += rec;
+                        budget = budget.saturating_sub(rec);
+                    }
+                    pass.stage = if off < used {
+                        Stage::Scan { input, off }
+                    } else {
+                        Stage::Scan {
+                            input: input + 1,
+                            off: 0,
+                        }
+                    };
+                    if off < used {
+                        break;
+                    }
+                }
+                Stage::Move { next } => {
+                    let mut next = next;
+                    while next < pass.cands.len() && budget > 0 {
+                        if let Some(out) = pass.dest[next] {
+                            let c = &pass.cands[next];
+                            budget = budget.saturating_sub(c.rec);
+                            self.move_record(c, pass.outputs[out as usize], pass.ranking);
+                        }
+                        next += 1;
+                    }
+                    if next < pass.cands.len() {
+                        pass.stage = Stage::Move { next };
+                        break;
+                    }
+                    pass.stage = Stage::Ready;
+                }
+                Stage::Ready => break,
+            }
+        }
+        self.pass = Some(pass);
+    }
+
+    /// Reads one input record at `off` of `slot`: unlinks it if dead, else makes it a candidate.
+    /// Returns its length.
+    fn scan_record(&mut self, pass: &mut Pass, slot: u32, off: usize, clock: Clock) -> usize {
+        let p = read_prefix(&self.seg(slot as usize).mem, off);
+        let h = self.handle(slot, off);
+        let rec = prefix_len(p);
+        let it = self.item(h);
+        if !it.has(bits::LINKED) {
+            return rec;
+        }
+        let hash = hash_key(it.tenant_key());
+        if self.is_dead(h, clock) {
+            let fetched = it.has(bits::FETCHED);
+            self.pools[pass.victim].counters.count_reclaim(fetched);
+            self.unlink(h, hash);
+            return rec;
+        }
+        pass.cands.push(Candidate {
+            h,
+            rec,
+            hash,
+            atime: it.atime(),
+            freq: prefix_freq(p),
+        });
+        rec
+    }
+
+    /// Ranks the candidates and packs the highest ranked (ties in the inputs' order) into the outputs;
+    /// false when under `-M` some would have to be evicted.
+    fn plan(&self, pass: &mut Pass, clock: Clock) -> bool {
+        let mut order: Vec<(u64, u32)> = (pass.cands.iter().enumerate())
+            .map(|(i, c)| (rank(pass.ranking, c, pass.lifetime, clock.now), i as u32))
             .collect();
         order.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let outs = k - 1;
+        let outs = pass.outputs.len();
         let mut used = vec![0usize; outs];
         let mut cur = 0;
-        let mut dest: Vec<Option<(usize, usize)>> = vec![None; cands.len()];
+        pass.dest = vec![None; pass.cands.len()];
         let mut evicting = 0;
         for &(_, i) in &order {
-            let rec = cands[i as usize].rec;
+            let rec = pass.cands[i as usize].rec;
             if outs > 0 && used[cur] + rec > self.seg_bytes && cur + 1 < outs {
                 cur += 1;
             }
             if outs > 0 && used[cur] + rec <= self.seg_bytes {
-                dest[i as usize] = Some((cur, used[cur]));
+                pass.dest[i as usize] = Some(cur as u8);
                 used[cur] += rec;
             } else {
                 evicting += 1;
             }
         }
-        if !self.evict_when_full && evicting > 0 {
-            return None;
+        self.evict_when_full || evicting == 0
+    }
+
+    /// Moves a survivor, if it is still live, to the end of output `out`: copies its record (aging
+    /// its access count under LFU and density), repoints the index and unlinks the old copy's bytes.
+    fn move_record(&mut self, c: &Candidate, out: u32, ranking: Ranking) {
+        if !self.item(c.h).has(bits::LINKED) {
+            return;
         }
-        // The plan is carried out in the inputs' order (the candidates'), so that the records are read
-        // front to back, not in rank order.
-        for (c, _) in cands.iter().zip(&dest).filter(|(_, d)| d.is_none()) {
+        let (slot, off) = self.split(c.h);
+        let at = self.seg(out as usize).used;
+        debug_assert!(at + c.rec <= self.seg_bytes, "the plan packed this output");
+        let (src, dst) = self.two_segs(slot, out as usize);
+        let dst = &mut dst.mem[at..at + c.rec];
+        dst.copy_from_slice(&src.mem[off..off + c.rec]);
+        if matches!(ranking, Ranking::Lfu | Ranking::Density) {
+            // Age the count: popularity that is not renewed fades.
+            let p = u32::from_le_bytes(dst[..4].try_into().unwrap());
+            let halved = (prefix_freq(p) / 2) << LEN_BITS | (p & ((1 << LEN_BITS) - 1));
+            dst[..4].copy_from_slice(&halved.to_le_bytes());
+        }
+        let new = self.handle(out, at);
+        self.index.repoint(c.hash, c.h, new);
+        self.item_mut(c.h).remove_bits(bits::LINKED);
+        let old = self.seg_mut(slot);
+        old.live -= c.rec;
+        old.items -= 1;
+        let seg = self.seg_mut(out as usize);
+        seg.used += c.rec;
+        seg.live += c.rec;
+        seg.items += 1;
+        self.cleaned_bytes += c.rec as u64;
+    }
+
+    /// Completes the pass under way, if any: the rest of its scan and moves, then its evictions.
+    /// Returns its victim and the segment it emptied (still counted in the victim), or `None` when
+    /// there was no pass or it was abandoned under `-M`.
+    pub(super) fn finish(&mut self, clock: Clock) -> Option<(usize, u32)> {
+        self.advance(usize::MAX, clock);
+        let pass = self.pass.take()?;
+        let victim = pass.victim;
+        for (c, _) in pass
+            .cands
+            .iter()
+            .zip(&pass.dest)
+            .filter(|(_, d)| d.is_none())
+        {
+            if !self.item(c.h).has(bits::LINKED) {
+                continue;
+            }
             let (expiry, atime, fetched) = {
                 let it = self.item(c.h);
                 (it.expiry(), it.atime(), it.has(bits::FETCHED))
@@ -174,67 +388,58 @@ impl LogShard {
             self.remember_evicted(c.h, c.hash);
             self.unlink(c.h, c.hash);
         }
-        // Survivors are copied out, written back, then repointed (`KeyIndex::repoint` matches whole
-        // entries, so new handles that equal old ones of survivors not yet repointed do no harm).
-        let seg_bytes = self.seg_bytes;
-        if self.scratch.len() < outs * seg_bytes {
-            self.scratch.resize(outs * seg_bytes, 0);
-        }
-        let mut items = vec![0usize; outs];
-        for (c, &(out, at)) in cands
-            .iter()
-            .zip(&dest)
-            .filter_map(|(c, d)| Some((c, d.as_ref()?)))
-        {
-            items[out] += 1;
-            let (slot, off) = self.split(c.h);
-            let src = &self.segs[slot].as_ref().expect("input segment").mem[off..off + c.rec];
-            let dst = &mut self.scratch[out * seg_bytes + at..out * seg_bytes + at + c.rec];
-            dst.copy_from_slice(src);
-            if matches!(ranking, Ranking::Lfu | Ranking::Density) {
-                // Age the count: popularity that is not renewed fades.
-                let p = u32::from_le_bytes(dst[..4].try_into().unwrap());
-                let halved = (prefix_freq(p) / 2) << LEN_BITS | (p & ((1 << LEN_BITS) - 1));
-                dst[..4].copy_from_slice(&halved.to_le_bytes());
-            }
-        }
-        for out in 0..outs {
-            let slot = inputs[out] as usize;
-            let n = used[out];
-            let scratch = &self.scratch[out * seg_bytes..out * seg_bytes + n];
-            let seg = self.segs[slot].as_mut().expect("input segment");
-            seg.mem[..n].copy_from_slice(scratch);
-            seg.used = n;
-            seg.live = n;
-            seg.items = items[out];
-            seg.born = clock.now;
-        }
-        for (c, &(out, at)) in cands
-            .iter()
-            .zip(&dest)
-            .filter_map(|(c, d)| Some((c, d.as_ref()?)))
-        {
-            let new = self.handle(inputs[out], at);
-            self.index.repoint(c.hash, c.h, new);
-        }
-        let freed = inputs[k - 1];
-        {
-            let seg = self.seg_mut(freed as usize);
+        for &slot in &pass.inputs {
+            let seg = self.seg_mut(slot as usize);
+            debug_assert_eq!(seg.items, 0, "a finished pass leaves its inputs empty");
             seg.used = 0;
             seg.live = 0;
             seg.items = 0;
+            seg.cleaning = false;
         }
-        self.pools[victim].full.drain(..k);
-        // Lower-ranked outputs first, so they come up for cleaning first.
-        for out in (0..outs).rev() {
-            if used[out] > 0 {
-                self.pools[victim].full.push_back(inputs[out]);
+        // Outputs that received survivors join the queue, lower ranked first so they come up for
+        // cleaning first; each takes the place in the pool of an emptied input, which becomes a
+        // spare. Empty outputs stay spares, and the inputs they leave over go back to the budget.
+        let (freed, emptied) = pass.inputs.split_last().expect("a pass has an input");
+        let mut emptied = emptied.iter();
+        for &out in pass.outputs.iter().rev() {
+            if self.seg(out as usize).used > 0 {
+                self.seg_mut(out as usize).born = clock.now;
+                self.pools[victim].full.push_back(out);
+                let input = *emptied.next().expect("an input per output");
+                self.spares.push(input);
             } else {
-                self.release(inputs[out], victim);
+                self.spares.push(out);
             }
         }
-        self.cleaned_bytes += used.iter().sum::<usize>() as u64;
+        for &input in emptied {
+            self.release(input, victim);
+        }
         self.clean_passes += 1;
-        Some(freed)
+        Some((victim, *freed))
+    }
+
+    /// Gives up a pass under `-M`: its inputs return to the front of the victim's queue, in order.
+    fn abandon(&mut self, pass: Pass) {
+        for &slot in pass.inputs.iter().rev() {
+            self.seg_mut(slot as usize).cleaning = false;
+            self.pools[pass.victim].full.push_front(slot);
+        }
+        for &slot in &pass.outputs {
+            debug_assert_eq!(self.seg(slot as usize).used, 0);
+            self.spares.push(slot);
+        }
+    }
+
+    /// A fresh segment of `pool`, not yet in a slot.
+    pub(super) fn new_seg(&self, pool: usize) -> Segment {
+        Segment {
+            mem: vec![0u8; self.seg_bytes].into_boxed_slice(),
+            used: 0,
+            live: 0,
+            items: 0,
+            pool,
+            born: 0,
+            cleaning: false,
+        }
     }
 }

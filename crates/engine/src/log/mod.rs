@@ -17,10 +17,13 @@
 //! - Records tile each segment from 0 to its `used` offset; a record is live iff its item has `LINKED`.
 //! - Exactly the live records are indexed, each once; each segment's `live` bytes and `items` count its
 //!   live records, and each pool's `live_bytes`, `items` and `requested_bytes` sum its segments'.
-//! - A segment is held by exactly one pool (its head or in its full queue); the pool table's `held`
-//!   counts them over all shards, and every held segment was taken from the page budget.
-//! - One cleaning pass holds the shard lock (like every shard operation) and copies at most
-//!   `clean_segments - 1` segments of survivors: with the default of two, one segment's worth of work.
+//! - A segment is held by exactly one pool (its head, its full queue, or the inputs of the cleaning
+//!   pass under way); the pool table's `held` counts them over all shards, and every held segment was
+//!   taken from the page budget. The cleaner's spares and the pass's outputs (`clean_segments - 1`
+//!   together) are beside the budget; an output's live records count in the pass's victim.
+//! - Cleaning runs in steps under the shard lock (`clean`): each step scans or moves a bounded number of
+//!   records, and a pass copies at most `clean_segments - 1` segments of survivors: with the default
+//!   of two, one segment's worth of work, spread over the appends that fill a head.
 //!
 //! Files: `mod` (layout, index, items), `alloc` (appending and where segments come from), `clean`
 //! (the cleaner and victim choice), `report` (snapshots, walks, restore, reaping and the invariant
@@ -73,6 +76,8 @@ pub(super) struct Segment {
     pool: usize,
     /// When it last joined its pool's queue: became the head, or was written by a cleaning pass.
     born: u32,
+    /// An input of the cleaning pass under way: its records are never rewritten in place.
+    cleaning: bool,
 }
 
 /// One tenant pool's part of the log in this shard.
@@ -112,9 +117,11 @@ pub(crate) struct LogShard {
     pools: Vec<PoolLog>,
     /// Counters, profilers and shadow queues, as the slab layout keeps them.
     pub(crate) meters: ShardMeters,
-    /// Survivors of a pass are assembled here before they are written back (`clean_segments - 1`
-    /// segments, allocated on the first pass).
-    scratch: Vec<u8>,
+    /// Empty segments beside the page budget that the next pass writes its survivors to
+    /// (`clean_segments - 1` of them, with the pass's outputs, from the first pass on).
+    spares: Vec<u32>,
+    /// The cleaning pass under way, if any (`clean`).
+    pass: Option<clean::Pass>,
     /// Where the reaper resumes: segment slot and offset.
     reap_at: (u32, usize),
     /// Bytes the cleaner copied and passes it ran, since start (not reset by `stats reset`).
@@ -180,7 +187,8 @@ impl LogShard {
                 .collect(),
             meters: ShardMeters::new(profiling, pools),
             globals,
-            scratch: Vec::new(),
+            spares: Vec::new(),
+            pass: None,
             reap_at: (0, 0),
             cleaned_bytes: 0,
             clean_passes: 0,
@@ -213,6 +221,18 @@ impl LogShard {
     #[inline]
     fn seg_mut(&mut self, slot: usize) -> &mut Segment {
         self.segs[slot].as_mut().expect("handle to a held segment")
+    }
+
+    /// Segment `a` to read and segment `b` to write (distinct slots).
+    fn two_segs(&mut self, a: usize, b: usize) -> (&Segment, &mut Segment) {
+        assert_ne!(a, b, "two distinct segments");
+        let (lo, hi) = self.segs.split_at_mut(a.max(b));
+        let (x, y) = (&mut lo[a.min(b)], &mut hi[0]);
+        let (src, dst) = if a < b { (x, y) } else { (y, x) };
+        (
+            src.as_ref().expect("handle to a held segment"),
+            dst.as_mut().expect("handle to a held segment"),
+        )
     }
 
     #[inline]
@@ -412,7 +432,8 @@ impl LogShard {
         let old = self.index_find(key, hash);
         if let Some(old) = old {
             let old_rec = prefix_len(self.prefix(old));
-            if self.pool_of_handle(old) == pool && old_rec >= rec {
+            let slot = self.split(old).0;
+            if self.pool_of_handle(old) == pool && old_rec >= rec && !self.seg(slot).cleaning {
                 self.unlink(old, hash);
                 // The record keeps its length (the tail past the new item is padding); the count restarts.
                 self.set_prefix(old, make_prefix(old_rec, 0));

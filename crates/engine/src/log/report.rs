@@ -24,7 +24,7 @@ impl LogShard {
         };
         let (items, live, segments) = pools.clone().fold((0, 0, 0), |(i, l, s), p| {
             let pl = &self.pools[p];
-            (i + pl.items, l + pl.live_bytes, s + pl.segments())
+            (i + pl.items, l + pl.live_bytes, s + self.segments_of(p))
         });
         let chunk_size_bytes = (live as usize)
             .checked_div(items)
@@ -55,16 +55,22 @@ impl LogShard {
         vec![snap]
     }
 
-    /// The access time of the first live item of `pool`'s oldest segment (memcached's `age`).
+    /// The access time of the first live item of `pool`'s oldest segments (memcached's `age`).
     fn oldest_atime(&self, pool: usize) -> Option<u32> {
-        let slot = *self.pools[pool]
-            .full
-            .front()
-            .or(self.pools[pool].head.as_ref())?;
-        self.records(slot)
+        self.slots_of(pool)
+            .flat_map(|slot| self.records(slot))
             .map(|(h, _)| self.item(h))
             .find(|it| it.has(bits::LINKED))
             .map(|it| it.atime())
+    }
+
+    /// The segments that hold `pool`'s records, oldest first: the inputs and outputs of a pass over
+    /// it, its full queue, its head.
+    fn slots_of(&self, pool: usize) -> impl Iterator<Item = u32> + '_ {
+        let pass = self.pass.as_ref().filter(|p| p.victim() == pool);
+        let (inputs, outputs) = pass.map_or((&[][..], &[][..]), |p| p.segments());
+        let pl = &self.pools[pool];
+        (inputs.iter().chain(outputs).chain(&pl.full).chain(&pl.head)).copied()
     }
 
     /// The records of segment `slot`: handle and record bytes, front to back.
@@ -94,7 +100,7 @@ impl LogShard {
         let pl = &self.pools[pool];
         let mut idle = 0u64;
         let mut budget = max_items;
-        for &slot in pl.full.iter().chain(pl.head.iter()) {
+        for slot in self.slots_of(pool) {
             for (h, _) in self.records(slot) {
                 if budget == 0 {
                     return (idle, pl.requested_bytes);
@@ -149,10 +155,16 @@ impl LogShard {
     /// cleaning pass of the pool holding the most, its freed segment given back. At most `max_pages`.
     pub(crate) fn shrink_to_budget(&mut self, max_pages: usize, clock: Clock) -> usize {
         let mut given = 0;
+        if self.globals.budget.over_limit() {
+            if let Some((victim, slot)) = self.finish(clock) {
+                self.release(slot, victim);
+                given += 1;
+            }
+        }
         while given < max_pages && self.globals.budget.over_limit() {
             let Some(victim) = (0..self.pools.len())
                 .filter(|&p| !self.pools[p].full.is_empty())
-                .max_by_key(|&p| self.pools[p].segments())
+                .max_by_key(|&p| self.segments_of(p))
             else {
                 break;
             };
@@ -222,13 +234,13 @@ impl LogShard {
         let mut pool_items = vec![0usize; self.pools.len()];
         let mut pool_live = vec![0u64; self.pools.len()];
         let mut owners = vec![None; self.segs.len()];
-        for (p, pl) in self.pools.iter().enumerate() {
-            for &slot in pl.full.iter().chain(pl.head.iter()) {
+        for (p, held) in held.iter_mut().enumerate() {
+            for slot in self.slots_of(p) {
                 if owners[slot as usize].replace(p).is_some() {
                     return bad(format!("segment {slot} listed twice"));
                 }
-                held[p] += 1;
             }
+            *held = self.segments_of(p);
         }
         for (slot, seg) in self.segs.iter().enumerate() {
             let Some(seg) = seg else {
@@ -237,6 +249,19 @@ impl LogShard {
                 }
                 continue;
             };
+            if self.spares.contains(&(slot as u32)) {
+                if owners[slot].is_some() || seg.used != 0 || seg.items != 0 {
+                    return bad(format!("spare segment {slot} in use"));
+                }
+                continue;
+            }
+            let cleaning = self
+                .pass
+                .as_ref()
+                .is_some_and(|p| p.segments().0.contains(&(slot as u32)));
+            if seg.cleaning != cleaning {
+                return bad(format!("segment {slot}: marked cleaning {}", seg.cleaning));
+            }
             if owners[slot] != Some(seg.pool) {
                 return bad(format!(
                     "segment {slot} of pool {} not listed by it",
