@@ -7,7 +7,9 @@
 //! - `held`: pages its slab classes hold now, over all shards (kept by the shards under their locks);
 //! - `reserved`: pages never taken from it while it uses them;
 //! - `max`: pages it may never exceed (`usize::MAX` for none);
-//! - `target`: the pages an arbiter wants it to hold (`usize::MAX` until an arbiter sets one).
+//! - `target`: the pages an arbiter wants it to hold (`usize::MAX` until an arbiter sets one), and the
+//!   same target in bytes when the arbiter worked in steps finer than a page (the log layout's cleaner
+//!   meets targets in bytes; the slab layout moves whole pages, so it reads only `target`).
 //!
 //! How the shards use them (`shard::alloc`): while memory is free any pool below its `max` takes a new
 //! page; once memory is full, a pool below its target takes a page from the pool furthest above its own
@@ -19,7 +21,7 @@
 //! All fields are relaxed atomics: each is read and written under some shard's lock, and a stale read
 //! costs at most one page going to the second-best pool.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use crate::tenant::TenantId;
 
@@ -32,7 +34,12 @@ struct PoolState {
     reserved: AtomicUsize,
     max: AtomicUsize,
     target: AtomicUsize,
+    /// `WHOLE_PAGES` when the target was set in pages.
+    target_bytes: AtomicU64,
 }
+
+/// `target_bytes` of a target set in whole pages.
+const WHOLE_PAGES: u64 = u64::MAX;
 
 impl Default for PoolState {
     fn default() -> Self {
@@ -41,6 +48,7 @@ impl Default for PoolState {
             reserved: AtomicUsize::new(0),
             max: AtomicUsize::new(UNLIMITED),
             target: AtomicUsize::new(UNLIMITED),
+            target_bytes: AtomicU64::new(WHOLE_PAGES),
         }
     }
 }
@@ -56,6 +64,9 @@ pub struct PoolSnapshot {
     pub max: usize,
     /// `UNLIMITED` when no arbiter has set one.
     pub target: usize,
+    /// The target in bytes when an arbiter set it finer than pages (`target` is then it rounded to
+    /// pages); `None` when it was set in pages.
+    pub target_bytes: Option<u64>,
 }
 
 /// Every pool of an engine.
@@ -105,6 +116,7 @@ impl PoolTable {
             reserved: p.reserved.load(Relaxed),
             max: p.max.load(Relaxed),
             target: p.target.load(Relaxed),
+            target_bytes: Some(p.target_bytes.load(Relaxed)).filter(|&b| b != WHOLE_PAGES),
         }
     }
 
@@ -118,6 +130,19 @@ impl PoolTable {
     pub fn set_target(&self, pool: usize, target: usize) {
         let reserved = self.pools[pool].reserved.load(Relaxed);
         self.pools[pool].target.store(target.max(reserved), Relaxed);
+        self.pools[pool].target_bytes.store(WHOLE_PAGES, Relaxed);
+    }
+
+    /// Sets a pool's target in bytes, for pages of `page_bytes`: `target` becomes it rounded to the
+    /// nearest page. Never below its reserve.
+    pub fn set_target_bytes(&self, pool: usize, bytes: u64, page_bytes: usize) {
+        let p = &self.pools[pool];
+        let page = page_bytes.max(1) as u64;
+        let reserved = p.reserved.load(Relaxed);
+        let bytes = bytes.max(reserved as u64 * page);
+        p.target
+            .store(((bytes + page / 2) / page) as usize, Relaxed);
+        p.target_bytes.store(bytes, Relaxed);
     }
 
     #[inline]

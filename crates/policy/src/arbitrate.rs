@@ -10,6 +10,11 @@
 //!   pool's target is 0 (its pages go to the others as they need them).
 //! - Reserves and caps are set on the engine once, in pages (a reserve rounds up, a cap down); every
 //!   target the engine receives is at least the reserve (the engine enforces it too).
+//! - The arbiter divides memory in *steps* (`Steps`): whole pages under the slab layout, which moves
+//!   pages; under the log layout, whose cleaner meets a target in bytes, `1/LOG_STEPS_PER_PAGE` of a
+//!   page (fewer per page when memory is so large that the steps would pass `MAX_LOG_STEPS`). The
+//!   arbiter sees every count (pages held, reserves, caps, the total, its curves' points) in steps and
+//!   returns targets in steps; a target in steps finer than a page reaches the engine in bytes.
 //! - A window is what happened between two rounds: counters are differences of cumulative engine
 //!   counters, so `stats reset` only restarts a window. A tenant's curve comes from a longer window:
 //!   back to the latest round that leaves at least `CURVE_WINDOW_ITEMS` of its own accesses per item it
@@ -17,7 +22,9 @@
 
 use std::collections::VecDeque;
 
-use mrcache_engine::{ClassSnapshot, Clock, Engine, TenantCounters, TenantId, UNLIMITED};
+use mrcache_engine::{
+    ClassSnapshot, Clock, Engine, MemoryLayout, TenantCounters, TenantId, UNLIMITED,
+};
 use mrcache_profile::{MrcQuery, ReuseTimeHistogram, ReuseTimeMethod, SizeUnit};
 
 use crate::tenant::{ArbiterInput, StaticSplit, TenantArbiter, TenantView};
@@ -31,6 +38,42 @@ const CURVE_WINDOW_ITEMS: u64 = 4;
 /// Histogram snapshots kept per tenant to cut such windows from (older windows fall back to the whole
 /// history).
 const CURVE_SNAPSHOTS: usize = 16;
+/// Under the log layout, the arbiter's steps per page (64 KiB steps of 1 MiB pages).
+const LOG_STEPS_PER_PAGE: usize = 16;
+/// Under the log layout, at most this many steps in all: the curves the arbiter reads have a point per
+/// step and mpart's DP runs over them, so the steps coarsen again past 256 MiB of 1 MiB pages.
+const MAX_LOG_STEPS: usize = 4096;
+
+/// The unit an arbiter divides memory in (see the module doc).
+#[derive(Copy, Clone, Debug)]
+struct Steps {
+    per_page: usize,
+    page_bytes: u64,
+}
+
+impl Steps {
+    fn of(engine: &Engine) -> Steps {
+        let pages = engine.page_limit().max(1);
+        let per_page = match engine.memory_layout() {
+            MemoryLayout::Slab => 1,
+            MemoryLayout::Log => (MAX_LOG_STEPS / pages).clamp(1, LOG_STEPS_PER_PAGE),
+        };
+        Steps {
+            per_page,
+            page_bytes: engine.geometry().page_size_bytes() as u64,
+        }
+    }
+
+    /// Bytes of a step.
+    fn bytes(self) -> u64 {
+        self.page_bytes / self.per_page as u64
+    }
+
+    /// The engine's memory limit in steps.
+    fn total(self, engine: &Engine) -> usize {
+        engine.page_limit() * self.per_page
+    }
+}
 
 /// One tenant's memory settings, in bytes as operators write them.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,8 +112,9 @@ impl ArbitratedTenant {
 pub struct ArbitrationStats {
     /// Rounds run.
     pub rounds: u64,
-    /// The last targets, in pages, one per tenant in `Arbitration::new`'s order.
-    pub targets: Vec<usize>,
+    /// The last targets in bytes, one per tenant in `Arbitration::new`'s order (whole pages under the
+    /// slab layout).
+    pub target_bytes: Vec<u64>,
 }
 
 /// A tenant arbiter and the state that feeds it.
@@ -141,16 +185,17 @@ impl Arbitration {
             );
         }
         // The starting targets: the initial allocations when all are given, else the static division.
-        let total = engine.page_limit();
+        let steps = Steps::of(engine);
+        let total = steps.total(engine);
         let initial: Option<Vec<u64>> = self.tenants.iter().map(|t| t.initial_bytes).collect();
         let targets = match initial {
-            Some(bytes) if !bytes.is_empty() => initial_targets(&bytes, page, total),
+            Some(bytes) if !bytes.is_empty() => initial_targets(&bytes, steps.bytes(), total),
             _ => {
                 let views = self.views(engine, None, None);
                 StaticSplit::new(false, 1).round(&ArbiterInput {
                     tenants: &views,
                     total_pages: total,
-                    page_bytes: page as usize,
+                    page_bytes: steps.bytes() as usize,
                 })
             }
         };
@@ -192,10 +237,11 @@ impl Arbitration {
             return false;
         }
         let views = self.views(engine, Some(&window), Some(clock));
+        let steps = Steps::of(engine);
         let targets = self.arbiter.round(&ArbiterInput {
             tenants: &views,
-            total_pages: engine.page_limit(),
-            page_bytes: engine.geometry().page_size_bytes(),
+            total_pages: steps.total(engine),
+            page_bytes: steps.bytes() as usize,
         });
         self.set_targets(engine, targets);
         self.stats.rounds += 1;
@@ -213,11 +259,18 @@ impl Arbitration {
         }
     }
 
+    /// Hands the arbiter's targets (in steps) to the engine: in pages when a step is a page, else in
+    /// bytes.
     fn set_targets(&mut self, engine: &Engine, targets: Vec<usize>) {
-        for (t, &pages) in self.tenants.iter().zip(&targets) {
-            engine.set_pool_target(t.tenant.index(), pages);
+        let steps = Steps::of(engine);
+        for (t, &n) in self.tenants.iter().zip(&targets) {
+            if steps.per_page == 1 {
+                engine.set_pool_target(t.tenant.index(), n);
+            } else {
+                engine.set_pool_target_bytes(t.tenant.index(), n as u64 * steps.bytes());
+            }
         }
-        self.stats.targets = targets;
+        self.stats.target_bytes = targets.iter().map(|&n| n as u64 * steps.bytes()).collect();
     }
 
     /// Each tenant's cumulative counters.
@@ -237,7 +290,8 @@ impl Arbitration {
         window: Option<&[TenantCounters]>,
         clock: Option<Clock>,
     ) -> Vec<TenantView> {
-        let total = engine.page_limit();
+        let steps = Steps::of(engine);
+        let (total, k) = (steps.total(engine), steps.per_page);
         let mut views = Vec::with_capacity(self.tenants.len());
         for (i, t) in self.tenants.iter().enumerate() {
             let pool = t.tenant.index();
@@ -245,9 +299,9 @@ impl Arbitration {
             let w = window.map(|w| w[i].clone()).unwrap_or_default();
             let mut view = TenantView {
                 id: t.tenant.0,
-                pages: held.held,
-                reserved_pages: held.reserved,
-                max_pages: (held.max != UNLIMITED).then_some(held.max),
+                pages: held.held.saturating_mul(k),
+                reserved_pages: held.reserved.saturating_mul(k),
+                max_pages: (held.max != UNLIMITED).then_some(held.max.saturating_mul(k)),
                 target_hit_ratio: t.target_hit_ratio,
                 weight: t.weight,
                 gets: w.get_hits + w.get_misses,
@@ -283,7 +337,7 @@ impl Arbitration {
                         .collect();
                     let before = std::mem::replace(&mut self.class_uses[i], uses);
                     if let Some(per_page) = items_per_page(&classes, &self.class_uses[i], &before) {
-                        view.curve = curve_by_pages(&window, per_page, total);
+                        view.curve = curve_by_pages(&window, per_page / k as f64, total);
                     }
                 }
             }
@@ -373,4 +427,46 @@ fn initial_targets(bytes: &[u64], page: u64, total_pages: usize) -> Vec<usize> {
         .iter()
         .map(|&b| (b as f64 * scale / page as f64).floor() as usize)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TenantPolicySpec;
+    use mrcache_engine::EngineConfig;
+
+    /// Two tenants of weights 1 and 2 split 10 pages statically: a third is 3.33 pages.
+    fn split_a_third(layout: MemoryLayout) -> (Engine, Arbitration) {
+        let engine = Engine::new(EngineConfig {
+            memory_limit_bytes: 10 << 20,
+            tenant_pools: 2,
+            memory_layout: layout,
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        let mut heavy = ArbitratedTenant::new(TenantId(1));
+        heavy.weight = 2.0;
+        let arbiter = "static".parse::<TenantPolicySpec>().unwrap().build();
+        let tenants = vec![ArbitratedTenant::new(TenantId(0)), heavy];
+        let arbitration = Arbitration::new(arbiter, tenants, &engine);
+        (engine, arbitration)
+    }
+
+    #[test]
+    fn the_log_layout_gets_targets_finer_than_a_page_and_slab_whole_pages() {
+        let page = 1u64 << 20;
+        let (engine, arbitration) = split_a_third(MemoryLayout::Log);
+        let light = engine.pool(0).target_bytes.expect("a target in bytes");
+        let step = page / LOG_STEPS_PER_PAGE as u64;
+        assert_ne!(light % page, 0, "{light} is whole pages");
+        assert!(light.abs_diff((10 * page) / 3) <= step, "{light}");
+        assert_eq!(engine.pool(0).target, 3, "rounded to pages for the slab rules");
+        let all: u64 = arbitration.stats().target_bytes.iter().sum();
+        assert_eq!(all, 10 * page, "the steps divide all memory");
+
+        let (engine, arbitration) = split_a_third(MemoryLayout::Slab);
+        assert_eq!(engine.pool(0).target_bytes, None, "slab targets are pages");
+        assert_eq!(engine.pool(0).target + engine.pool(1).target, 10);
+        assert!(arbitration.stats().target_bytes.iter().all(|b| b % page == 0));
+    }
 }

@@ -39,6 +39,14 @@ impl Engine {
         self.globals.pools.set_target(pool, pages);
     }
 
+    /// Sets the bytes an arbiter wants `pool` to hold, in steps finer than a page (never below its
+    /// reserve). The log layout's cleaner meets it in bytes; the slab layout, which moves whole pages,
+    /// works to it rounded to the nearest page.
+    pub fn set_pool_target_bytes(&self, pool: usize, bytes: u64) {
+        let page = self.geometry().page_size_bytes();
+        self.globals.pools.set_target_bytes(pool, bytes, page);
+    }
+
     /// All tenants share pool 0 (`true`, the `pooled` arbiter) or store into their own (`false`).
     pub fn set_pools_shared(&self, shared: bool) {
         self.globals.pools.set_shared(shared);

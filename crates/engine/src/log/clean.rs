@@ -124,17 +124,26 @@ impl LogShard {
             };
         }
         let n = self.pools.len();
-        let targets: Vec<usize> = (0..n).map(|q| table.snapshot(q).target).collect();
-        let any_target = targets.iter().any(|&t| t != UNLIMITED);
+        // Each pool's target in bytes (set in bytes by an arbiter, else its pages).
+        let targets: Vec<Option<u64>> = (0..n)
+            .map(|q| {
+                let snap = table.snapshot(q);
+                (snap.target != UNLIMITED).then(|| {
+                    snap.target_bytes
+                        .unwrap_or(snap.target as u64 * self.seg_bytes as u64)
+                })
+            })
+            .collect();
+        let any_target = targets.iter().any(Option::is_some);
         let mut order: Vec<(f64, usize)> = (0..n)
             .filter(|&q| cleanable(q) && (q == pool || table.above_reserve(q) > 0))
             .map(|q| {
                 let live = self.pools[q].live_bytes.max(1) as f64;
                 let key = if any_target {
                     match targets[q] {
-                        UNLIMITED if q == pool => f64::MAX,
-                        UNLIMITED => f64::INFINITY,
-                        t => (t as f64 * self.seg_bytes as f64 / self.shards as f64) / live,
+                        None if q == pool => f64::MAX,
+                        None => f64::INFINITY,
+                        Some(t) => (t as f64 / self.shards as f64) / live,
                     }
                 } else if q == pool {
                     f64::NEG_INFINITY
