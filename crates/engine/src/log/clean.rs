@@ -71,19 +71,29 @@ const STALE_LIFETIMES: u32 = 8;
 /// scans `k` segments and moves at most `k - 1`).
 const PACE_PER_INPUT: usize = 2;
 
+/// Bytes of evictions per byte appended once a pass's evictions have begun; they begin when the
+/// asker's head has room for this many times fewer bytes than are left to evict.
+const EVICT_PACE: usize = 16;
+
 /// Where a pass is.
 enum Stage {
     /// Reading the inputs' records: input index and offset of the next record.
     Scan { input: usize, off: usize },
     /// Moving survivors: the next candidate.
     Move { next: usize },
-    /// Moves done; the evictions wait for `finish`.
+    /// Evicting the rest: the next candidate.
+    Evict { next: usize },
+    /// Done but for handing over the emptied segments (`finish`).
     Ready,
 }
 
 /// A cleaning pass under way (see the module doc).
 pub(super) struct Pass {
     victim: usize,
+    /// The pool whose next segment the pass is for: its evictions keep pace with that pool's head.
+    asker: usize,
+    /// Record bytes of the planned evictions not yet carried out.
+    evict_left: usize,
     ranking: Ranking,
     /// How long the oldest input waited in the queue (`Density`'s cycle), from the pass's start.
     lifetime: u32,
@@ -166,7 +176,7 @@ impl LogShard {
     /// fit. Finishes any pass under way first (its segment is the caller's to place: see `finish`).
     pub(super) fn clean(&mut self, victim: usize, clock: Clock) -> Option<u32> {
         debug_assert!(self.pass.is_none(), "finish the pass under way first");
-        if !self.begin(victim, clock) {
+        if !self.begin(victim, victim, clock) {
             return None;
         }
         self.finish(clock).map(|(_, slot)| slot)
@@ -180,7 +190,7 @@ impl LogShard {
         if self.pass.is_none() {
             if let Some(&victim) = self.victims(pool).first() {
                 if self.pools[victim].full.len() >= self.clean_segments {
-                    self.begin(victim, clock);
+                    self.begin(victim, pool, clock);
                 }
             }
         }
@@ -188,7 +198,7 @@ impl LogShard {
 
     /// Takes `victim`'s `k` oldest full segments off its queue as a new pass's inputs, with the
     /// spares as its outputs. False when it has no full segment.
-    fn begin(&mut self, victim: usize, clock: Clock) -> bool {
+    fn begin(&mut self, victim: usize, asker: usize, clock: Clock) -> bool {
         let k = self.clean_segments.min(self.pools[victim].full.len());
         if k == 0 {
             return false;
@@ -209,6 +219,8 @@ impl LogShard {
         }
         self.pass = Some(Pass {
             victim,
+            asker,
+            evict_left: 0,
             ranking: self.pools[victim].ranking,
             lifetime: clock.now.saturating_sub(self.seg(inputs[0] as usize).born),
             inputs,
@@ -223,14 +235,14 @@ impl LogShard {
     /// Advances the pass under way by the work owed for `appended` bytes (see the module doc).
     pub(super) fn step(&mut self, appended: usize, clock: Clock) {
         if self.pass.is_some() {
-            let budget = appended * PACE_PER_INPUT * self.clean_segments;
-            self.advance(budget, clock);
+            self.advance(Some(appended), clock);
         }
     }
 
-    /// Scans and moves up to `budget` bytes of records (`usize::MAX`: to the end of the moves). Ends the
-    /// scan with the plan; under `-M`, a plan that would evict abandons the pass.
-    fn advance(&mut self, mut budget: usize, clock: Clock) {
+    /// Scans, moves and evicts the records owed for `appended` bytes (`None`: all that is left). Ends
+    /// the scan with the plan; under `-M`, a plan that would evict abandons the pass.
+    fn advance(&mut self, appended: Option<usize>, clock: Clock) {
+        let mut budget = appended.map_or(usize::MAX, |a| a * PACE_PER_INPUT * self.clean_segments);
         let Some(mut pass) = self.pass.take() else {
             return;
         };
@@ -276,6 +288,33 @@ impl LogShard {
                     }
                     if next < pass.cands.len() {
                         pass.stage = Stage::Move { next };
+                        break;
+                    }
+                    pass.stage = Stage::Evict { next: 0 };
+                }
+                Stage::Evict { next } => {
+                    // Evictions free memory only when the pass ends: they wait until the asker's head
+                    // has room for no more than `EVICT_PACE` times fewer bytes than are left to evict,
+                    // then keep that pace, so they end as the head fills.
+                    if let Some(appended) = appended {
+                        let room = self.head_room(pass.asker);
+                        if pass.evict_left <= room.saturating_mul(EVICT_PACE) {
+                            break;
+                        }
+                        budget = appended.saturating_mul(EVICT_PACE);
+                    }
+                    let mut next = next;
+                    while next < pass.cands.len() && budget > 0 {
+                        if pass.dest[next].is_none() {
+                            let c = &pass.cands[next];
+                            budget = budget.saturating_sub(c.rec);
+                            pass.evict_left -= c.rec;
+                            self.evict(c, pass.victim, clock);
+                        }
+                        next += 1;
+                    }
+                    if next < pass.cands.len() {
+                        pass.stage = Stage::Evict { next };
                         break;
                     }
                     pass.stage = Stage::Ready;
@@ -335,6 +374,7 @@ impl LogShard {
                 used[cur] += rec;
             } else {
                 evicting += 1;
+                pass.evict_left += rec;
             }
         }
         self.evict_when_full || evicting == 0
@@ -371,32 +411,29 @@ impl LogShard {
         self.cleaned_bytes += c.rec as u64;
     }
 
-    /// Completes the pass under way, if any: the rest of its scan and moves, then its evictions.
+    /// Evicts a candidate the plan leaves out, if it is still live (into the victim's shadow queue).
+    fn evict(&mut self, c: &Candidate, victim: usize, clock: Clock) {
+        if !self.item(c.h).has(bits::LINKED) {
+            return;
+        }
+        let (expiry, atime, fetched) = {
+            let it = self.item(c.h);
+            (it.expiry(), it.atime(), it.has(bits::FETCHED))
+        };
+        self.pools[victim]
+            .counters
+            .count_eviction(expiry, atime, fetched, clock.now);
+        self.remember_evicted(c.h, c.hash);
+        self.unlink(c.h, c.hash);
+    }
+
+    /// Completes the pass under way, if any: the rest of its scan, moves and evictions.
     /// Returns its victim and the segment it emptied (still counted in the victim), or `None` when
     /// there was no pass or it was abandoned under `-M`.
     pub(super) fn finish(&mut self, clock: Clock) -> Option<(usize, u32)> {
-        self.advance(usize::MAX, clock);
+        self.advance(None, clock);
         let pass = self.pass.take()?;
         let victim = pass.victim;
-        for (c, _) in pass
-            .cands
-            .iter()
-            .zip(&pass.dest)
-            .filter(|(_, d)| d.is_none())
-        {
-            if !self.item(c.h).has(bits::LINKED) {
-                continue;
-            }
-            let (expiry, atime, fetched) = {
-                let it = self.item(c.h);
-                (it.expiry(), it.atime(), it.has(bits::FETCHED))
-            };
-            self.pools[victim]
-                .counters
-                .count_eviction(expiry, atime, fetched, clock.now);
-            self.remember_evicted(c.h, c.hash);
-            self.unlink(c.h, c.hash);
-        }
         for &slot in &pass.inputs {
             let seg = self.seg_mut(slot as usize);
             debug_assert_eq!(seg.items, 0, "a finished pass leaves its inputs empty");
@@ -437,6 +474,13 @@ impl LogShard {
             debug_assert_eq!(self.seg(slot as usize).used, 0);
             self.spares.push(slot);
         }
+    }
+
+    /// Bytes left in `pool`'s head segment (0 without one).
+    fn head_room(&self, pool: usize) -> usize {
+        self.pools[pool]
+            .head
+            .map_or(0, |slot| self.seg_bytes - self.seg(slot as usize).used)
     }
 
     /// A fresh segment of `pool`, not yet in a slot.
