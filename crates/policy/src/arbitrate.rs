@@ -460,13 +460,21 @@ mod tests {
         let step = page / LOG_STEPS_PER_PAGE as u64;
         assert_ne!(light % page, 0, "{light} is whole pages");
         assert!(light.abs_diff((10 * page) / 3) <= step, "{light}");
-        assert_eq!(engine.pool(0).target, 3, "rounded to pages for the slab rules");
+        assert_eq!(
+            engine.pool(0).target,
+            3,
+            "rounded to pages for the slab rules"
+        );
         let all: u64 = arbitration.stats().target_bytes.iter().sum();
         assert_eq!(all, 10 * page, "the steps divide all memory");
 
         let (engine, arbitration) = split_a_third(MemoryLayout::Slab);
         assert_eq!(engine.pool(0).target_bytes, None, "slab targets are pages");
         assert_eq!(engine.pool(0).target + engine.pool(1).target, 10);
-        assert!(arbitration.stats().target_bytes.iter().all(|b| b % page == 0));
+        assert!(arbitration
+            .stats()
+            .target_bytes
+            .iter()
+            .all(|b| b % page == 0));
     }
 }
