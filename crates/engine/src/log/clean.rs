@@ -8,12 +8,15 @@
 //! segment, still counted in the victim) and the others become the next pass's outputs. Outputs that
 //! received survivors rejoin the back of the pool's queue, so a survivor gets another whole round.
 //!
-//! **Steps.** A pass is started when a pool takes a segment the cleaner freed (memory is full, so its
-//! next segment will have to be cleaned too), and advances a little on every append to the shard
-//! (`step`): about `2k` bytes of scanning and moving per byte appended, so it is through its scan and
-//! moves well before the head it anticipates is full. Its evictions wait for the segment to be needed
-//! (`finish`), so memory is not emptied early. Each step holds the shard lock for a few records; the
-//! longest hold is the finish (evictions, no copying) or the end of the scan (ranking and packing).
+//! **Steps.** A pass is started when a pool (the *asker*) takes a segment the cleaner freed or the
+//! budget's last one (memory is full, so its next segment will have to be cleaned too) and the victim
+//! has `k` full segments, and advances a little on every append to the shard (`step`): `2k` bytes of
+//! scanning and moving per byte appended, so it is through its scan and moves by the time the asker's
+//! head is three quarters full. Its evictions wait until that head has room for `EVICT_PACE` times
+//! fewer bytes than are left to evict and then keep that pace, so memory is emptied no more than a
+//! sixteenth of a segment early. When the asker needs its segment, `finish` does whatever is left
+//! (usually nothing but handing the segments over). Each step holds the shard lock for a few records;
+//! the longest is the one that ends the scan (ranking and sorting the candidates).
 //! Between steps other requests run: an input item may be read (its rank is not revised), deleted or
 //! overwritten elsewhere (it is then skipped), but never rewritten in place (`place` appends instead),
 //! so an input record that was unlinked stays dead. A move copies, repoints and unlinks the old copy
@@ -173,7 +176,7 @@ impl LogShard {
 
     /// A whole cleaning pass over `victim`'s oldest full segments, now; returns the segment it emptied
     /// (still counted in `victim`), or `None` when it has none or, under `-M`, its survivors would not
-    /// fit. Finishes any pass under way first (its segment is the caller's to place: see `finish`).
+    /// fit. No pass may be under way (callers `finish` it first).
     pub(super) fn clean(&mut self, victim: usize, clock: Clock) -> Option<u32> {
         debug_assert!(self.pass.is_none(), "finish the pass under way first");
         if !self.begin(victim, victim, clock) {
