@@ -20,7 +20,10 @@
 #      machine). The summary gives the median of the rounds.
 #   2. Open loop at 50% and 80% of memcached's median unpipelined closed-loop throughput, REPEATS runs per
 #      server alternating, median p99 and median server CPU per request (at the same offered rate, so
-#      not skewed by how much of a loaded machine each server got). -n 0 skips it.
+#      not skewed by how much of a loaded machine each server got), and, where `perf` is installed
+#      (Debian's linux-perf), the server's system calls per request (`perf stat -e raw_syscalls:sys_enter`
+#      on its process: what io_uring's batching saves, a count that a loaded machine hardly moves).
+#      -n 0 skips it.
 #   3. QoS throughput: the highest open-loop rate with p95 < 500 us (mrcache bench --qos, each search
 #      step QOS_STEP_DURATION). -q 0 skips it (on a loaded machine no server meets the bound).
 set -euo pipefail
@@ -102,6 +105,8 @@ for round in $(seq 1 "$rounds"); do
     done
 done
 
+perf=$(command -v perf || true)
+[ -n "$perf" ] || echo "perf not installed: no system calls per request (apt-get install linux-perf)" >&2
 peak=$(awk '$1 == "unpipelined" && $2 == "memcached" {print $4}' "$tmp/closed.txt" | sort -n |
     awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
 : > "$tmp/open.txt"
@@ -110,16 +115,30 @@ for pct in 50 80; do
     for k in $(seq 1 "$repeats"); do
         for name in "${names[@]}"; do
             before=$(server_cpu_and_commands "${port[$name]}" "${pid[$name]}")
+            perf_pid=
+            if [ -n "$perf" ]; then
+                "$perf" stat -x, -e raw_syscalls:sys_enter -p "${pid[$name]}" -o "$tmp/perf.txt" &
+                perf_pid=$!
+            fi
             "${client_cpu[@]}" "$mrcache" bench --server "127.0.0.1:${port[$name]}" "${load[@]}" \
                 --rate "$rate" --warmup 1s --duration "$duration" > "$tmp/r.json" 2>/dev/null
+            syscalls=-1
+            if [ -n "$perf_pid" ]; then
+                kill -INT "$perf_pid"
+                wait "$perf_pid" || true
+                syscalls=$(awk -F, '/raw_syscalls/ {print $1 + 0}' "$tmp/perf.txt")
+            fi
             after=$(server_cpu_and_commands "${port[$name]}" "${pid[$name]}")
             /usr/bin/python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
+requests = int(sys.argv[7].split()[1]) - int(sys.argv[6].split()[1])
+syscalls = int(sys.argv[8])
+per = syscalls / requests if syscalls >= 0 and requests > 0 else -1
 print(sys.argv[2], sys.argv[3], sys.argv[4], int(r["throughput_ops"]), r["latency_us"]["total"]["p99"],
-      sys.argv[5])' \
-                "$tmp/r.json" "$pct" "$rate" "$name" "$(cpu_us_per_request "$before" "$after")" |
-                tee -a "$tmp/open.txt"
+      sys.argv[5], f"{per:.3f}")' \
+                "$tmp/r.json" "$pct" "$rate" "$name" "$(cpu_us_per_request "$before" "$after")" \
+                "$before" "$after" "$syscalls" | tee -a "$tmp/open.txt"
         done
     done
 done
@@ -155,7 +174,10 @@ for mode in ("unpipelined", "pipelined"):
               f"{med['memcached'][3] / cpu:>9.2f}")
 print()
 opened = [l.split() for l in open(f"{tmp}/open.txt")]
-for col, what, fmt in ((4, "p99 (us)", ".0f"), (5, "server CPU per request (us)", ".2f")):
+columns = [(4, "p99 (us)", ".0f"), (5, "server CPU per request (us)", ".2f")]
+if opened and all(float(r[6]) >= 0 for r in opened):
+    columns.append((6, "server system calls per request (perf)", ".3f"))
+for col, what, fmt in columns:
     if not opened:
         break
     print(f"open loop (memcached's peak {peak} ops/s), median of the repeats: {what}")
