@@ -123,6 +123,19 @@ impl LogShard {
         self.install_slot(seg)
     }
 
+    /// A fresh segment of `pool`, not yet in a slot.
+    pub(super) fn new_seg(&self, pool: usize) -> Segment {
+        Segment {
+            mem: vec![0u8; self.seg_bytes].into_boxed_slice(),
+            used: 0,
+            live: 0,
+            items: 0,
+            pool,
+            born: 0,
+            cleaning: false,
+        }
+    }
+
     /// Puts `seg` in a free slot.
     pub(super) fn install_slot(&mut self, seg: Segment) -> u32 {
         match self.free_slots.pop() {

@@ -35,7 +35,7 @@
 //! not fit, and its inputs return to the front of the queue); a pool at or below its reserve is never
 //! a victim for another pool.
 
-use super::{prefix_freq, prefix_len, read_prefix, LogShard, Segment, LEN_BITS};
+use super::{prefix_freq, prefix_len, read_prefix, LogShard, LEN_BITS};
 use crate::config::Ranking;
 use crate::item::bits;
 use crate::pool::UNLIMITED;
@@ -484,18 +484,5 @@ impl LogShard {
         self.pools[pool]
             .head
             .map_or(0, |slot| self.seg_bytes - self.seg(slot as usize).used)
-    }
-
-    /// A fresh segment of `pool`, not yet in a slot.
-    pub(super) fn new_seg(&self, pool: usize) -> Segment {
-        Segment {
-            mem: vec![0u8; self.seg_bytes].into_boxed_slice(),
-            used: 0,
-            live: 0,
-            items: 0,
-            pool,
-            born: 0,
-            cleaning: false,
-        }
     }
 }
