@@ -155,7 +155,8 @@ impl LogShard {
     /// cleaning pass of the pool holding the most, its freed segment given back. At most `max_pages`.
     pub(crate) fn shrink_to_budget(&mut self, max_pages: usize, clock: Clock) -> usize {
         let mut given = 0;
-        if self.globals.budget.over_limit() {
+        if max_pages > 0 && self.globals.budget.over_limit() {
+            // The pass under way first: its segment is the cheapest to free.
             if let Some((victim, slot)) = self.finish(clock) {
                 self.release(slot, victim);
                 given += 1;
