@@ -229,6 +229,34 @@ fn lama_undoes_moves_that_did_not_pay_and_stays_untrusted() {
 }
 
 #[test]
+fn lama_probes_again_after_a_probe_within_noise() {
+    let mut policy = lama();
+    policy.round(&input(&biased([4, 4], [40_000, 40_000])));
+    // The window after the probe: no class missed more or less, so its verdict is within noise. It
+    // earns no trust, but does not put off the next probe: a quarter of the 2 pages still planned.
+    let again = policy.round(&input(&biased([3, 5], [40_000, 40_000])));
+    assert_eq!(moved(&again), vec![(ClassId(1), Some(ClassId(2)), 1)]);
+}
+
+#[test]
+fn lama_trusts_the_curves_once_moves_within_the_strict_guard_pay() {
+    let mut policy = lama();
+    // Curves that match the window exactly: the full plan (3 pages to class 2) clears the strict
+    // guard and runs.
+    let strict = policy.round(&input(&biased([4, 4], [50_000, 50_000])));
+    assert_eq!(moved(&strict), vec![(ClassId(1), Some(ClassId(2)), 3)]);
+    // The window after it: class 2 missed 9,000 less, class 1 no more. The moves paid, and nothing
+    // more is to be gained.
+    assert!(policy
+        .round(&input(&biased([1, 7], [50_000, 41_000])))
+        .moves
+        .is_empty());
+    // A plan the strict guard blocks (the biased curves) now runs in full, not as a probe.
+    let full = policy.round(&input(&biased([4, 4], [40_000, 40_000])));
+    assert_eq!(moved(&full), vec![(ClassId(1), Some(ClassId(2)), 3)]);
+}
+
+#[test]
 fn lama_neither_probes_nor_trusts_curves_that_err_by_more_than_half_the_misses() {
     // The same curves, but the window saw 20,000 misses per class: an error of 60,000 against
     // 40,000 observed.
