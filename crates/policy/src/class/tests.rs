@@ -202,26 +202,27 @@ fn moved(round: &Round) -> Vec<(ClassId, Option<ClassId>, usize)> {
 #[test]
 fn lama_probes_a_biased_model_and_trusts_it_once_moves_pay() {
     let mut policy = lama();
-    // Untrusted: a probe, a quarter of the plan's 3 pages.
+    // Untrusted: a probe, half the plan's 3 pages (rounded up).
     let probe = policy.round(&input(&biased([4, 4], [40_000, 40_000])));
-    assert_eq!(moved(&probe), vec![(ClassId(1), Some(ClassId(2)), 1)]);
-    // Class 2 missed 3,000 less with the page, class 1 no more: the probe paid, the full plan runs.
-    let full = policy.round(&input(&biased([3, 5], [40_000, 37_000])));
-    assert_eq!(moved(&full), vec![(ClassId(1), Some(ClassId(2)), 2)]);
+    assert_eq!(moved(&probe), vec![(ClassId(1), Some(ClassId(2)), 2)]);
+    // Class 2 missed 6,000 less with the pages, class 1 no more: the probe paid, the rest of the
+    // plan runs in full.
+    let full = policy.round(&input(&biased([2, 6], [40_000, 34_000])));
+    assert_eq!(moved(&full), vec![(ClassId(1), Some(ClassId(2)), 1)]);
 }
 
 #[test]
 fn lama_undoes_moves_that_did_not_pay_and_stays_untrusted() {
     let mut policy = lama();
     policy.round(&input(&biased([4, 4], [40_000, 40_000])));
-    // Class 1 lost 5,000 misses' worth with its page gone, class 2 saved 1,000: undone.
-    let undo = policy.round(&input(&biased([3, 5], [45_000, 39_000])));
-    assert_eq!(moved(&undo), vec![(ClassId(2), Some(ClassId(1)), 1)]);
+    // Class 1 lost 5,000 misses' worth with its pages gone, class 2 saved 1,000: undone.
+    let undo = policy.round(&input(&biased([2, 6], [45_000, 39_000])));
+    assert_eq!(moved(&undo), vec![(ClassId(2), Some(ClassId(1)), 2)]);
     // Back where it was, the same plan is only probed again, not trusted in full.
     let again = policy.round(&input(&biased([4, 4], [40_000, 40_000])));
-    assert_eq!(moved(&again), vec![(ClassId(1), Some(ClassId(2)), 1)]);
+    assert_eq!(moved(&again), vec![(ClassId(1), Some(ClassId(2)), 2)]);
     // A second failure puts the next probe off by a round.
-    policy.round(&input(&biased([3, 5], [45_000, 39_000])));
+    policy.round(&input(&biased([2, 6], [45_000, 39_000])));
     assert!(policy
         .round(&input(&biased([4, 4], [40_000, 40_000])))
         .moves
@@ -233,8 +234,8 @@ fn lama_probes_again_after_a_probe_within_noise() {
     let mut policy = lama();
     policy.round(&input(&biased([4, 4], [40_000, 40_000])));
     // The window after the probe: no class missed more or less, so its verdict is within noise. It
-    // earns no trust, but does not put off the next probe: a quarter of the 2 pages still planned.
-    let again = policy.round(&input(&biased([3, 5], [40_000, 40_000])));
+    // earns no trust, but does not put off the next probe: half the page still planned, rounded up.
+    let again = policy.round(&input(&biased([2, 6], [40_000, 40_000])));
     assert_eq!(moved(&again), vec![(ClassId(1), Some(ClassId(2)), 1)]);
 }
 
