@@ -46,13 +46,14 @@
 //! and in full while such moves pay off. The window after a round judges its moves, whichever guard
 //! let them through: over the classes whose pages changed, the misses at their old miss ratios
 //! (scaled to this window's requests) against the misses they had, beyond `CONFIDENCE_Z` Poisson
-//! errors. Moves that paid off earn trust (strict ones too: a workload whose curves err by a like
-//! factor everywhere then gets its next plan in full, not as a probe); moves that lost misses lose
-//! it and put the next probe off (1, 2, 4, ... rounds), and are undone at once unless they cleared
-//! the strict guard. A probe within noise earns nothing and puts nothing off: a probe is often a
-//! page or two, whose effect one window cannot tell from noise, and waiting a round for it
-//! cost ETC Zipf 0.9 at 256 MiB a whole 1.25M-access window. The state is the policy instance's
-//! own; nothing but the rounds' inputs feeds it.
+//! errors (risk moves are not judged: the curves did not make them). Moves that paid off earn trust
+//! (strict ones too: a workload whose curves err by a like factor everywhere then gets its next
+//! plan in full, not as a probe); moves that lost misses lose it and put the next probe off (1, 2,
+//! 4, ... rounds), and are undone at once unless they cleared the strict guard. A probe within
+//! noise earns nothing and puts nothing off: a probe is often a page or two, whose effect one
+//! window cannot tell from noise, and waiting a round for it cost ETC Zipf 0.9 at 256 MiB a whole
+//! 1.25M-access window. The state is the policy instance's own; nothing but the rounds' inputs
+//! feeds it.
 
 use std::fmt;
 
@@ -153,10 +154,10 @@ const RISK_MIN_MISS_SHARE: f64 = 0.05;
 /// a like factor for every class (the three-phase run: 29-55%), not where they miss by more than
 /// the window's misses (the cache2k orm traces at 32 MiB: 57-455%).
 const TRUST_MAX_RELATIVE_ERROR: f64 = 0.5;
-/// A probe moves this share of the pages its plan would move (at least one). A quarter took two
-/// rounds more to converge on ETC Zipf 0.9 (1/4 scale, 128-256 MiB: 94.7% / 70.0% of the upper
-/// bound's potential against 95.0% / 73.5% at a half); the whole plan (no probe) lost 128 MiB
-/// (89.3%), where the curves' ranking is wrong often enough that probing it pays.
+/// A probe moves this share of the pages its plan would move (at least one). A quarter converged
+/// more slowly on ETC Zipf 0.9 (1/4 scale, 128 and 256 MiB: 94.7% / 70.0% of the upper bound's
+/// potential against 95.1% / 73.5% at a half); the whole plan (no probe) lost 128 MiB (89.3%),
+/// where the curves' ranking is wrong often enough that probing it pays (docs/results.md §14.5).
 const PROBE_SHARE: f64 = 0.5;
 
 /// A round also runs after this many seconds if at least `min` accesses happened (a quiet server).
@@ -529,9 +530,10 @@ impl ClassPolicy for Lama {
         } else {
             self.plan(input, r)
         };
-        // Every round's moves are judged but an undo's (it restores what the window before the
-        // failed moves observed).
-        if !round.moves.is_empty() && !undo {
+        // The curves' moves are judged, whichever guard let them through; not an undo (it restores
+        // what the window before the failed moves observed), nor a risk move (made where the
+        // curves could not decide, so its outcome says nothing of them).
+        if !undo && round.moves.iter().any(|m| m.rule != MoveRule::Risk) {
             self.pending = Some(Pending {
                 before: input
                     .classes

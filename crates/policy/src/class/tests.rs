@@ -258,6 +258,28 @@ fn lama_trusts_the_curves_once_moves_within_the_strict_guard_pay() {
 }
 
 #[test]
+fn lama_earns_no_trust_from_a_risk_move_that_paid() {
+    let mut policy = lama();
+    // No curves: the class missing most gets a risk move.
+    let risk = policy.round(&input(&[
+        view(1, 2, 1000, 1000, 0, 5, None),
+        view(2, 2, 10, 0, 0, 5, None),
+    ]));
+    assert_eq!(moved(&risk), vec![(ClassId(2), Some(ClassId(1)), 1)]);
+    // It paid (class 1 missed half as much), but the curves did not make it: nothing to judge.
+    assert!(policy
+        .round(&input(&[
+            view(1, 3, 1000, 500, 0, 5, None),
+            view(2, 1, 10, 0, 0, 5, None),
+        ]))
+        .moves
+        .is_empty());
+    // So a plan the strict guard blocks is still only probed.
+    let probe = policy.round(&input(&biased([4, 4], [40_000, 40_000])));
+    assert_eq!(moved(&probe), vec![(ClassId(1), Some(ClassId(2)), 2)]);
+}
+
+#[test]
 fn lama_neither_probes_nor_trusts_curves_that_err_by_more_than_half_the_misses() {
     // The same curves, but the window saw 20,000 misses per class: an error of 60,000 against
     // 40,000 observed.
