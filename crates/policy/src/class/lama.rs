@@ -43,12 +43,17 @@
 //! class, which leaves a plan's ranking of the classes right although the model error exceeds its
 //! gain. So a plan the strict guard blocks may still move pages where the curves' error is at most
 //! `TRUST_MAX_RELATIVE_ERROR` of the window's misses: first as a probe (`PROBE_SHARE` of its pages),
-//! and in full while such moves pay off. The window after them judges every such move: over the
-//! classes whose pages changed, the misses at their old miss ratios (scaled to this window's
-//! requests) against the misses they had, beyond `CONFIDENCE_Z` Poisson errors. Moves that paid off
-//! earn trust; moves that lost misses lose it, are undone at once, and put the next probe off
-//! (1, 2, 4, ... rounds). Moves within the strict guard are neither judged nor undone. The state is
-//! the policy instance's own; nothing but the rounds' inputs feeds it.
+//! and in full while such moves pay off. The window after a round judges its moves, whichever guard
+//! let them through: over the classes whose pages changed, the misses at their old miss ratios
+//! (scaled to this window's requests) against the misses they had, beyond `CONFIDENCE_Z` Poisson
+//! errors (risk moves are not judged: the curves did not make them). Moves that paid off earn trust
+//! (strict ones too: a workload whose curves err by a like factor everywhere then gets its next
+//! plan in full, not as a probe); moves that lost misses lose it and put the next probe off (1, 2,
+//! 4, ... rounds), and are undone at once unless they cleared the strict guard. A probe within
+//! noise earns nothing and puts nothing off: a probe is often a page or two, whose effect one
+//! window cannot tell from noise, and waiting a round for it cost ETC Zipf 0.9 at 256 MiB a whole
+//! 1.25M-access window. The state is the policy instance's own; nothing but the rounds' inputs
+//! feeds it.
 
 use std::fmt;
 
@@ -149,8 +154,11 @@ const RISK_MIN_MISS_SHARE: f64 = 0.05;
 /// a like factor for every class (the three-phase run: 29-55%), not where they miss by more than
 /// the window's misses (the cache2k orm traces at 32 MiB: 57-455%).
 const TRUST_MAX_RELATIVE_ERROR: f64 = 0.5;
-/// A probe moves this share of the pages its plan would move (at least one).
-const PROBE_SHARE: f64 = 0.25;
+/// A probe moves this share of the pages its plan would move (at least one). A quarter converged
+/// more slowly on ETC Zipf 0.9 (1/4 scale, 128 and 256 MiB: 94.7% / 70.0% of the upper bound's
+/// potential against 95.1% / 73.5% at a half); the whole plan (no probe) lost 128 MiB (89.3%),
+/// where the curves' ranking is wrong often enough that probing it pays (docs/results.md §14.5).
+const PROBE_SHARE: f64 = 0.5;
 
 /// A round also runs after this many seconds if at least `min` accesses happened (a quiet server).
 const DEFAULT_PERIOD_SECS: u32 = 300;
@@ -208,13 +216,13 @@ enum Verdict {
     Unclear,
 }
 
-/// Moves beyond the strict guard, waiting for the next window's verdict.
+/// A round's moves, waiting for the next window's verdict.
 #[derive(Clone, Debug)]
 struct Pending {
     /// The classes before the moves.
     before: Vec<Before>,
-    /// Whether the moves were a probe (not a trusted plan).
-    probe: bool,
+    /// The guard that let them through.
+    plan: Plan,
 }
 
 /// A class before a round's moves: its pages and the miss ratio it had in the window that planned them.
@@ -252,11 +260,11 @@ impl Lama {
 
     /// Judges the last round's moves by the window that followed them: over the classes whose pages
     /// changed, the misses each would have had at its old miss ratio against those it had, weighted by
-    /// this window's requests. Returns the verdict, the allocation before the moves, and whether they
-    /// were a probe.
-    fn judge(&mut self, input: &RoundInput<'_>) -> (Verdict, Vec<Before>, bool) {
-        let Some(Pending { before, probe }) = self.pending.take() else {
-            return (Verdict::None, Vec::new(), false);
+    /// this window's requests. Returns the verdict, the allocation before the moves, and the guard that
+    /// let them through.
+    fn judge(&mut self, input: &RoundInput<'_>) -> (Verdict, Vec<Before>, Plan) {
+        let Some(Pending { before, plan }) = self.pending.take() else {
+            return (Verdict::None, Vec::new(), Plan::Strict);
         };
         let mut saved = 0.0;
         let mut variance = 0.0;
@@ -283,7 +291,7 @@ impl Lama {
         } else {
             Verdict::Unclear
         };
-        (verdict, before, probe)
+        (verdict, before, plan)
     }
 
     /// Whether the classes' shares of requests moved by more than `SHIFT_DISTANCE` since the last
@@ -499,29 +507,33 @@ impl ClassPolicy for Lama {
     fn round(&mut self, input: &RoundInput<'_>) -> Round {
         let r = self.granularity(input);
         let shifted = self.shifted(input);
-        // Outcomes: moves that paid off earn trust; moves that did not lose it, are undone, and
-        // put off the next probe (twice as long each time); a probe within noise only waits.
-        let (verdict, before, was_probe) = self.judge(input);
+        // Outcomes: moves that paid off earn trust, whichever guard let them through; moves that
+        // did not lose it and put off the next probe (twice as long each time), and are undone
+        // unless they cleared the strict guard. A probe within noise earns nothing, but puts
+        // nothing off either: a probe is often a page or two, whose effect a window
+        // cannot tell from noise.
+        let (verdict, before, judged) = self.judge(input);
         match verdict {
             Verdict::Paid => self.trusted = true,
             Verdict::Failed => self.trusted = false,
             Verdict::Unclear | Verdict::None => {}
         }
-        if verdict == Verdict::Failed || (was_probe && verdict == Verdict::Unclear) {
+        if verdict == Verdict::Failed {
             self.probe_wait = self.probe_backoff;
             self.probe_backoff = self.probe_backoff.saturating_mul(2);
         } else {
             self.probe_wait = self.probe_wait.saturating_sub(1);
         }
-        let undo = verdict == Verdict::Failed;
+        let undo = verdict == Verdict::Failed && judged != Plan::Strict;
         let (round, plan) = if undo {
             (self.undo(input, &before, r), Plan::Strict)
         } else {
             self.plan(input, r)
         };
-        // Only moves beyond the strict guard are judged (an undo restores what the window before
-        // the failed moves observed).
-        if !round.moves.is_empty() && plan != Plan::Strict {
+        // The curves' moves are judged, whichever guard let them through; not an undo (it restores
+        // what the window before the failed moves observed), nor a risk move (made where the
+        // curves could not decide, so its outcome says nothing of them).
+        if !undo && round.moves.iter().any(|m| m.rule != MoveRule::Risk) {
             self.pending = Some(Pending {
                 before: input
                     .classes
@@ -533,7 +545,7 @@ impl ClassPolicy for Lama {
                         misses: c.misses,
                     })
                     .collect(),
-                probe: plan == Plan::Probe,
+                plan,
             });
         }
         // Until memory is full nothing moves, and nothing says the workload is calm.
