@@ -128,12 +128,13 @@ counted_step "cargo test --release --workspace" cargo-test.log '^test result:' \
 counted_step "pytest tests/python" pytest.log pytest pytest_run tests/python
 
 # ---- the other network I/O path and memory layout ---------------------------------------------------
-# Everything above ran on the defaults (-o io=auto: epoll; -o memory_layout=slab). The conformance
-# suite, memcapable and the Python tests run again on io_uring and on the log-structured layout:
+# Everything above ran on the defaults (-o io=auto: io_uring where the kernel runs it, else epoll;
+# -o memory_layout=slab). The conformance suite, memcapable and the Python tests run again on epoll and
+# on the log-structured layout:
 # MRCACHED_EXTRA_ARGS is appended to every mrcached the Rust and Python harnesses start.
 # Both also rerun the abusive-client memory bounds (tests/hardening.rs): they live in the session and
-# must hold whatever the layout, and the io_uring path keeps them as epoll does (docs/results.md §4.1).
-for extra in "-o io=uring" "-o memory_layout=log"; do
+# must hold whatever the layout and on both I/O paths (docs/results.md §4.1).
+for extra in "-o io=epoll" "-o memory_layout=log"; do
     tag="${extra#-o }"
     tests=(--test conformance --test memcapable --test hardening)
     export MRCACHED_EXTRA_ARGS="$extra"

@@ -202,8 +202,8 @@ impl Default for Settings {
 /// `-o io=...`: which network I/O path the workers run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoMode {
-    /// The path that measured best here (`crate::net::AUTO_IO_BACKEND`, epoll) where the kernel supports
-    /// it, else epoll.
+    /// The path that measured best here (`crate::net::AUTO_IO_BACKEND`, io_uring) where the kernel
+    /// supports it, else epoll (saying why on stderr).
     Auto,
     /// io_uring (multishot accept and receive, provided buffers, batched sends); start-up fails where
     /// the kernel cannot.
