@@ -19,7 +19,8 @@
 //! reuses that decide its curve up to min(2 S_i, S_i + N r) pages, and then follows the workload:
 //! - its floor scales with the cache (half the items held, between `ADAPTIVE_FLOOR` and
 //!   `min_interval`), and its cap at `TURNOVERS_PER_WINDOW` times the items held (within
-//!   `max_interval`), so a cache of a few MiB gets rounds every few hundred thousand accesses;
+//!   `max_interval`), so a cache of a few MiB gets rounds every few hundred thousand accesses; the
+//!   first round comes at `ADAPTIVE_FLOOR`, since a small cache is full after tens of thousands;
 //! - a round that moves nothing doubles the next interval (a stable workload gets few rounds), and a
 //!   window whose classes' shares of requests moved by more than `SHIFT_DISTANCE` brings the next round
 //!   forward to the floor (a phase change gets fast ones).

@@ -390,6 +390,23 @@ fn eq8_sizes_the_interval_from_the_neediest_class() {
 }
 
 #[test]
+fn lama_without_min_interval_has_its_first_round_at_the_least_floor() {
+    // A small cache fills within tens of thousands of accesses (cloudPhysicsIO at 25%: memory full
+    // at about 40k of 114k requests); a first round at `min_interval`'s default 100k came too late.
+    let at = |accesses| Progress {
+        accesses,
+        ..Progress::default()
+    };
+    let adaptive = by_name("lama-mr").unwrap();
+    assert!(!adaptive.due(&at(19_999)) && adaptive.due(&at(20_000)));
+    // `min_interval` given: the first round waits for it, as LAMA's fixed floor does.
+    let fixed = by_name("lama-mr:min_interval=100000").unwrap();
+    assert!(!fixed.due(&at(99_999)) && fixed.due(&at(100_000)));
+    let every = by_name("lama-mr:interval=50000").unwrap();
+    assert!(!every.due(&at(49_999)) && every.due(&at(50_000)));
+}
+
+#[test]
 fn psa_moves_from_lowest_risk_to_most_misses() {
     let classes = [
         view(1, 4, 100, 10, 0, 5, None),
