@@ -90,9 +90,9 @@ impl IoBackend {
 /// What `-o io=auto` picks where the kernel supports both. io_uring: in five runs side by side with epoll
 /// and memcached 1.6.18 it spent 0.69-0.75x memcached's CPU per unpipelined request (epoll 0.88-0.92x),
 /// served 1.2-1.3x epoll's closed-loop throughput, had the lower p99 at 80% of memcached's peak in all five
-/// and at 50% in three, and the same QoS throughput (median); it costs about 1.1x epoll's CPU per request
-/// at half load, where the core has room to spare. Both keep the same memory bounds (`tests/hardening.rs`
-/// runs on both). docs/results.md §4.1.
+/// and at 50% in three, and the same QoS throughput (median); since the worker's wait lost its timer it
+/// also spends about 0.95x epoll's CPU per request at half load. Both keep the same memory bounds
+/// (`tests/hardening.rs` runs on both). docs/results.md §4.1.
 pub const AUTO_IO_BACKEND: IoBackend = IoBackend::Uring;
 
 /// Whether this kernel can run the io_uring workers ([`uring::probe`], run once per process).

