@@ -83,6 +83,17 @@ def _start_mrcached(path, args=()):
     return proc, (host, int(port))
 
 
+def _accepting(port):
+    """Whether a server accepts on 127.0.0.1:`port`. A probe whose kernel-picked source port is the
+    target port connects to itself (TCP simultaneous open) before the server listens, and then holds
+    the port the server is about to bind: that is not the server."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
+            return probe.getsockname() != probe.getpeername()
+    except OSError:
+        return False
+
+
 def _start_memcached(path):
     for _ in range(5):
         port = _free_port()
@@ -94,12 +105,10 @@ def _start_memcached(path):
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         delay = 0.002
         while proc.poll() is None and time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            if _accepting(port):
                 return proc, ("127.0.0.1", port)
-            except OSError:
-                time.sleep(delay)  # bounded backoff of a connect-retry loop
-                delay = min(delay * 2, 0.1)
+            time.sleep(delay)  # bounded backoff of a connect-retry loop
+            delay = min(delay * 2, 0.1)
         _stop(proc)
     raise RuntimeError(f"{path} did not start after 5 attempts")
 

@@ -14,7 +14,6 @@ nutcracker missing is a failure, not a skip: scripts/test.sh installs it.
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 
@@ -26,6 +25,7 @@ from pymemcache.exceptions import MemcacheError
 from conftest import (
     CLIENT_TIMEOUT_S,
     STARTUP_TIMEOUT_S,
+    _accepting,
     _free_port,
     _server_binary,
     _start_memcached,
@@ -99,11 +99,9 @@ def _start_nutcracker(nodes, workdir):
                                 stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while proc.poll() is None and time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            if _accepting(port):
                 return proc, ("127.0.0.1", port), log
-            except OSError:
-                time.sleep(POLL_INTERVAL_S)  # bounded connect-retry loop
+            time.sleep(POLL_INTERVAL_S)  # bounded connect-retry loop
         _stop(proc)
     log_text = log.read_text() if log.exists() else ""
     pytest.fail(f"nutcracker did not start after 5 attempts; its log:\n{log_text}")

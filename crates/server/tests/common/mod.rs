@@ -240,12 +240,19 @@ impl Server {
     }
 
     /// Connect-retry loop with a deadline; fails early if the process exits.
+    ///
+    /// A connect to a loopback port nothing listens on yet can succeed against itself: when the kernel
+    /// picks the target port as the probe's own source port, TCP's simultaneous open connects the
+    /// socket to itself, and that socket then holds the port the server is about to bind (a CI run saw
+    /// memcached's first case reset and every later connect refused). Such a probe does not count.
     fn wait_until_accepting(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         let mut backoff = Duration::from_millis(2);
         loop {
-            if TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)).is_ok() {
-                return Ok(());
+            if let Ok(probe) = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)) {
+                if probe.local_addr().ok() != probe.peer_addr().ok() {
+                    return Ok(());
+                }
             }
             if let Some(status) = self.exit_status() {
                 return Err(format!(
