@@ -244,13 +244,15 @@ impl Server {
     /// A connect to a loopback port nothing listens on yet can succeed against itself: when the kernel
     /// picks the target port as the probe's own source port, TCP's simultaneous open connects the
     /// socket to itself, and that socket then holds the port the server is about to bind (a CI run saw
-    /// memcached's first case reset and every later connect refused). Such a probe does not count.
+    /// memcached's first case reset and every later connect refused). Such a probe does not count,
+    /// nor does one answered while the server has exited (another process took the port first).
     fn wait_until_accepting(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         let mut backoff = Duration::from_millis(2);
         loop {
             if let Ok(probe) = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)) {
-                if probe.local_addr().ok() != probe.peer_addr().ok() {
+                if probe.local_addr().ok() != probe.peer_addr().ok() && self.exit_status().is_none()
+                {
                     return Ok(());
                 }
             }
