@@ -40,37 +40,29 @@ for name in "${names[@]}"; do
     pids+=("${pid[$name]}")
     wait_port "${port[$name]}"
 done
-load=(--threads 1 --connections 50 --keys 100000 --key-size 32 --value-size 200 --get-ratio 0.9 --json)
-for name in "${names[@]}"; do
-    "${client_cpu[@]}" "$mrcache" bench --server "127.0.0.1:${port[$name]}" "${load[@]}" --preload \
-        --rate 1000 --warmup 0s --duration 1s > /dev/null 2>&1
-done
+preload_io_load "${port[@]}"
 
-# Prints "UTIME_TICKS STIME_TICKS VOLUNTARY INVOLUNTARY COMMANDS" for server $1.
+# Prints "USER_SECONDS SYSTEM_SECONDS COMMANDS VOLUNTARY INVOLUNTARY" for server $1: its CPU times and
+# requests served (server_times_and_commands), and the context switches of all its threads.
 reading() {
     local p=${pid[$1]}
-    local times switches commands
-    times=$(awk '{print $14, $15}' "/proc/$p/stat")
-    switches=$(cat /proc/"$p"/task/*/status |
-        awk '/^voluntary_ctxt_switches/ {v += $2} /^nonvoluntary_ctxt_switches/ {n += $2} END {print v, n}')
-    commands=$(server_stats "${port[$1]}" | awk '$1 == "cmd_get" || $1 == "cmd_set" {n += $2} END {print n + 0}')
-    echo "$times $switches $commands"
+    echo "$(server_times_and_commands "${port[$1]}" "$p") $(cat /proc/"$p"/task/*/status |
+        awk '/^voluntary_ctxt_switches/ {v += $2} /^nonvoluntary_ctxt_switches/ {n += $2} END {print v, n}')"
 }
 
-hz=$(getconf CLK_TCK)
 echo "open loop at $rate requests/s for $duration, $repeats runs per server; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %3s %9s %9s %9s %9s %11s %11s\n' path run ops/s user_us sys_us total_us vol_cs/req invol_cs/req
 for k in $(seq 1 "$repeats"); do
     for name in "${names[@]}"; do
         before=$(reading "$name")
-        ops=$("${client_cpu[@]}" "$mrcache" bench --server "127.0.0.1:${port[$name]}" "${load[@]}" \
+        ops=$("${client_cpu[@]}" "$mrcache" bench --server "127.0.0.1:${port[$name]}" "${io_load[@]}" \
             --rate "$rate" --warmup 1s --duration "$duration" 2>/dev/null |
             /usr/bin/python3 -c 'import json, sys; print(int(json.load(sys.stdin)["throughput_ops"]))')
         after=$(reading "$name")
-        echo "$before $after" | awk -v hz="$hz" -v name="$name" -v k="$k" -v ops="$ops" '{
-            n = $10 - $5; if (n <= 0) n = 1
-            u = ($6 - $1) / hz * 1e6 / n; s = ($7 - $2) / hz * 1e6 / n
-            printf "%-6s %3d %9d %9.2f %9.2f %9.2f %11.3f %11.3f\n", name, k, ops, u, s, u + s, ($8 - $3) / n, ($9 - $4) / n
+        echo "$before $after" | awk -v name="$name" -v k="$k" -v ops="$ops" '{
+            n = $8 - $3; if (n <= 0) n = 1
+            u = ($6 - $1) * 1e6 / n; s = ($7 - $2) * 1e6 / n
+            printf "%-6s %3d %9d %9.2f %9.2f %9.2f %11.3f %11.3f\n", name, k, ops, u, s, u + s, ($9 - $4) / n, ($10 - $5) / n
         }'
     done
 done

@@ -69,12 +69,8 @@ for name in "${names[@]}"; do
     wait_port "${port[$name]}"
 done
 
-load=(--threads 1 --connections 50 --keys 100000 --key-size 32 --value-size 200 --get-ratio 0.9 --json
-    --io "$client_io")
-for name in "${names[@]}"; do
-    "${client_cpu[@]}" "$mrcache" bench --server "127.0.0.1:${port[$name]}" "${load[@]}" --preload \
-        --rate 1000 --warmup 0s --duration 1s > /dev/null 2>&1
-done
+load=("${io_load[@]}" --io "$client_io")
+preload_io_load "${port[@]}"
 
 # One closed-loop bench against $1 with extra flags; prints "OPS P99 CLIENT_UTIL CPU_US".
 closed() {

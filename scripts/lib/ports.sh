@@ -16,14 +16,24 @@ bench_placement() {
 # A TCP port on 127.0.0.1 that is free now (the kernel's pick; a server started next normally gets it).
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# Waits up to 10 s for a server to accept on 127.0.0.1:$1; fails with a message otherwise.
+# Waits up to 10 s for a server to accept on 127.0.0.1:$1; fails with a message otherwise. A probe that
+# the kernel gave the target port as its own source port connects to itself (TCP simultaneous open)
+# before the server listens, and would then hold the port: it does not count (as in the test harnesses).
 wait_port() {
-    for _ in $(seq 1 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "server on port $1 did not start" >&2
-    return 1
+    /usr/bin/python3 - "$1" <<'PY' || { echo "server on port $1 did not start" >&2; return 1; }
+import socket, sys, time
+port = int(sys.argv[1])
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
+            if probe.getsockname() != probe.getpeername():
+                sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.05)
+sys.exit(1)
+PY
 }
 
 # Prints the `stats` of the server on 127.0.0.1:$1 as "NAME VALUE" lines (memcached and mrcached alike).
@@ -45,14 +55,33 @@ for line in buf.decode().splitlines():
 PY
 }
 
-# Prints "CPU_SECONDS COMMANDS" for the server process $2 listening on 127.0.0.1:$1: its utime + stime
-# from /proc (fields 14 and 15 of stat(5), in clock ticks) and the gets + sets it has served (cmd_get +
-# cmd_set). The difference of two readings gives the server's CPU time per request over that interval.
-server_cpu_and_commands() {
-    local ticks commands
-    ticks=$(awk '{print $14 + $15}' "/proc/$2/stat")
+# Prints "USER_SECONDS SYSTEM_SECONDS COMMANDS" for the server process $2 listening on 127.0.0.1:$1: its
+# utime and stime from /proc (fields 14 and 15 of stat(5), in clock ticks) and the gets + sets it has
+# served (cmd_get + cmd_set).
+server_times_and_commands() {
+    local commands
     commands=$(server_stats "$1" | awk '$1 == "cmd_get" || $1 == "cmd_set" {n += $2} END {print n + 0}')
-    echo "$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {print t / hz}') $commands"
+    awk -v hz="$(getconf CLK_TCK)" -v n="$commands" '{printf "%.6f %.6f %d\n", $14 / hz, $15 / hz, n}' \
+        "/proc/$2/stat"
+}
+
+# Prints "CPU_SECONDS COMMANDS" for the server process $2 listening on 127.0.0.1:$1: utime + stime and
+# its gets + sets (see server_times_and_commands). The difference of two readings gives the server's
+# CPU time per request over that interval.
+server_cpu_and_commands() {
+    server_times_and_commands "$1" "$2" | awk '{printf "%.6f %d\n", $1 + $2, $3}'
+}
+
+# The load of the §4 comparisons (scripts/io-paths.sh, scripts/io-cpu-split.sh): 50 connections, 90/10
+# get/set over 100k keys of 32 bytes with 200-byte values, one load thread, JSON output.
+io_load=(--threads 1 --connections 50 --keys 100000 --key-size 32 --value-size 200 --get-ratio 0.9 --json)
+
+# Preloads io_load's keys into each server on 127.0.0.1:PORT given, from the load generator's core.
+preload_io_load() {
+    for port in "$@"; do
+        "${client_cpu[@]}" target/release/mrcache bench --server "127.0.0.1:$port" "${io_load[@]}" \
+            --preload --rate 1000 --warmup 0s --duration 1s > /dev/null 2>&1
+    done
 }
 
 # Prints the server's CPU microseconds per request between two `server_cpu_and_commands` readings.

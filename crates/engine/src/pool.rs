@@ -69,6 +69,17 @@ pub struct PoolSnapshot {
     pub target_bytes: Option<u64>,
 }
 
+impl PoolSnapshot {
+    /// The target in bytes for pages of `page_bytes`: as set in bytes, else its pages; `None` when no
+    /// arbiter has set one.
+    pub fn target_in_bytes(&self, page_bytes: usize) -> Option<u64> {
+        (self.target != UNLIMITED).then(|| {
+            self.target_bytes
+                .unwrap_or(self.target as u64 * page_bytes as u64)
+        })
+    }
+}
+
 /// Every pool of an engine.
 #[derive(Debug)]
 pub struct PoolTable {

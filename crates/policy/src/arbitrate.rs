@@ -73,6 +73,25 @@ impl Steps {
     fn total(self, engine: &Engine) -> usize {
         engine.page_limit() * self.per_page
     }
+
+    /// An arbiter's input over `tenants`, counted in these steps.
+    fn input<'a>(self, engine: &Engine, tenants: &'a [TenantView]) -> ArbiterInput<'a> {
+        ArbiterInput {
+            tenants,
+            total_pages: self.total(engine),
+            page_bytes: self.bytes() as usize,
+        }
+    }
+
+    /// Sets `pool`'s target of `n` steps on the engine: in pages when a step is a page (the slab
+    /// rules read only pages), else in bytes.
+    fn set_target(self, engine: &Engine, pool: usize, n: usize) {
+        if self.per_page == 1 {
+            engine.set_pool_target(pool, n);
+        } else {
+            engine.set_pool_target_bytes(pool, n as u64 * self.bytes());
+        }
+    }
 }
 
 /// One tenant's memory settings, in bytes as operators write them.
@@ -186,20 +205,17 @@ impl Arbitration {
         }
         // The starting targets: the initial allocations when all are given, else the static division.
         let steps = Steps::of(engine);
-        let total = steps.total(engine);
         let initial: Option<Vec<u64>> = self.tenants.iter().map(|t| t.initial_bytes).collect();
         let targets = match initial {
-            Some(bytes) if !bytes.is_empty() => initial_targets(&bytes, steps.bytes(), total),
+            Some(bytes) if !bytes.is_empty() => {
+                initial_targets(&bytes, steps.bytes(), steps.total(engine))
+            }
             _ => {
-                let views = self.views(engine, None, None);
-                StaticSplit::new(false, 1).round(&ArbiterInput {
-                    tenants: &views,
-                    total_pages: total,
-                    page_bytes: steps.bytes() as usize,
-                })
+                let views = self.views(engine, steps, None, None);
+                StaticSplit::new(false, 1).round(&steps.input(engine, &views))
             }
         };
-        self.set_targets(engine, targets);
+        self.set_targets(engine, steps, targets);
     }
 
     /// The arbiter it runs.
@@ -236,14 +252,11 @@ impl Arbitration {
         if !self.arbiter.due(accesses) {
             return false;
         }
-        let views = self.views(engine, Some(&window), Some(clock));
+        // One unit for the whole round (`cache_memlimit` may change the limit between rounds).
         let steps = Steps::of(engine);
-        let targets = self.arbiter.round(&ArbiterInput {
-            tenants: &views,
-            total_pages: steps.total(engine),
-            page_bytes: steps.bytes() as usize,
-        });
-        self.set_targets(engine, targets);
+        let views = self.views(engine, steps, Some(&window), Some(clock));
+        let targets = self.arbiter.round(&steps.input(engine, &views));
+        self.set_targets(engine, steps, targets);
         self.stats.rounds += 1;
         self.baseline = Some(counters);
         true
@@ -259,16 +272,10 @@ impl Arbitration {
         }
     }
 
-    /// Hands the arbiter's targets (in steps) to the engine: in pages when a step is a page, else in
-    /// bytes.
-    fn set_targets(&mut self, engine: &Engine, targets: Vec<usize>) {
-        let steps = Steps::of(engine);
+    /// Hands the arbiter's targets (in `steps`) to the engine.
+    fn set_targets(&mut self, engine: &Engine, steps: Steps, targets: Vec<usize>) {
         for (t, &n) in self.tenants.iter().zip(&targets) {
-            if steps.per_page == 1 {
-                engine.set_pool_target(t.tenant.index(), n);
-            } else {
-                engine.set_pool_target_bytes(t.tenant.index(), n as u64 * steps.bytes());
-            }
+            steps.set_target(engine, t.tenant.index(), n);
         }
         self.stats.target_bytes = targets.iter().map(|&n| n as u64 * steps.bytes()).collect();
     }
@@ -287,10 +294,10 @@ impl Arbitration {
     fn views(
         &mut self,
         engine: &Engine,
+        steps: Steps,
         window: Option<&[TenantCounters]>,
         clock: Option<Clock>,
     ) -> Vec<TenantView> {
-        let steps = Steps::of(engine);
         let (total, k) = (steps.total(engine), steps.per_page);
         let mut views = Vec::with_capacity(self.tenants.len());
         for (i, t) in self.tenants.iter().enumerate() {

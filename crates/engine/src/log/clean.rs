@@ -38,7 +38,6 @@
 use super::{prefix_freq, prefix_len, read_prefix, LogShard, LEN_BITS};
 use crate::config::Ranking;
 use crate::item::bits;
-use crate::pool::UNLIMITED;
 use crate::shard::hash_key;
 use crate::Clock;
 
@@ -139,13 +138,7 @@ impl LogShard {
         let n = self.pools.len();
         // Each pool's target in bytes (set in bytes by an arbiter, else its pages).
         let targets: Vec<Option<u64>> = (0..n)
-            .map(|q| {
-                let snap = table.snapshot(q);
-                (snap.target != UNLIMITED).then(|| {
-                    snap.target_bytes
-                        .unwrap_or(snap.target as u64 * self.seg_bytes as u64)
-                })
-            })
+            .map(|q| table.snapshot(q).target_in_bytes(self.seg_bytes))
             .collect();
         let any_target = targets.iter().any(Option::is_some);
         let mut order: Vec<(f64, usize)> = (0..n)

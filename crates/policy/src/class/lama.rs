@@ -259,6 +259,16 @@ impl Lama {
         }
     }
 
+    /// Lets the interval's floor follow the cache (`min_interval` not given; see the module doc). The
+    /// first round then comes at the floor's least value, not at `min`: a small cache fills within a
+    /// few tens of thousands of accesses.
+    fn use_adaptive_floor(&mut self) {
+        self.adaptive_floor = true;
+        if let Interval::Auto { min, .. } = self.interval {
+            self.next_interval = ADAPTIVE_FLOOR.min(min).max(1);
+        }
+    }
+
     /// Judges the last round's moves by the window that followed them: over the classes whose pages
     /// changed, the misses each would have had at its old miss ratio against those it had, weighted by
     /// this window's requests. Returns the verdict, the allocation before the moves, and the guard that

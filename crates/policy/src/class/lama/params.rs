@@ -112,11 +112,8 @@ impl LamaParams {
             Some(Auto::Value(m)) => Interval::Fixed(m),
         };
         let mut lama = Lama::new(target, interval);
-        lama.adaptive_floor = self.min_interval.is_none();
-        if lama.adaptive_floor && matches!(interval, Interval::Auto { .. }) {
-            // The first round comes at the adaptive floor's least value, not at `min`: a small cache
-            // fills within a few tens of thousands of accesses.
-            lama.next_interval = lama.next_interval.min(ADAPTIVE_FLOOR);
+        if self.min_interval.is_none() {
+            lama.use_adaptive_floor();
         }
         lama.period_secs = self.period.unwrap_or(DEFAULT_PERIOD_SECS);
         lama.max_moves = self.moves.unwrap_or(DEFAULT_MAX_MOVES);
