@@ -3,19 +3,21 @@
 #
 # Runs memcached, upper-bound, oracle (the dynamic oracle, default window and horizon) and lama-mr on
 #   - the shared real traces: cache2k-orm-busy and -orm-night at 10/25/50% of their distinct-object
-#     bytes, cloudPhysicsIO at 25% (the sim flags of scripts/real-trace-policies.sh: ETC value sizes,
-#     lookaside, --window-requests 1000000);
-#   - the three-phase workload of §8 and the ETC uniform 1/4-scale sweep of §7 at 64-256 MiB
-#     (500k-request windows; lama-mr with max_interval=1250000, as there);
+#     bytes, cloudPhysicsIO at 10/25/50% (the sim flags of scripts/real-trace-policies.sh: ETC value
+#     sizes, lookaside, --window-requests 1000000);
+#   - the three-phase workload of §8 and the ETC 1/4-scale sweep of §7 at 64-256 MiB, uniform (`etc`)
+#     and Zipf 0.9 (`etc-zipf`) popularity (500k-request windows; lama-mr with max_interval=1250000, as
+#     there);
 # and prints one table per group: each policy's miss ratio (an oracle's page moves in brackets), each
 # oracle's model miss ratio (the sum of every window's best misses by the exact curves), and lama-mr's
 # share of the potential against the fixed bound and against the best oracle run:
-# (memcached - lama) / (memcached - bound). POLICIES may name several oracles
-# (oracle:window=100000 ...).
+# (memcached - lama) / (memcached - bound). POLICIES may name several oracles, clairvoyant
+# (oracle:window=100000 ...) and online (oracle:window=100000,past=2: each allocation from the exact
+# curves of the windows before it only; its "model" column is still the clairvoyant per-window best).
 #
 # Usage: scripts/oracle-bound.sh [OUT_DIR]
 #   env: MRCACHE (binary, default target/release/mrcache), TRACES_DIR (default ../shared/traces),
-#        SETS (default "traces three-phase etc"), POLICIES (default "memcached upper-bound oracle
+#        SETS (default "traces three-phase etc"; also etc-zipf), POLICIES (default "memcached upper-bound oracle
 #        lama-mr"; the synthetic groups use lama-mr:max_interval=1250000 for lama-mr), JOBS (default 2).
 # Build first: cargo build --release -p mrcache-cli
 set -euo pipefail
@@ -30,6 +32,7 @@ JOBS=${JOBS:-2}
 mkdir -p "$OUT"
 THREE_PHASE="three-phase:objects=500000,requests=12000000,popularity1=zipf:0.9,popularity2=zipf:0.9,value_size1=etc,value_size2=1000-4000"
 ETC="etc:objects=1750000,requests=12500000,popularity=uniform"
+ETC_ZIPF="etc:objects=1750000,requests=12500000,popularity=zipf:0.9"
 jobs_file="$OUT/jobs"
 : > "$jobs_file"
 # One job per cell: all its policies in one command, so that one exact pass serves `--memory P%`,
@@ -41,11 +44,13 @@ for g in $GROUPS_RUN; do
       for cell in "kv/cache2k-orm-busy.trace.xz 10" "kv/cache2k-orm-busy.trace.xz 25" \
         "kv/cache2k-orm-busy.trace.xz 50" "kv/cache2k-orm-night.trace.xz 10" \
         "kv/cache2k-orm-night.trace.xz 25" "kv/cache2k-orm-night.trace.xz 50" \
-        "block/cloudPhysicsIO.oracleGeneral.bin 25"; do
+        "block/cloudPhysicsIO.oracleGeneral.bin 10" "block/cloudPhysicsIO.oracleGeneral.bin 25" \
+        "block/cloudPhysicsIO.oracleGeneral.bin 50"; do
         echo "trace $cell $pols" >> "$jobs_file"
       done ;;
     three-phase) echo "three-phase - 64MiB $pols" >> "$jobs_file" ;;
     etc) echo "etc - 64MiB..256MiB:64MiB $pols" >> "$jobs_file" ;;
+    etc-zipf) echo "etc-zipf - 64MiB..256MiB:64MiB $pols" >> "$jobs_file" ;;
     *) echo "unknown set $g" >&2; exit 1 ;;
   esac
 done
@@ -64,11 +69,13 @@ run_one() {
              --window-requests 500000 --json -q > "$out.tmp" 2> "$out.err" ;;
     etc) "$MRCACHE" sim --workload "$ETC" --sweep "$size" --policy "$synth" \
              --window-requests 500000 --threads 2 --json -q > "$out.tmp" 2> "$out.err" ;;
+    etc-zipf) "$MRCACHE" sim --workload "$ETC_ZIPF" --sweep "$size" --policy "$synth" \
+             --window-requests 500000 --threads 2 --json -q > "$out.tmp" 2> "$out.err" ;;
   esac
   mv "$out.tmp" "$out"
 }
 export -f run_one
-export OUT TRACES_DIR MRCACHE THREE_PHASE ETC
+export OUT TRACES_DIR MRCACHE THREE_PHASE ETC ETC_ZIPF
 xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _ < "$jobs_file"
 python3 - "$OUT" "$jobs_file" <<'PY'
 import json, sys, os, collections
@@ -83,7 +90,7 @@ for line in open(jobs):
     name = group if group != "trace" else os.path.basename(trace).split('.')[0]
     path = f"{out}/{name}-{size.replace(':', '_').replace('.', '_')}.json"
     text = open(path).read().strip()
-    if group == "etc":  # one sweep: a JSON array of points, each (policy, memory)
+    if group.startswith("etc"):  # one sweep: a JSON array of points, each (policy, memory)
         for pt in json.loads(text):
             p = column(pt["policy"])
             mib = pt["memory_bytes"] >> 20
@@ -119,15 +126,16 @@ for (group, name, size), by in rows.items():
     if group != last:
         last = group
         measure = {"trace": "whole-run miss ratio", "etc": "steady-state miss ratio (last half)",
+                   "etc-zipf": "steady-state miss ratio (last half)",
                    "three-phase": "whole-run miss ratio; phases 1/2/3"}[group]
         print(f"\n{group}: {measure}\n")
         oracles = [p for p in policies if p.startswith("oracle")]
-        model = " model, whole run" if group == "etc" else " model"
+        model = " model, whole run" if group.startswith("etc") else " model"
         head = ["cell"] + policies + [p + model for p in oracles] + [
             "lama share (fixed)", "lama share (best oracle)"]
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
-    f = steady if group == "etc" else (lambda r: r["miss_ratio"])
+    f = steady if group.startswith("etc") else (lambda r: r["miss_ratio"])
     mib = next(iter(by.values()))["memory_bytes"] / 2**20
     cells = [f"{name} {size}" + (f"% ({mib:.1f} MiB)" if group == "trace" else "")]
     for p in policies:
@@ -140,7 +148,7 @@ for (group, name, size), by in rows.items():
     for p in oracles:
         o = by.get(p)
         c = f"{o['model_miss_ratio']:.4f}" if o and o.get("model_miss_ratio") is not None else "-"
-        if o and group == "etc":  # the model is over the whole run: beside the replay's whole run
+        if o and group.startswith("etc"):  # the model is over the whole run: beside the replay's whole run
             c += f" (replay {o['miss_ratio']:.4f})"
         cells.append(c)
     ran = [by[p] for p in oracles if p in by]

@@ -48,7 +48,9 @@ pub struct SimArgs {
     /// lama-art also hit_us=,miss_us=,miss_us_per_kib=;
     /// dynacache:interval=N,period=,moves=,threshold=,min_entropy=BITS,objective=hits|bytes,guard=noise|model;
     /// oracle:window=N,horizon=H (each window's allocation minimises misses over it and the H-1
-    /// windows after it, the warm-up of gained pages counted; default 4).
+    /// windows after it, the warm-up of gained pages counted; default 4),past=P (the online oracle:
+    /// each allocation from the exact curves of the P windows before it, none after, the first window
+    /// demand-filled: what a policy with perfect curves of the past could reach).
     /// Repeat the flag or separate with commas.
     #[arg(long, default_value = "memcached")]
     policy: Vec<String>,

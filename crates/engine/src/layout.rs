@@ -203,6 +203,12 @@ impl AnyShard {
             s.set_page_caps(caps)
         }
     }
+    /// Under caps, whether memcached's first-page rule still applies (ignored by the log).
+    pub(crate) fn set_first_pages_under_caps(&mut self, on: bool) {
+        if let AnyShard::Slab(s) = self {
+            s.set_first_pages_under_caps(on)
+        }
+    }
     /// Sets a pool's ranking function (the log's cleaner; the slab layout is always LRU).
     pub(crate) fn set_ranking(&mut self, pool: usize, ranking: crate::config::Ranking) {
         if let AnyShard::Log(s) = self {

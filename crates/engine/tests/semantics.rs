@@ -362,9 +362,25 @@ fn page_caps_fix_the_allocation_and_a_zero_cap_stores_nothing() {
         set(&e, b"mid", &[b'm'; 5_000], c),
         StoreOutcome::OutOfMemory
     );
-    e.set_class_page_caps(None);
+    // With memcached's first-page rule kept under the caps, it gets one, taken from the largest class
+    // since memory is full; other classes still stop at their caps.
+    e.set_first_pages_under_caps(true);
     assert!(matches!(
         set(&e, b"mid", &[b'm'; 5_000], c),
+        StoreOutcome::Stored { .. }
+    ));
+    let mid_class = geometry
+        .class_for(geometry.item_total_bytes(3, 0, 5_000))
+        .unwrap();
+    let stats = e.stats(c);
+    assert_eq!(stats.classes[mid_class.index()].total_pages, 1);
+    assert_eq!(stats.classes[big_class.index()].total_pages, 2);
+    assert_eq!(stats.classes[small_class.index()].total_pages, 1);
+    assert!(stats.pages_in_use <= stats.page_limit);
+    e.set_first_pages_under_caps(false);
+    e.set_class_page_caps(None);
+    assert!(matches!(
+        set(&e, b"mid2", &[b'm'; 5_000], c),
         StoreOutcome::Stored { .. }
     ));
     e.check_invariants().unwrap();

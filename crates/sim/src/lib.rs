@@ -20,7 +20,7 @@ pub mod upper_bound;
 pub use error::SimError;
 pub use oracle::{OracleSchedule, WindowCurves};
 pub use policy::{OracleSpec, SimPolicySpec, SlabPolicy};
-pub use replay::{key_text, SimConfig, Simulator, TenantSetup};
+pub use replay::{key_text, SimConfig, Simulator, TenantSetup, SIM_PROFILE_MEMORY_SHARE};
 pub use report::{
     steady_state_first_request, ClassAllocation, SimReport, TenantReport, TenantWindow, Window,
 };

@@ -270,11 +270,37 @@ impl WindowCurves {
     /// Beside it, [`OracleSchedule::predicted_misses`] sums each window's best misses by its curves
     /// alone (the same DP, one window, no warm-up): the model's bound. Never fails.
     pub fn schedule(&self, total_pages: usize, horizon: usize) -> OracleSchedule {
+        self.plan(total_pages, Planning::Ahead(horizon))
+    }
+
+    /// The online counterpart of [`schedule`](Self::schedule): each window's allocation is chosen from
+    /// the exact curves of the `past` windows before it (fewer at the start), none of the future: what a
+    /// policy with perfect, unsampled curves of the traffic it has served, no guards and no limit on
+    /// moves, could do. A class's cost with `k` pages is its misses over those windows, scaled to
+    /// `horizon` windows, plus the warm-up of gained pages as the last of them would see it; the
+    /// classes used in the last window keep a page. The first window has no past, and a window whose
+    /// past fits in less than the memory has nothing to choose: both are demand-filled (an empty plan,
+    /// no caps), as memcached fills. [`OracleSchedule::predicted_misses`] is still
+    /// each window's best by its own curves.
+    pub fn schedule_from_past(
+        &self,
+        total_pages: usize,
+        horizon: usize,
+        past: usize,
+    ) -> OracleSchedule {
+        self.plan(total_pages, Planning::Past { horizon, past })
+    }
+
+    fn plan(&self, total_pages: usize, planning: Planning) -> OracleSchedule {
         let mut plans: Vec<Vec<usize>> = Vec::with_capacity(self.windows.len());
         let (mut predicted_misses, mut planned_misses, mut gets) = (0, 0, 0);
         let mut seen = vec![false; self.windows.first().map_or(0, |w| w.classes.len())];
+        // What the previous window held: nothing at the start, then the last plan. After a
+        // demand-filled window it is not known, and no page counts a warm-up.
+        let mut before: Option<Vec<usize>> = Some(vec![0; seen.len()]);
         for (n, w) in self.windows.iter().enumerate() {
-            let ahead = &self.windows[n..(n + horizon.max(1)).min(self.windows.len())];
+            // The classes used before this window: all an online choice knows of.
+            let seen_before = seen.iter().filter(|&&s| s).count();
             for (s, c) in seen.iter_mut().zip(&w.classes) {
                 *s |= c.used;
             }
@@ -283,33 +309,73 @@ impl WindowCurves {
             let total = total_pages.max(seen.iter().filter(|&&s| s).count());
             // A class used in the window has seen at least one item: its cap is at least 1.
             let cap = |c: &ClassWindow| c.cap_pages.min(total).max(usize::from(c.used));
-            let min_pages: Vec<usize> = w.classes.iter().map(|c| usize::from(c.used)).collect();
-            let before = |i: usize| plans.last().map_or(0, |p: &Vec<usize>| p[i]);
             let best = fewest_misses(
                 w.classes
                     .iter()
                     .map(|c| (0..=cap(c)).map(|k| c.misses_with(k) as f64).collect())
                     .collect(),
-                min_pages.clone(),
+                w.classes.iter().map(|c| usize::from(c.used)).collect(),
                 total,
             );
-            let pages = fewest_misses(
-                w.classes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        (0..=cap(c))
-                            .map(|k| {
-                                let later: u64 =
-                                    ahead[1..].iter().map(|a| a.classes[i].misses_with(k)).sum();
-                                (c.misses_after(before(i), k) + later) as f64
+            let pages = match planning {
+                Planning::Ahead(horizon) => {
+                    let ahead = &self.windows[n..(n + horizon.max(1)).min(self.windows.len())];
+                    fewest_misses(
+                        w.classes
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| {
+                                (0..=cap(c))
+                                    .map(|k| {
+                                        let later: u64 = ahead[1..]
+                                            .iter()
+                                            .map(|a| a.classes[i].misses_with(k))
+                                            .sum();
+                                        (c.misses_after(held(&before, i, k), k) + later) as f64
+                                    })
+                                    .collect()
                             })
-                            .collect()
-                    })
-                    .collect(),
-                min_pages,
-                total,
-            );
+                            .collect(),
+                        w.classes.iter().map(|c| usize::from(c.used)).collect(),
+                        total,
+                    )
+                }
+                Planning::Past { .. } if n == 0 => Vec::new(),
+                Planning::Past { horizon, past } => {
+                    let known = &self.windows[n.saturating_sub(past.max(1))..n];
+                    let last = &known[known.len() - 1];
+                    let total = total_pages.max(seen_before);
+                    let scale = horizon.max(1) as f64 / known.len() as f64;
+                    let pages = fewest_misses(
+                        last.classes
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| {
+                                let cap = c.cap_pages.min(total).max(usize::from(c.used));
+                                (0..=cap)
+                                    .map(|k| {
+                                        let misses: u64 =
+                                            known.iter().map(|a| a.classes[i].misses_with(k)).sum();
+                                        let warm_up = c.misses_after(held(&before, i, k), k)
+                                            - c.misses_with(k);
+                                        scale * misses as f64 + warm_up as f64
+                                    })
+                                    .collect()
+                            })
+                            .collect(),
+                        last.classes.iter().map(|c| usize::from(c.used)).collect(),
+                        total,
+                    );
+                    // Pages left over: every class got all that its data so far fills, and what comes
+                    // next is new data, which demand filling places (caps at the past's data would
+                    // refuse it the memory that is free).
+                    if pages.iter().sum::<usize>() < total {
+                        Vec::new()
+                    } else {
+                        pages
+                    }
+                }
+            };
             let sum = |f: &dyn Fn(usize, &ClassWindow) -> u64| -> u64 {
                 w.too_large_gets
                     + w.classes
@@ -319,8 +385,14 @@ impl WindowCurves {
                         .sum::<u64>()
             };
             predicted_misses += sum(&|i, c| c.misses_with(best[i]));
-            planned_misses += sum(&|i, c| c.misses_after(before(i), pages[i]));
+            planned_misses += if pages.is_empty() {
+                // Demand-filled: the model has no allocation for it; count the best (a lower bound).
+                sum(&|i, c| c.misses_with(best[i]))
+            } else {
+                sum(&|i, c| c.misses_after(held(&before, i, pages[i]), pages[i]))
+            };
             gets += w.too_large_gets + w.classes.iter().map(|c| c.gets).sum::<u64>();
+            before = (!pages.is_empty()).then(|| pages.clone());
             plans.push(pages);
         }
         OracleSchedule {
@@ -334,6 +406,21 @@ impl WindowCurves {
     }
 }
 
+/// Pages class `i` held before a window that gives it `k`: the previous plan's, or `k` itself where the
+/// previous window was demand-filled (nothing known, no warm-up counted).
+fn held(before: &Option<Vec<usize>>, i: usize, k: usize) -> usize {
+    before.as_ref().map_or(k, |b| b[i])
+}
+
+/// How [`WindowCurves`] chooses each window's allocation.
+#[derive(Debug, Clone, Copy)]
+enum Planning {
+    /// From the window's own curves and those of the `horizon - 1` after it (clairvoyant).
+    Ahead(usize),
+    /// From the curves of the `past` windows before it, scaled to `horizon` windows (online).
+    Past { horizon: usize, past: usize },
+}
+
 /// The dynamic oracle's plan for one memory size: an allocation per window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OracleSchedule {
@@ -341,12 +428,14 @@ pub struct OracleSchedule {
     pub window_requests: u64,
     /// The memory's pages (`-m`); a window may hold more where more classes are in use than pages.
     pub total_pages: usize,
-    /// Pages per class index, one allocation per window, in order.
+    /// Pages per class index, one allocation per window, in order; an empty one is a demand-filled
+    /// window (no caps: the online oracle's first window, which has no past to plan from).
     pub plans: Vec<Vec<usize>>,
     /// The model's misses: the sum of every window's misses at its best allocation, by the exact
     /// curves (no warm-up cost for moved pages).
     pub predicted_misses: u64,
-    /// The misses the plans themselves are predicted to give, warm-up of gained pages included.
+    /// The misses the plans themselves are predicted to give, warm-up of gained pages included (a
+    /// demand-filled window counts its best allocation's).
     pub planned_misses: u64,
     /// GETs of the run.
     pub gets: u64,
@@ -358,7 +447,8 @@ impl OracleSchedule {
         crate::report::ratio(self.predicted_misses, self.gets)
     }
 
-    /// The most pages any window's allocation holds: the engine's budget for the replay.
+    /// The most pages any window's allocation holds: the engine's budget for the replay (demand-filled
+    /// windows take the memory's pages).
     pub fn pages_held(&self) -> usize {
         self.plans
             .iter()
@@ -425,6 +515,10 @@ impl ClassPolicy for OraclePolicy {
         let Some(target) = self.schedule.plans.get(self.applied) else {
             return Round::none();
         };
+        if target.is_empty() {
+            // A demand-filled window: no caps, nothing to move.
+            return Round::none();
+        }
         let current: Vec<usize> = input.classes.iter().map(|c| c.pages()).collect();
         let mut target = target.clone();
         target.resize(current.len(), 0);

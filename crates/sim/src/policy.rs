@@ -34,7 +34,7 @@ pub enum SimPolicySpec {
     Oracle(OracleSpec),
 }
 
-/// `oracle[:window=N]`.
+/// `oracle[:window=N,horizon=H,past=P]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OracleSpec {
     /// Requests per oracle window; `None`: the run's `window_requests`.
@@ -42,6 +42,9 @@ pub struct OracleSpec {
     /// Windows each allocation is chosen for (the window it serves and those after); `None`:
     /// [`DEFAULT_HORIZON`].
     pub horizon: Option<usize>,
+    /// The online oracle: each allocation is chosen from the exact curves of this many windows
+    /// before it, none after ([`crate::WindowCurves::schedule_from_past`]); `None`: clairvoyant.
+    pub past: Option<usize>,
 }
 
 /// Windows an oracle allocation is chosen for when the spec does not say.
@@ -58,13 +61,17 @@ impl OracleSpec {
         self.horizon.unwrap_or(DEFAULT_HORIZON)
     }
 
-    /// Reads `oracle[:window=N,horizon=H]` with the policy crate's spec syntax and errors.
+    /// Reads `oracle[:window=N,horizon=H,past=P]` with the policy crate's spec syntax and errors.
     fn parse(spec: &str) -> Result<OracleSpec, SpecError> {
         let mut params = Params::parse(SpecKind::SlabPolicy, spec)?;
         let spec = OracleSpec {
             window_requests: params.get("window")?,
             horizon: params.get("horizon")?,
+            past: params.get("past")?,
         };
+        if spec.past == Some(0) {
+            return Err(params.invalid("`past` must be at least 1 window"));
+        }
         if spec.window_requests == Some(0) {
             return Err(params.invalid("`window` must be at least 1 request"));
         }
@@ -87,6 +94,7 @@ impl fmt::Display for SimPolicySpec {
                 &[
                     ("window", shown(&o.window_requests)),
                     ("horizon", shown(&o.horizon)),
+                    ("past", shown(&o.past)),
                 ],
             ),
         }

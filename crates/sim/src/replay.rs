@@ -136,7 +136,8 @@ impl Simulator {
             (None, _) => None,
             (Some(_), Some(schedule)) if config.tenants.is_none() => {
                 // The oracle's caps decide every page, window by window.
-                config.page_caps = schedule.plans.first().cloned();
+                // (None where the first window is demand-filled.)
+                config.page_caps = schedule.plans.first().filter(|p| !p.is_empty()).cloned();
                 Some((schedule.clone(), WindowCursor::default()))
             }
             (Some(_), _) => return Err(SimError::OracleNeedsSchedule),
@@ -159,25 +160,42 @@ impl Simulator {
         };
         let needs_curves =
             class_policy.needs_curves() || arbiter.as_ref().is_some_and(|a| a.needs_curves());
-        if needs_curves && config.engine.profile_sample_rate.is_none() {
-            config.engine.profile_sample_rate = Some(DEFAULT_SIM_SAMPLE_RATE);
-            config.engine.profile_memory_share = SIM_PROFILE_MEMORY_SHARE;
+        if needs_curves {
+            // A rate given (`--mrc-sample-rate`) changes only the rate: the profilers keep the
+            // simulator's memory share, not the server's 1%, which at tens of MiB profiles only a few
+            // classes and bounds their keys (fixed-size sampling then lowers the rate it was given).
+            config
+                .engine
+                .profile_sample_rate
+                .get_or_insert(DEFAULT_SIM_SAMPLE_RATE);
+            config.engine.profile_memory_share = config
+                .engine
+                .profile_memory_share
+                .max(SIM_PROFILE_MEMORY_SHARE);
         }
         let mut engine_config = config.engine.clone();
-        if let Some(caps) = &config.page_caps {
+        let held = match (&oracle, &config.page_caps) {
+            (Some((schedule, _)), _) => Some(schedule.pages_held()),
+            (None, Some(caps)) => Some(caps.iter().sum::<usize>()),
+            (None, None) => None,
+        };
+        if let Some(held) = held {
             // A fixed allocation with more classes in use than `-m` has pages holds each one's first
             // page beyond the limit, as demand filling does; the budget grows to hold them all (the
             // report still shows the memory asked for).
-            let held = match &oracle {
-                Some((schedule, _)) => schedule.pages_held(),
-                None => caps.iter().sum::<usize>(),
-            } as u64;
+            let held = held as u64;
             let page = engine_config.page_size_bytes() as u64;
             engine_config.memory_limit_bytes = engine_config.memory_limit_bytes.max(held * page);
         }
         let engine = Engine::new(engine_config).map_err(SimError::Engine)?;
         if let Some(caps) = &config.page_caps {
             engine.set_class_page_caps(Some(caps));
+        }
+        if policy.oracle().is_some_and(|o| o.past.is_some()) {
+            // The online oracle stands for a policy a server could run: memcached's first-page rule
+            // applies to it as to every live policy (a class it left without pages takes one back
+            // when it stores again), where the clairvoyant one places every page itself.
+            engine.set_first_pages_under_caps(true);
         }
         let arbitration = match (arbiter, &config.tenants) {
             (Some(arbiter), Some(setup)) => {
@@ -235,7 +253,8 @@ impl Simulator {
             return false;
         };
         cursor.set(k);
-        self.engine.set_class_page_caps(Some(plan));
+        self.engine
+            .set_class_page_caps((!plan.is_empty()).then_some(plan.as_slice()));
         true
     }
 

@@ -595,7 +595,10 @@ impl UpperBound {
         let curves = self
             .window_curves(oracle.window(config.window_requests))
             .ok_or(SimError::OracleNeedsSchedule)?;
-        let schedule = curves.schedule(pages, oracle.horizon());
+        let schedule = match oracle.past {
+            Some(past) => curves.schedule_from_past(pages, oracle.horizon(), past),
+            None => curves.schedule(pages, oracle.horizon()),
+        };
         let model = schedule.predicted_miss_ratio();
         config.oracle = Some(std::sync::Arc::new(schedule));
         Ok(Some(model))

@@ -102,3 +102,21 @@ fn lama_beats_demand_filling_on_etc_sizes() {
     assert!(lama.page_moves > 0);
     assert!(l < m * 0.95, "lama-mr {l:.4} vs memcached {m:.4}");
 }
+
+#[test]
+fn a_given_sampling_rate_keeps_the_simulators_profile_memory() {
+    // `--mrc-sample-rate` changes the rate only: the profilers keep the simulator's memory share
+    // (the server's 1% would profile a few classes of a small cache, with few keys each).
+    let curves = SlabPolicy::by_name("lama-mr").unwrap();
+    for rate in [None, Some(1.0)] {
+        let mut config = SimConfig::with_memory(32 << 20);
+        config.engine.profile_sample_rate = rate;
+        let sim = Simulator::new(config, curves.clone()).unwrap();
+        let engine = sim.engine().config();
+        assert_eq!(engine.profile_sample_rate, Some(rate.unwrap_or(0.01)));
+        assert_eq!(
+            engine.profile_memory_share,
+            mrcache_sim::SIM_PROFILE_MEMORY_SHARE
+        );
+    }
+}

@@ -15,7 +15,7 @@
 //!   items is reused before any live item is evicted or any page is taken from another pool (memcached's
 //!   tail check on every allocation; the maintenance reaper clears expired items deeper in the LRU).
 //! - Under fixed caps (`set_page_caps`) allocation never gives a partition a page past its cap (only an
-//!   explicit page move can).
+//!   explicit page move can), but for a first page where `set_first_pages_under_caps` keeps that rule.
 
 use super::{AllocError, Page, Part, Shard};
 use crate::item::{bits, NIL};
@@ -30,6 +30,11 @@ impl Shard {
     /// over their cap keep their pages until moved; a class at its cap evicts from its own LRU.
     pub(crate) fn set_page_caps(&mut self, caps: Option<Vec<usize>>) {
         self.page_caps = caps;
+    }
+
+    /// Under caps, whether a class with no page gets its first page as demand filling gives it.
+    pub(crate) fn set_first_pages_under_caps(&mut self, on: bool) {
+        self.first_pages_under_caps = on;
     }
 
     pub(super) fn below_cap(&self, part: Part) -> bool {
@@ -98,8 +103,11 @@ impl Shard {
         // from the largest partition of its own pool, else from another pool's memory above its
         // reserve, else over the limit (within the first-page allowance), else, once that is spent
         // (only with pages of `-I` above 1 MiB), from the pool's coldest partition, as a slab reassign
-        // would. Not under a fixed allocation: the caps decide every page.
-        if self.parts[part.index()].pages.is_empty() && self.page_caps.is_none() {
+        // would. Not under a fixed allocation, where the caps decide every page, unless the caps keep
+        // this rule (`set_first_pages_under_caps`).
+        if self.parts[part.index()].pages.is_empty()
+            && (self.page_caps.is_none() || self.first_pages_under_caps)
+        {
             let may_grow = self.globals.pools.may_grow(part.pool());
             match self.first_page_donor(part, may_grow) {
                 Some(donor) => {

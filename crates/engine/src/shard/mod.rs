@@ -167,6 +167,9 @@ pub(crate) struct Shard {
     pub(crate) meters: ShardMeters,
     /// Most pages each class may hold in this shard (a fixed allocation), or `None` for demand filling.
     page_caps: Option<Vec<usize>>,
+    /// Under caps, whether a class with no page still gets its first page as under demand filling
+    /// (memcached's rule) instead of storing nothing until a cap gives it one.
+    first_pages_under_caps: bool,
     /// State of the random page choice of `evict_random_page`.
     rng: u64,
 }
@@ -218,6 +221,7 @@ impl Shard {
             meters: ShardMeters::new(profiling, pools),
             parts,
             page_caps: None,
+            first_pages_under_caps: false,
             rng: seed | 1,
         }
     }

@@ -246,3 +246,55 @@ fn a_stationary_workload_does_not_churn() {
     // The model's bound is the per-window best: never above the fixed bound's prediction.
     assert!(oracle.model_miss_ratio.unwrap() <= fixed.model_miss_ratio.unwrap() + 1e-12);
 }
+
+#[test]
+fn the_online_oracle_follows_a_phase_change_one_window_late() {
+    // `past=P`: each window's allocation from the windows before it only. The first window has no past
+    // and is demand-filled; the second phase's class gets its pages one window after the change, where
+    // the clairvoyant oracle gives them at the change and memcached never does.
+    let mut config = SimConfig::with_memory(8 * MIB);
+    config.window_requests = WINDOW;
+    let stream = two_phases(&config);
+    let ub = profile(&config, &stream, &[WINDOW]);
+    let (small, _) = class_of(&config, 100);
+    let (large, _) = class_of(&config, 2_000);
+    let pages = ub.pages_in(8 * MIB);
+    let curves = ub.window_curves(WINDOW).unwrap();
+    // One window of past: the change is known a window later. (With two, the first phase's window
+    // weighs as much as the second's, and the second phase's class gets two pages at window 5.)
+    let online = curves.schedule_from_past(pages, 4, 1);
+    assert_eq!(online.plans.len(), 8);
+    assert!(online.plans[0].is_empty(), "no past: demand-filled");
+    assert_eq!(online.pages_held(), pages);
+    // Through the change (window 4) the past is the first phase's six pages, which fit in eight:
+    // demand filling, nothing to choose. A window later the second phase's class needs six pages too,
+    // and they are taken from the first's.
+    assert!(online.plans[1..=4].iter().all(Vec::is_empty), "{online:?}");
+    assert!(online.plans[5][large] >= 5, "{:?}", online.plans[5]);
+    assert!(online.plans[5][small] <= 3, "{:?}", online.plans[5]);
+    // Its model figure is the clairvoyant per-window best, whatever the plans.
+    let clairvoyant = curves.schedule(pages, 4);
+    assert_eq!(online.predicted_misses, clairvoyant.predicted_misses);
+
+    let online = replay(&config, "oracle:past=1", &ub, &stream);
+    let oracle = replay(&config, "oracle", &ub, &stream);
+    let memcached = replay(&config, "memcached", &ub, &stream);
+    assert!(
+        oracle.miss_ratio < online.miss_ratio && online.miss_ratio < memcached.miss_ratio,
+        "oracle {} online {} memcached {}",
+        oracle.miss_ratio,
+        online.miss_ratio,
+        memcached.miss_ratio
+    );
+    assert!(online.page_moves > 0);
+    assert_eq!(online.policy, "oracle:past=1");
+}
+
+#[test]
+fn the_online_oracle_needs_a_past_of_a_window() {
+    let err = SlabPolicy::by_name("oracle:past=0").unwrap_err();
+    assert!(
+        err.to_string().contains("`past` must be at least 1"),
+        "{err}"
+    );
+}
