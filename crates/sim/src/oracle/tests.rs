@@ -71,8 +71,9 @@ fn replay(
     report
 }
 
-#[test]
-fn a_phase_change_is_followed_where_the_fixed_bound_cannot() {
+/// The two-phase run at 8 MiB in `WINDOW`-request windows: its config, stream and first pass, and the
+/// classes of its two phases (small values, then large).
+fn two_phase_run() -> (SimConfig, Vec<Access>, UpperBound, usize, usize) {
     let mut config = SimConfig::with_memory(8 * MIB);
     config.window_requests = WINDOW;
     let stream = two_phases(&config);
@@ -80,6 +81,12 @@ fn a_phase_change_is_followed_where_the_fixed_bound_cannot() {
     let (small, _) = class_of(&config, 100);
     let (large, _) = class_of(&config, 2_000);
     assert_ne!(small, large);
+    (config, stream, ub, small, large)
+}
+
+#[test]
+fn a_phase_change_is_followed_where_the_fixed_bound_cannot() {
+    let (config, stream, ub, small, large) = two_phase_run();
 
     let schedule = ub
         .window_curves(WINDOW)
@@ -252,12 +259,7 @@ fn the_online_oracle_follows_a_phase_change_one_window_late() {
     // `past=P`: each window's allocation from the windows before it only. The first window has no past
     // and is demand-filled; the second phase's class gets its pages one window after the change, where
     // the clairvoyant oracle gives them at the change and memcached never does.
-    let mut config = SimConfig::with_memory(8 * MIB);
-    config.window_requests = WINDOW;
-    let stream = two_phases(&config);
-    let ub = profile(&config, &stream, &[WINDOW]);
-    let (small, _) = class_of(&config, 100);
-    let (large, _) = class_of(&config, 2_000);
+    let (config, stream, ub, small, large) = two_phase_run();
     let pages = ub.pages_in(8 * MIB);
     let curves = ub.window_curves(WINDOW).unwrap();
     // One window of past: the change is known a window later. (With two, the first phase's window
