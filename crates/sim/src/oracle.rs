@@ -98,16 +98,15 @@ impl ClassWindow {
         self.gets - at(&self.hits, pages)
     }
 
-    /// The misses with `pages` pages when the class held `before` at the window's start: a page it
-    /// gains starts empty, so a key's first access in the window that only the new pages would hold
-    /// misses (it hits from its second access on, as the curve says).
-    fn misses_after(&self, before: usize, pages: usize) -> u64 {
-        let warm_up = if pages > before {
+    /// The misses `pages` pages add to [`misses_with`](Self::misses_with) when the class held `before`
+    /// at the window's start: a page it gains starts empty, so a key's first access in the window that
+    /// only the new pages would hold misses (it hits from its second access on, as the curve says).
+    fn warm_up(&self, before: usize, pages: usize) -> u64 {
+        if pages > before {
             at(&self.first_hits, pages) - at(&self.first_hits, before)
         } else {
             0
-        };
-        self.misses_with(pages) + warm_up
+        }
     }
 }
 
@@ -260,7 +259,7 @@ impl WindowCurves {
     /// The oracle's plan for `total_pages` pages: every window's allocation, chosen in order by the
     /// optimizer's DP, each class's cost with `k` pages being its misses in the window and the
     /// `horizon - 1` windows after it, plus, where `k` exceeds what the previous window's allocation
-    /// gave it, the warm-up of its new pages in this window ([`ClassWindow::misses_after`]): a page
+    /// gave it, the warm-up of its new pages in this window ([`ClassWindow::warm_up`]): a page
     /// moves only where the gain outweighs the move. Every class used in the window keeps a page;
     /// where more classes have been used so far than `total_pages`, the window places one page per
     /// class used so far (each got its first page beyond the limit, as the engine's first-page rule
@@ -307,65 +306,29 @@ impl WindowCurves {
             // Every class used so far got a first page, beyond `-m` where need be (the engine's
             // first-page allowance); memcached holds them all, and a moving policy may place them.
             let total = total_pages.max(seen.iter().filter(|&&s| s).count());
-            // A class used in the window has seen at least one item: its cap is at least 1.
-            let cap = |c: &ClassWindow| c.cap_pages.min(total).max(usize::from(c.used));
-            let best = fewest_misses(
-                w.classes
-                    .iter()
-                    .map(|c| (0..=cap(c)).map(|k| c.misses_with(k) as f64).collect())
-                    .collect(),
-                w.classes.iter().map(|c| usize::from(c.used)).collect(),
-                total,
-            );
+            let warm_up = |i: usize, c: &ClassWindow, k: usize| {
+                before
+                    .as_ref()
+                    .map_or(0, |b: &Vec<usize>| c.warm_up(b[i], k))
+            };
+            let best = allocate(w, total, |_, c, k| c.misses_with(k) as f64);
             let pages = match planning {
                 Planning::Ahead(horizon) => {
-                    let ahead = &self.windows[n..(n + horizon.max(1)).min(self.windows.len())];
-                    fewest_misses(
-                        w.classes
-                            .iter()
-                            .enumerate()
-                            .map(|(i, c)| {
-                                (0..=cap(c))
-                                    .map(|k| {
-                                        let later: u64 = ahead[1..]
-                                            .iter()
-                                            .map(|a| a.classes[i].misses_with(k))
-                                            .sum();
-                                        (c.misses_after(held(&before, i, k), k) + later) as f64
-                                    })
-                                    .collect()
-                            })
-                            .collect(),
-                        w.classes.iter().map(|c| usize::from(c.used)).collect(),
-                        total,
-                    )
+                    let later = &self.windows[n + 1..(n + horizon.max(1)).min(self.windows.len())];
+                    allocate(w, total, |i, c, k| {
+                        let later: u64 = later.iter().map(|a| a.classes[i].misses_with(k)).sum();
+                        (c.misses_with(k) + warm_up(i, c, k) + later) as f64
+                    })
                 }
                 Planning::Past { .. } if n == 0 => Vec::new(),
                 Planning::Past { horizon, past } => {
                     let known = &self.windows[n.saturating_sub(past.max(1))..n];
-                    let last = &known[known.len() - 1];
                     let total = total_pages.max(seen_before);
                     let scale = horizon.max(1) as f64 / known.len() as f64;
-                    let pages = fewest_misses(
-                        last.classes
-                            .iter()
-                            .enumerate()
-                            .map(|(i, c)| {
-                                let cap = c.cap_pages.min(total).max(usize::from(c.used));
-                                (0..=cap)
-                                    .map(|k| {
-                                        let misses: u64 =
-                                            known.iter().map(|a| a.classes[i].misses_with(k)).sum();
-                                        let warm_up = c.misses_after(held(&before, i, k), k)
-                                            - c.misses_with(k);
-                                        scale * misses as f64 + warm_up as f64
-                                    })
-                                    .collect()
-                            })
-                            .collect(),
-                        last.classes.iter().map(|c| usize::from(c.used)).collect(),
-                        total,
-                    );
+                    let pages = allocate(&known[known.len() - 1], total, |i, c, k| {
+                        let misses: u64 = known.iter().map(|a| a.classes[i].misses_with(k)).sum();
+                        scale * misses as f64 + warm_up(i, c, k) as f64
+                    });
                     // Pages left over: every class got all that its data so far fills, and what comes
                     // next is new data, which demand filling places (caps at the past's data would
                     // refuse it the memory that is free).
@@ -389,7 +352,7 @@ impl WindowCurves {
                 // Demand-filled: the model has no allocation for it; count the best (a lower bound).
                 sum(&|i, c| c.misses_with(best[i]))
             } else {
-                sum(&|i, c| c.misses_after(held(&before, i, pages[i]), pages[i]))
+                sum(&|i, c| c.misses_with(pages[i]) + warm_up(i, c, pages[i]))
             };
             gets += w.too_large_gets + w.classes.iter().map(|c| c.gets).sum::<u64>();
             before = (!pages.is_empty()).then(|| pages.clone());
@@ -406,10 +369,28 @@ impl WindowCurves {
     }
 }
 
-/// Pages class `i` held before a window that gives it `k`: the previous plan's, or `k` itself where the
-/// previous window was demand-filled (nothing known, no warm-up counted).
-fn held(before: &Option<Vec<usize>>, i: usize, k: usize) -> usize {
-    before.as_ref().map_or(k, |b| b[i])
+/// The allocation of `total` pages with the least total `cost(i, class, k)` of class `i` at `k` pages,
+/// over `window`'s classes: a page for every class the window used, and no class more than holds every
+/// item it has seen (nor more than `total`).
+fn allocate(
+    window: &ClosedWindow,
+    total: usize,
+    cost: impl Fn(usize, &ClassWindow, usize) -> f64,
+) -> Vec<usize> {
+    fewest_misses(
+        window
+            .classes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                // A class used in the window has seen at least one item: its cap is at least 1.
+                let cap = c.cap_pages.min(total).max(usize::from(c.used));
+                (0..=cap).map(|k| cost(i, c, k)).collect()
+            })
+            .collect(),
+        window.classes.iter().map(|c| usize::from(c.used)).collect(),
+        total,
+    )
 }
 
 /// How [`WindowCurves`] chooses each window's allocation.

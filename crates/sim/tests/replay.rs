@@ -113,7 +113,8 @@ fn a_given_sampling_rate_keeps_the_simulators_profile_memory() {
         config.engine.profile_sample_rate = rate;
         let sim = Simulator::new(config, curves.clone()).unwrap();
         let engine = sim.engine().config();
-        assert_eq!(engine.profile_sample_rate, Some(rate.unwrap_or(0.01)));
+        let default = mrcache_engine::profiling::DEFAULT_SAMPLE_RATE;
+        assert_eq!(engine.profile_sample_rate, Some(rate.unwrap_or(default)));
         assert_eq!(
             engine.profile_memory_share,
             mrcache_sim::SIM_PROFILE_MEMORY_SHARE
