@@ -530,3 +530,36 @@ fn the_reaper_counts_crawler_reclaimed_per_class() {
     assert_eq!(stats.curr_items, 5);
     e.check_invariants().unwrap();
 }
+
+#[test]
+fn a_class_emptied_by_a_move_takes_its_first_page_back_from_the_class_that_got_it() {
+    let e = engine(8);
+    let c = Clock::logical(100);
+    let class_of = |value_len| {
+        let g = e.geometry();
+        g.class_for(g.item_total_bytes(8, 0, value_len)).unwrap()
+    };
+    let (small, mid, big) = (class_of(900), class_of(5_000), class_of(100_000));
+    let pages = |class: ClassId| e.stats(c).classes[class.index()].total_pages;
+    for i in 0..20_000 {
+        set(&e, &key(i), &[b's'; 900], c);
+    }
+    assert_eq!(pages(small), 8);
+    // Memory is full: the big and the mid class take their first pages from the largest class.
+    set(&e, &key(100_000), &[b'b'; 100_000], c);
+    set(&e, &key(100_001), &[b'm'; 5_000], c);
+    assert_eq!((pages(small), pages(mid), pages(big)), (6, 1, 1));
+    // A policy gives the mid class's only page to the big class; when the mid class stores again it
+    // takes its page back from the big class, not from the largest.
+    e.move_page(mid, Some(big)).unwrap();
+    assert_eq!((pages(small), pages(mid), pages(big)), (6, 0, 2));
+    set(&e, &key(100_002), &[b'm'; 5_000], c);
+    assert_eq!((pages(small), pages(mid), pages(big)), (6, 1, 1));
+    // A receiver without a page to spare keeps its last one: the largest class gives instead.
+    e.move_page(mid, Some(big)).unwrap();
+    e.move_page(big, Some(small)).unwrap();
+    assert_eq!((pages(small), pages(mid), pages(big)), (7, 0, 1));
+    set(&e, &key(100_003), &[b'm'; 5_000], c);
+    assert_eq!((pages(small), pages(mid), pages(big)), (6, 1, 1));
+    e.check_invariants().unwrap();
+}

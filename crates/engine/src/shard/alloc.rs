@@ -100,7 +100,8 @@ impl Shard {
             return Ok((part, h));
         }
         // A partition with no page yet may get its first page (as memcached gives every class one),
-        // from the largest partition of its own pool, else from another pool's memory above its
+        // from the partition that took its last page by a move (if it has one to spare), else from the
+        // largest partition of its own pool, else from another pool's memory above its
         // reserve, else over the limit (within the first-page allowance), else, once that is spent
         // (only with pages of `-I` above 1 MiB), from the pool's coldest partition, as a slab reassign
         // would. Not under a fixed allocation, where the caps decide every page, unless the caps keep
@@ -248,6 +249,7 @@ impl Shard {
         page.links.resize(g.chunks_per_page, [NIL, NIL]);
         let c = self.part_state(part);
         c.pages.push(slot);
+        c.lent_to = None;
         // A class carves one page at a time; an older partly carved page keeps its uncarved tail unused.
         if let Some((old, next)) = c.carve.replace((slot, 0)) {
             self.abandon_carve(part, old, next);

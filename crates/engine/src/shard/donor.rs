@@ -2,7 +2,8 @@
 //!
 //! Three questions, each answered from this shard's partitions only (no other shard is locked):
 //! the largest partition of a pool, the coldest one (oldest LRU tail) of a pool above its target, and
-//! where a partition's first page comes from. Pure reads: nothing here moves a page.
+//! where a partition's first page comes from (first from the partition that took its last page, if
+//! any). Pure reads: nothing here moves a page.
 //!
 //! Invariants: a donor always holds a page (at least two where it must keep one), and is never the
 //! partition it gives to.
@@ -64,10 +65,18 @@ impl Shard {
             .map(|(i, _)| Part::from_index(base + i))
     }
 
-    /// Where `part`'s first page comes from when memory is full: the largest partition of its own pool
-    /// with a page to spare; if its pool may grow, a pool above its target, then a partition with a page
-    /// to spare of any pool above its reserve and not below its target. `None` when none has one.
+    /// Where `part`'s first page comes from when memory is full: the partition that took its last page
+    /// by a page move, if that one has a page to spare (a move that emptied a class is undone by the
+    /// class's return, at the expense of the class it favoured, not of a bystander); else the largest
+    /// partition of its own pool with a page to spare; if its pool may grow, a pool above its target,
+    /// then a partition with a page to spare of any pool above its reserve and not below its target.
+    /// `None` when none has one.
     pub(super) fn first_page_donor(&self, part: Part, may_grow: bool) -> Option<Part> {
+        if let Some(borrower) = self.parts[part.index()].lent_to {
+            if self.parts[borrower.index()].pages.len() >= 2 {
+                return Some(borrower);
+            }
+        }
         if let Some(own) = self.largest_part_of(part.pool(), part, 2) {
             return Some(own);
         }

@@ -5,6 +5,9 @@
 //! chunk, its least recently used item (outside the moving page) is evicted to make room. So a class that
 //! gives up a page loses exactly its coldest page-worth of items, which is what its miss-ratio curve
 //! predicts. Work is bounded by one page: at most `chunks_per_page` relocations, under the shard's lock.
+//!
+//! A move that takes a class's last page to another class of the same pool records the receiver: should
+//! the class store again, its first page comes back from there (`Shard::first_page_donor`).
 
 use super::{Page, PageMoveOutcome, Part, Shard};
 use crate::item::{bits, stored_bytes, NIL};
@@ -127,6 +130,9 @@ impl Shard {
         }
         let c = self.part_state(src);
         c.pages.retain(|&s| s != slot);
+        if c.pages.is_empty() && keep == Keep::Relocate {
+            c.lent_to = dst.filter(|d| d.pool() == src.pool());
+        }
         c.counters.moves_rescued += moved.rescued as u64;
         c.counters.moves_evicted += moved.evicted as u64;
         self.meters.counters.slabs_moved += 1;
