@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Server CPU time per request under a fixed open-loop rate: mrcached's defaults against a variant.
 #
-#   scripts/cpu-per-request.sh [-r RATE] [-n ROUNDS] [-t THREADS] [-- VARIANT]
+#   scripts/cpu-per-request.sh [-r RATE] [-n ROUNDS] [-t THREADS] [-k KEYS] [-- VARIANT]
 #
 # VARIANT is one of
 #   (nothing)                 mrcached with "-o mrc_sample_rate=0 --slab-policy memcached" (profiling and
@@ -12,15 +12,16 @@
 # Below saturation the server's CPU seconds per request (utime + stime from /proc/PID/stat over the gets
 # and sets it served, see scripts/lib/ports.sh)
 # vary far less on a shared machine than peak throughput does, and at saturation the server's peak is
-# about 1 / (CPU per request). Server on core 0, load on core 1, 127.0.0.1 only; 100k keys of 32 bytes
-# with 200-byte values preloaded, 90/10 get/set, 50 connections, one request in flight per connection.
+# about 1 / (CPU per request). Server on core 0, load on core 1, 127.0.0.1 only; KEYS (default 100k) keys
+# of 32 bytes with 200-byte values preloaded, 90/10 get/set, 50 connections, one request in flight per
+# connection. A few hundred keys fit the profilers' key bound, so every access is profiled: the worst case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rate=60000 rounds=4 threads=1
-while getopts "r:n:t:" opt; do
+rate=60000 rounds=4 threads=1 keys=100000
+while getopts "r:n:t:k:" opt; do
     case "$opt" in
-        r) rate=$OPTARG ;; n) rounds=$OPTARG ;; t) threads=$OPTARG ;;
-        *) echo "usage: $0 [-r RATE] [-n ROUNDS] [-t THREADS] [-- memcached | bin=PATH [flags] | flags]" >&2
+        r) rate=$OPTARG ;; n) rounds=$OPTARG ;; t) threads=$OPTARG ;; k) keys=$OPTARG ;;
+        *) echo "usage: $0 [-r RATE] [-n ROUNDS] [-t THREADS] [-k KEYS] [-- memcached | bin=PATH [flags] | flags]" >&2
            exit 64 ;;
     esac
 done
@@ -51,7 +52,7 @@ measure() {
     fi
     pid=$!
     wait_port "$port"
-    local load=(--server "127.0.0.1:$port" --threads 1 --connections 50 --keys 100000 --key-size 32
+    local load=(--server "127.0.0.1:$port" --threads 1 --connections 50 --keys "$keys" --key-size 32
         --value-size 200 --get-ratio 0.9 --warmup 0s --json)
     "${client_cpu[@]}" target/release/mrcache bench "${load[@]}" --duration 1s --preload > /dev/null 2>&1
     local before after
@@ -63,7 +64,7 @@ measure() {
     cpu_us_per_request "$before" "$after"
 }
 
-echo "open loop at $rate requests/s, -m 64 -t $threads; variant: ${variant[*]}"
+echo "open loop at $rate requests/s, $keys keys, -m 64 -t $threads; variant: ${variant[*]}"
 printf '%-6s %22s %22s %8s\n' round default_cpu_us_per_req variant_cpu_us_per_req ratio
 for round in $(seq 1 "$rounds"); do
     d=$(measure)

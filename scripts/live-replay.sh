@@ -9,7 +9,8 @@
 # sizes too, not their block sizes, and the simulator is told so: --override-sizes), and its `stats` are read
 # (get_hits, get_misses, the page moves) before it is stopped. "pages moved" gives mrcached's policy
 # moves by rule (slab_policy_moves_*) and all its page moves (slabs_moved: also the first pages that
-# classes emptied by idle moves take back from the largest class when they are used again). One connection and --pipeline 1 by
+# classes emptied by idle moves take back, from the class that got their page, when they are used
+# again). One connection and --pipeline 1 by
 # default, so the server sees the trace's own order with each miss's SET right after its GET. The table
 # gives each server's GET miss ratio, mrcached's against memcached's, and beside each the simulator's
 # (`mrcache sim`, whole trace; omitted with REQUESTS) for the same trace, memory, slab policy and item

@@ -80,10 +80,10 @@ pub struct SimArgs {
     /// a share of the rest by weight.
     #[arg(long)]
     tenant: Vec<String>,
-    /// Sampling rate of the per-class MRC profilers that curve-driven policies read (default: the
-    /// server's, 0.01). The profilers' memory stays the simulator's (10% of the memory, against the
-    /// server's 1%); each class's sampler lowers its rate where its keys outgrow its share, so 1
-    /// samples every key the profilers can hold.
+    /// Initial sampling rate of the per-class MRC profilers that curve-driven policies read (default:
+    /// the server's, 1: every key the profilers can hold). The profilers' memory stays the
+    /// simulator's (10% of the memory, against the server's 1%); each class's sampler lowers its rate
+    /// where its keys outgrow its share.
     #[arg(long)]
     mrc_sample_rate: Option<f64>,
     /// Requests per reported window.

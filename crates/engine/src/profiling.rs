@@ -36,9 +36,12 @@ const TIME_SUB_BUCKET_BITS: u32 = 4;
 const FIXED_BYTES_PER_PROFILER: usize = 40 * 1024;
 /// Share of `-m` all profilers may use together, by default.
 pub const PROFILE_MEMORY_SHARE: f64 = 0.01;
-/// Sampling rate before the key bound forces it lower: 1%, where the SHARDS family is accurate on large
-/// working sets and the request-path cost is small.
-pub const DEFAULT_SAMPLE_RATE: f64 = 0.01;
+/// Sampling rate before the key bound forces it lower: every key. A profiler then tracks all of a
+/// class's keys while they fit its bound and lowers the rate only as far as the bound requires
+/// (fixed-size SHARDS), so a small class gets an exact curve instead of a handful of samples and a
+/// large one the densest sample its memory allows. The request-path cost stays bounded by the same
+/// key bound (docs/results.md §5).
+pub const DEFAULT_SAMPLE_RATE: f64 = 1.0;
 
 /// How the engine profiles.
 #[derive(Copy, Clone, Debug, PartialEq)]
