@@ -6,7 +6,8 @@
 //! - nothing moves while memory is still being demand-filled (pages in use below the limit), as LAMA
 //!   repartitions only a fully allocated cache;
 //! - a class used in the window keeps at least one page (memcached gives every used class a first page
-//!   anyway, so taking the last would only be undone); a class unused in the window may lose them all;
+//!   anyway, so taking the last would only be undone); a class unused in the window may lose them all
+//!   (if it comes back, the engine takes its first page from the class that got its last one);
 //! - a class with pages but no curve (not profiled) keeps exactly what it has; a class whose curve
 //!   rests on too few samples to trust never gains pages, and gives them only at its worst case (see
 //!   below);
@@ -136,8 +137,9 @@ const DEFAULT_MAX_INTERVAL: u64 = 1_000_000;
 /// (LAMA: "few or no misses").
 const EQ8_MIN_MISS_RATIO: f64 = 0.01;
 const EQ8_MIN_MISS_SHARE: f64 = 0.05;
-/// The least interval of the adaptive floor (when `min_interval` is not given): rounds of a small cache
-/// still see a few thousand sampled accesses at the default 1% sampling.
+/// The least interval of the adaptive floor (when `min_interval` is not given): a round of a small cache
+/// still sees tens of thousands of accesses, every one sampled while its class's keys fit the
+/// profiler's bound (the default rate).
 const ADAPTIVE_FLOOR: u64 = 20_000;
 /// With the adaptive interval, the longest window is this many times the items held: eq. 8 asks for
 /// tens of millions of accesses where miss ratios are a few percent, which a cache of a few MiB turns
@@ -613,7 +615,8 @@ impl Lama {
             let upper = total_pages.min(current + self.max_moves * r);
             let partition = match (c.trusted_curve(), c.requests) {
                 // Unused in the window: its pages are free to go, the last one included (should
-                // the class come back, memcached's first-page rule gives it a page again).
+                // the class come back, memcached's first-page rule gives it a page again, taken
+                // back from the class that got its last one).
                 (_, 0) => Partition {
                     cost: (0..=upper)
                         .map(|j| nudge * j.abs_diff(current) as f64)
