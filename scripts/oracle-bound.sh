@@ -67,9 +67,10 @@ run_one() {
              --policy "$pols" --json -q > "$out.tmp" 2> "$out.err" ;;
     three-phase) "$MRCACHE" sim --workload "$THREE_PHASE" --memory "$size" --policy "$synth" \
              --window-requests 500000 --json -q > "$out.tmp" 2> "$out.err" ;;
-    etc) "$MRCACHE" sim --workload "$ETC" --sweep "$size" --policy "$synth" \
-             --window-requests 500000 --threads 2 --json -q > "$out.tmp" 2> "$out.err" ;;
-    etc-zipf) "$MRCACHE" sim --workload "$ETC_ZIPF" --sweep "$size" --policy "$synth" \
+    etc | etc-zipf)
+      local workload=$ETC
+      [ "$group" = etc-zipf ] && workload=$ETC_ZIPF
+      "$MRCACHE" sim --workload "$workload" --sweep "$size" --policy "$synth" \
              --window-requests 500000 --threads 2 --json -q > "$out.tmp" 2> "$out.err" ;;
   esac
   mv "$out.tmp" "$out"

@@ -323,17 +323,14 @@ pub fn run(args: &SimArgs) -> Result<(), String> {
     let mut base = base;
     if let (Some(share), Some(ub)) = (memory_share, &profile) {
         let distinct = ub.distinct_bytes();
-        let page = base.engine.page_size_bytes() as u64;
-        // The engine takes at least two of the largest items (memcached's `-I` at most half of `-m`).
-        let floor = (2 * base.engine.item_size_max_bytes as u64).max(page);
-        let asked = (distinct as f64 * share).round() as u64;
-        base.engine.memory_limit_bytes = asked.max(floor);
+        let (asked, limit) = ub.memory_for_share(share, &base.engine);
+        base.engine.memory_limit_bytes = limit;
         progress.suspend(|| {
             eprintln!(
                 "memory {} bytes: {} of {distinct} distinct-object bytes{}",
                 base.engine.memory_limit_bytes,
                 args.memory,
-                if asked < floor {
+                if asked < limit {
                     format!(" ({asked}), raised to the engine's least memory (2 x -I)")
                 } else {
                     String::new()

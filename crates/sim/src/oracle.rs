@@ -428,6 +428,15 @@ impl OracleSchedule {
         crate::report::ratio(self.predicted_misses, self.gets)
     }
 
+    /// The caps of window `k`: its allocation, or `None` for a demand-filled window (an empty plan)
+    /// and past the last window.
+    pub fn caps(&self, k: usize) -> Option<&[usize]> {
+        self.plans
+            .get(k)
+            .filter(|p| !p.is_empty())
+            .map(Vec::as_slice)
+    }
+
     /// The most pages any window's allocation holds: the engine's budget for the replay (demand-filled
     /// windows take the memory's pages).
     pub fn pages_held(&self) -> usize {
@@ -493,15 +502,12 @@ impl ClassPolicy for OraclePolicy {
 
     fn round(&mut self, input: &RoundInput<'_>) -> Round {
         self.applied = self.cursor.get();
-        let Some(target) = self.schedule.plans.get(self.applied) else {
+        // Past the last window, or a demand-filled one: no caps, nothing to move.
+        let Some(target) = self.schedule.caps(self.applied) else {
             return Round::none();
         };
-        if target.is_empty() {
-            // A demand-filled window: no caps, nothing to move.
-            return Round::none();
-        }
         let current: Vec<usize> = input.classes.iter().map(|c| c.pages()).collect();
-        let mut target = target.clone();
+        let mut target = target.to_vec();
         target.resize(current.len(), 0);
         let class = |i: usize| input.classes[i].snapshot.class;
         let mut surplus: Vec<usize> = current

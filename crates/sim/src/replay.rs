@@ -135,9 +135,8 @@ impl Simulator {
         let oracle = match (policy.oracle(), &config.oracle) {
             (None, _) => None,
             (Some(_), Some(schedule)) if config.tenants.is_none() => {
-                // The oracle's caps decide every page, window by window.
-                // (None where the first window is demand-filled.)
-                config.page_caps = schedule.plans.first().filter(|p| !p.is_empty()).cloned();
+                // The oracle's caps decide every page, window by window (none in a demand-filled one).
+                config.page_caps = schedule.caps(0).map(<[usize]>::to_vec);
                 Some((schedule.clone(), WindowCursor::default()))
             }
             (Some(_), _) => return Err(SimError::OracleNeedsSchedule),
@@ -174,10 +173,9 @@ impl Simulator {
                 .max(SIM_PROFILE_MEMORY_SHARE);
         }
         let mut engine_config = config.engine.clone();
-        let held = match (&oracle, &config.page_caps) {
-            (Some((schedule, _)), _) => Some(schedule.pages_held()),
-            (None, Some(caps)) => Some(caps.iter().sum::<usize>()),
-            (None, None) => None,
+        let held = match &oracle {
+            Some((schedule, _)) => Some(schedule.pages_held()),
+            None => config.page_caps.as_ref().map(|caps| caps.iter().sum()),
         };
         if let Some(held) = held {
             // A fixed allocation with more classes in use than `-m` has pages holds each one's first
@@ -249,12 +247,11 @@ impl Simulator {
             return false;
         }
         let k = (self.requests / schedule.window_requests) as usize;
-        let Some(plan) = schedule.plans.get(k) else {
+        if k >= schedule.plans.len() {
             return false;
-        };
+        }
         cursor.set(k);
-        self.engine
-            .set_class_page_caps((!plan.is_empty()).then_some(plan.as_slice()));
+        self.engine.set_class_page_caps(schedule.caps(k));
         true
     }
 

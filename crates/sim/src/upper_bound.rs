@@ -406,6 +406,15 @@ impl UpperBound {
             .sum()
     }
 
+    /// `mrcache sim --memory P%`: `share` of [`distinct_bytes`](Self::distinct_bytes) as asked, and the
+    /// memory limit that gives `config`'s engine, raised to its least memory (two of the largest items,
+    /// as memcached's `-I` is at most half of `-m`, and a page).
+    pub fn memory_for_share(&self, share: f64, config: &EngineConfig) -> (u64, u64) {
+        let asked = (self.distinct_bytes() as f64 * share).round() as u64;
+        let floor = (2 * config.item_size_max_bytes as u64).max(config.page_size_bytes() as u64);
+        (asked, asked.max(floor))
+    }
+
     /// Distinct items of class `class_index` (keys it was asked to store).
     pub fn distinct_items(&self, class_index: usize) -> usize {
         self.classes[class_index].distinct_items

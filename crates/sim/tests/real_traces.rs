@@ -72,15 +72,14 @@ fn lama_mr_is_never_worse_than_memcached_or_the_best_baseline() {
 }
 
 /// `share` of the stream's distinct-object bytes under memcached's accounting, as `mrcache sim --memory
-/// P%` sizes it (at least two of the largest items).
+/// P%` sizes it ([`mrcache_sim::UpperBound::memory_for_share`]).
 fn memory_for_share(stream: &[Access], share: f64) -> u64 {
     let config = SimConfig::with_memory(64 << 20).engine;
     let mut profiler = UpperBoundProfiler::new(&config, 0);
     for a in stream {
         profiler.record(a);
     }
-    let asked = (profiler.finish().distinct_bytes() as f64 * share).round() as u64;
-    asked.max(2 * config.item_size_max_bytes as u64)
+    profiler.finish().memory_for_share(share, &config).1
 }
 
 /// The cells the defaults of docs/results.md §14.6 were made for, whole traces (release build: tens

@@ -152,8 +152,8 @@ impl Engine {
     }
 
     /// Under caps (`set_class_page_caps`), whether a class with no page that needs one still gets its
-    /// first page as demand filling gives it (from the largest class of its pool, else beyond the limit
-    /// within the first-page allowance), past a cap of 0. Off by default: a fixed allocation decides
+    /// first page as demand filling gives it (from the class that took its last page, else the largest
+    /// class of its pool, else beyond the limit within the first-page allowance), past a cap of 0. Off by default: a fixed allocation decides
     /// every page. On, caps behave as a moving policy's allocation does in a live server, where
     /// memcached's rule cannot be turned off.
     pub fn set_first_pages_under_caps(&self, on: bool) {
