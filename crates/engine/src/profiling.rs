@@ -9,10 +9,16 @@
 //! Cost: a profiler exists only for classes that were used; an access whose key is not sampled costs one
 //! hash mix and one compare (SHARDS-style spatial sampling on the key hash the engine already computed).
 //! Memory: a profiler costs its tracked keys (fixed-size sampling bounds them) plus its time histograms
-//! (bounded by the bucket resolution, `TIME_SUB_BUCKET_BITS`). `ProfilingConfig::for_memory` sizes both
-//! and caps the number of profilers so that all of them together stay within 1% of `-m` in the worst
-//! case: with a large `-m` every class of every shard is profiled; with a small one the first classes
-//! used are, and the others report no curve. `memory_bytes` reports what they hold.
+//! (bounded by the bucket resolution, `TIME_SUB_BUCKET_BITS`). All of them together stay within 1% of
+//! `-m`, divided among the profilers that exist: a profiler is created on its class's first use, and
+//! each creation lowers every profiler's key bound to an equal share of the budget
+//! (`ProfilingConfig::keys_per_profiler`), so a workload that uses three classes gets three large
+//! samples rather than three of the forty-odd shares a static division would reserve. A profiler over
+//! its lowered bound retires a few keys on each of its class's accesses (`SHRINK_STEPS`), so the work
+//! is spread over the request path and the budget holds again after a few hundred of them. The number
+//! of profilers is capped so that each keeps at least `MIN_KEYS_PER_PROFILER` keys: with a large `-m`
+//! every class of every shard is profiled; with a small one the first classes used are, and the others
+//! report no curve. `memory_bytes` reports what they hold.
 //!
 //! Shards: keys are hash-partitioned, so each shard sees an independent 1/S share of the class's keys on
 //! its own clock; `ReuseTimeHistogram::merge` combines them into the whole class's curve.
@@ -29,6 +35,9 @@ use mrcache_profile::{
 const BYTES_PER_TRACKED_KEY: usize = 48;
 /// Profilers track at least this many keys, whatever the memory.
 const MIN_KEYS_PER_PROFILER: usize = 256;
+/// Keys a profiler over its bound retires per access of its class: the bound falls when another
+/// profiler is created, and retiring the excess a little at a time keeps any one request's work small.
+const SHRINK_STEPS: usize = 16;
 /// Reuse times in buckets 2^-4 (6%) of their value wide: far finer than a page of any class, and the
 /// five time histograms of a profiler then stay under 40 KB for any 32-bit time.
 const TIME_SUB_BUCKET_BITS: u32 = 4;
@@ -48,17 +57,19 @@ pub const DEFAULT_SAMPLE_RATE: f64 = 1.0;
 pub(crate) struct ProfilingConfig {
     /// Initial sampling rate of every profiler.
     pub sample_rate: f64,
-    /// Keys one profiler (one class in one shard) may track.
-    pub max_keys_per_profiler: usize,
-    /// Profilers the whole engine may hold (classes x shards when memory allows).
+    /// Bytes all profilers together may hold.
+    pub budget_bytes: usize,
+    /// Profilers the whole engine may hold (classes x shards when memory allows), each with at least
+    /// `MIN_KEYS_PER_PROFILER` keys.
     pub max_profilers: usize,
     /// Seed of the profilers' samplers, so runs are reproducible.
     pub seed: u64,
 }
 
 impl ProfilingConfig {
-    /// Profilers sized, and counted, so that together they fit in 1% of `memory_limit_bytes`: every one
-    /// of `classes * shards` if it can hold at least `MIN_KEYS_PER_PROFILER` keys, else as many as fit.
+    /// Profilers counted so that together they fit in `memory_share` of `memory_limit_bytes`: every one
+    /// of `classes * shards` if each can hold at least `MIN_KEYS_PER_PROFILER` keys, else as many as
+    /// fit.
     pub fn for_memory(
         memory_limit_bytes: u64,
         classes: usize,
@@ -69,27 +80,27 @@ impl ProfilingConfig {
         let budget = (memory_limit_bytes as f64 * memory_share) as usize;
         let all = classes.max(1) * shards.max(1);
         let min_profiler = FIXED_BYTES_PER_PROFILER + MIN_KEYS_PER_PROFILER * BYTES_PER_TRACKED_KEY;
-        let (max_profilers, max_keys) = if budget / all >= min_profiler {
-            (
-                all,
-                (budget / all - FIXED_BYTES_PER_PROFILER) / BYTES_PER_TRACKED_KEY,
-            )
-        } else {
-            (budget / min_profiler, MIN_KEYS_PER_PROFILER)
-        };
         ProfilingConfig {
             sample_rate,
-            max_keys_per_profiler: max_keys,
-            max_profilers,
+            budget_bytes: budget,
+            max_profilers: all.min(budget / min_profiler),
             seed: 0x6d72_6361_6368_6521,
         }
     }
 
-    /// Bytes all profilers may hold in the worst case.
+    /// The key bound of each profiler while `live` of them exist: an equal share of the budget, less
+    /// the share's fixed cost.
+    pub fn keys_per_profiler(&self, live: usize) -> usize {
+        ((self.budget_bytes / live.max(1)).saturating_sub(FIXED_BYTES_PER_PROFILER)
+            / BYTES_PER_TRACKED_KEY)
+            .max(MIN_KEYS_PER_PROFILER)
+    }
+
+    /// Bytes all profilers may hold in the worst case (all of them, each at its bound).
     #[cfg(test)]
     fn worst_case_bytes(&self) -> usize {
-        self.max_profilers
-            * (FIXED_BYTES_PER_PROFILER + self.max_keys_per_profiler * BYTES_PER_TRACKED_KEY)
+        let live = self.max_profilers;
+        live * (FIXED_BYTES_PER_PROFILER + self.keys_per_profiler(live) * BYTES_PER_TRACKED_KEY)
     }
 }
 
@@ -108,9 +119,17 @@ pub(crate) struct ShardProfiling {
 /// The profilers of one shard, one per partition (or per pool), created on first use.
 pub(crate) struct ClassProfilers {
     config: Option<ProfilingConfig>,
-    profilers: Vec<Option<ReuseTimeProfiler>>,
+    profilers: Vec<Option<Profiler>>,
     /// Profilers created by all shards, against `max_profilers`.
     created: Arc<AtomicUsize>,
+    /// `created` when this shard last lowered its profilers' bounds.
+    seen_created: usize,
+}
+
+/// One partition's profiler, and whether it still holds keys over its bound.
+struct Profiler {
+    profiler: ReuseTimeProfiler,
+    shrinking: bool,
 }
 
 impl ClassProfilers {
@@ -123,6 +142,7 @@ impl ClassProfilers {
             config,
             profilers: (0..classes).map(|_| None).collect(),
             created,
+            seen_created: 0,
         }
     }
 
@@ -130,47 +150,62 @@ impl ClassProfilers {
     #[inline]
     pub(crate) fn record(&mut self, index: usize, hash: u64, size_bytes: usize) {
         let Some(config) = self.config else { return };
-        let slot = &mut self.profilers[index];
-        if slot.is_none() {
-            let granted = self
-                .created
-                .fetch_update(Relaxed, Relaxed, |n| {
-                    (n < config.max_profilers).then_some(n + 1)
-                })
-                .is_ok();
-            if !granted {
+        if self.profilers[index].is_none() {
+            let Ok(before) = self.created.fetch_update(Relaxed, Relaxed, |n| {
+                (n < config.max_profilers).then_some(n + 1)
+            }) else {
                 return;
-            }
-            *slot = Some(
-                ReuseTimeProfiler::new(
+            };
+            self.profilers[index] = Some(Profiler {
+                profiler: ReuseTimeProfiler::new(
                     ReuseTimeMethod::Aet,
                     SamplingConfig::FixedSize {
-                        max_keys: config.max_keys_per_profiler,
+                        max_keys: config.keys_per_profiler(before + 1),
                         initial_rate: config.sample_rate,
                     },
                     config.seed,
                 )
                 .with_time_resolution(TIME_SUB_BUCKET_BITS),
-            );
+                shrinking: false,
+            });
         }
-        if let Some(profiler) = slot {
-            profiler.record(hash, size_bytes as u32);
+        // Another profiler was created (here or in another shard): every one here gets the new,
+        // lower share of the budget.
+        let created = self.created.load(Relaxed);
+        if created != self.seen_created {
+            self.seen_created = created;
+            let keys = config.keys_per_profiler(created);
+            for p in self.profilers.iter_mut().flatten() {
+                p.profiler.lower_max_keys(keys);
+                p.shrinking = true;
+            }
         }
+        let Some(p) = &mut self.profilers[index] else {
+            return;
+        };
+        if p.shrinking {
+            p.shrinking = !p.profiler.shrink(SHRINK_STEPS);
+        }
+        p.profiler.record(hash, size_bytes as u32);
     }
 
     pub(crate) fn histogram(&self, index: usize) -> Option<ReuseTimeHistogram> {
-        self.profilers[index].as_ref().map(|p| p.histogram())
+        self.profilers[index]
+            .as_ref()
+            .map(|p| p.profiler.histogram())
     }
 
     pub(crate) fn sampling_rate(&self, index: usize) -> Option<f64> {
-        self.profilers[index].as_ref().map(|p| p.sampling_rate())
+        self.profilers[index]
+            .as_ref()
+            .map(|p| p.profiler.sampling_rate())
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
         self.profilers
             .iter()
             .flatten()
-            .map(|p| p.memory_bytes())
+            .map(|p| p.profiler.memory_bytes())
             .sum()
     }
 

@@ -122,3 +122,64 @@ fn profiler_memory_stays_within_one_percent_of_memory() {
         assert!(profiled > 0);
     }
 }
+
+/// Looks `key` up and stores it with a value of `value_len` bytes on a miss (the lookaside pattern).
+fn use_key(engine: &Engine, key: &str, value_len: usize) {
+    let clock = Clock::logical(100);
+    let key = key.as_bytes();
+    if engine
+        .get(Key::default_tenant(key), clock, |_| ())
+        .is_none()
+    {
+        let value = vec![b'v'; value_len];
+        engine.store(&StoreArgs::set(Key::default_tenant(key), &value), clock);
+    }
+}
+
+/// The profilers' memory is divided among the classes in use: a workload of one class gets the whole
+/// budget's keys (a static division over every class would give it 256 of 20,000 at `-m 64`), and when
+/// ten more classes appear, the first profiler gives keys back until all fit the budget again.
+#[test]
+fn profilers_share_their_memory_among_the_classes_in_use() {
+    let memory = 64u64 << 20;
+    let engine = Engine::new(EngineConfig {
+        memory_limit_bytes: memory,
+        profile_sample_rate: Some(1.0),
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let first = engine
+        .geometry()
+        .class_for(engine.geometry().item_total_bytes(16, 0, 200))
+        .unwrap();
+    let rate_of = |class: ClassId| {
+        engine.mrc(Some(class), &MrcQuery::new(SizeUnit::Objects))[0].sampling_rate
+    };
+    for _ in 0..2 {
+        for k in 0..20_000 {
+            use_key(&engine, &format!("one:{k:012}"), 200);
+        }
+    }
+    let alone = rate_of(first);
+    // 1% of 64 MiB, less one profiler's fixed cost, at 48 bytes a key: about 13,000 of 20,000 keys.
+    assert!(alone > 0.5, "one class in use samples {alone} of its keys");
+    // Ten more classes, with the first class still in use.
+    for k in 0..40_000 {
+        let size = 400 << (k % 10);
+        use_key(&engine, &format!("many:{k:012}"), size.min(500_000));
+        use_key(&engine, &format!("one:{:012}", k % 20_000), 200);
+    }
+    let shared = rate_of(first);
+    let used = engine.profile_memory_bytes();
+    let profiled = engine.mrc(None, &MrcQuery::new(SizeUnit::Objects)).len();
+    eprintln!(
+        "one class: rate {alone:.3}; {profiled} classes: rate {shared:.4}, {used} B of {} allowed",
+        memory / 100
+    );
+    assert!(profiled >= 11, "{profiled} classes profiled");
+    assert!(
+        shared < alone / 4.0,
+        "the first profiler kept its keys: rate {shared}"
+    );
+    assert!(used as u64 <= memory / 100, "{used} B > 1% of {memory}");
+}

@@ -241,6 +241,38 @@ impl ReuseTimeProfiler {
     }
 }
 
+impl ReuseTimeProfiler {
+    /// Stops tracking the key of mixed hash `evicted`, keeping its last access as a retired one of
+    /// `weight` (the inverse of the rate at which it was sampled).
+    fn retire(&mut self, evicted: u64, weight: f64) {
+        if let Some(state) = self.keys.remove(&evicted) {
+            self.retired_last_access_ticks
+                .add(state.last_access_tick, weight);
+        }
+    }
+
+    /// Lowers a fixed-size profiler's key bound to `max_keys`; the keys over it leave by
+    /// [`ReuseTimeProfiler::shrink`], a few at a time.
+    pub fn lower_max_keys(&mut self, max_keys: usize) {
+        self.sampler.lower_max_keys(max_keys);
+    }
+
+    /// Retires at most `steps` keys over the bound (the sampler's largest, lowering its rate as it
+    /// does on admission); returns whether the profiler is within its bound. Once it is, the key
+    /// table's spare capacity is released, so its memory follows the bound down.
+    pub fn shrink(&mut self, steps: usize) -> bool {
+        for _ in 0..steps {
+            let weight = 1.0 / self.sampler.rate();
+            let Some(evicted) = self.sampler.evict_over_bound() else {
+                self.keys.shrink_to_fit();
+                return true;
+            };
+            self.retire(evicted, weight);
+        }
+        false
+    }
+}
+
 impl AccessObserver for ReuseTimeProfiler {
     #[inline]
     fn record(&mut self, key_hash: u64, size_bytes: u32) {
@@ -278,10 +310,7 @@ impl AccessObserver for ReuseTimeProfiler {
             },
         );
         if let Some(evicted) = self.sampler.admit(mixed) {
-            if let Some(state) = self.keys.remove(&evicted) {
-                self.retired_last_access_ticks
-                    .add(state.last_access_tick, weight);
-            }
+            self.retire(evicted, weight);
         }
     }
 }

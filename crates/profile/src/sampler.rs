@@ -81,14 +81,34 @@ impl SpatialSampler {
     /// Registers a newly tracked key; in fixed-size mode returns the mixed hash of the key to
     /// stop tracking when the bound is exceeded (possibly the new key itself).
     pub fn admit(&mut self, mixed_hash: u64) -> Option<u64> {
-        let max_keys = self.max_keys?;
+        self.max_keys?;
         self.tracked.push(mixed_hash);
+        self.evict_over_bound()
+    }
+
+    /// Lowers the fixed-size bound to `max_keys` (at least 1); keys over it leave through
+    /// [`SpatialSampler::evict_over_bound`]. No effect in fixed-rate mode or above the bound in force.
+    pub fn lower_max_keys(&mut self, max_keys: usize) {
+        if let Some(bound) = self.max_keys.as_mut() {
+            *bound = (*bound).min(max_keys.max(1));
+        }
+    }
+
+    /// The mixed hash of one tracked key to stop tracking while more are tracked than the bound
+    /// allows (the largest, lowering the threshold below it as [`SpatialSampler::admit`] does).
+    pub fn evict_over_bound(&mut self) -> Option<u64> {
+        let max_keys = self.max_keys?;
         if self.tracked.len() <= max_keys {
             return None;
         }
-        let evicted = self.tracked.pop().expect("heap is over its bound");
+        let evicted = self.tracked.pop()?;
         self.threshold = evicted.saturating_sub(1);
         Some(evicted)
+    }
+
+    /// Tracked keys (fixed-size mode; 0 in fixed-rate mode).
+    pub fn tracked_keys(&self) -> usize {
+        self.tracked.len()
     }
 
     /// Heap bytes the tracked-key heap holds (0 in fixed-rate mode).
