@@ -6,8 +6,9 @@
 //! - nothing moves while memory is still being demand-filled (pages in use below the limit), as LAMA
 //!   repartitions only a fully allocated cache;
 //! - a class used in the window keeps at least one page (memcached gives every used class a first page
-//!   anyway, so taking the last would only be undone); a class unused in the window may lose them all
-//!   (if it comes back, the engine takes its first page from the class that got its last one);
+//!   anyway, so taking the last would only be undone), and so does one unused for fewer than
+//!   `IDLE_WINDOWS_TO_EMPTY` windows in a row; after that it may lose them all (if it comes back, the
+//!   engine takes its first page from the class that got its last one);
 //! - a class with pages but no curve (not profiled) keeps exactly what it has; a class whose curve
 //!   rests on too few samples to trust never gains pages, and gives them only at its worst case (see
 //!   below);
@@ -51,7 +52,9 @@
 //! errors (risk moves are not judged: the curves did not make them). Moves that paid off earn trust
 //! (strict ones too: a workload whose curves err by a like factor everywhere then gets its next
 //! plan in full, not as a probe); moves that lost misses lose it and put the next probe off (1, 2,
-//! 4, ... rounds), and are undone at once unless they cleared the strict guard. A probe within
+//! 4, ... rounds), and are undone at once unless they cleared the strict guard. The verdict need not
+//! wait for a whole window: a window that misses `EARLY_JUDGE_EXCESS` more than the one that planned
+//! the moves, beyond noise, is cut short at the floor and judged (`Watch`). A probe within
 //! noise earns nothing and puts nothing off: a probe is often a page or two, whose effect one
 //! window cannot tell from noise, and waiting a round for it cost ETC Zipf 0.9 at 256 MiB a whole
 //! 1.25M-access window. The state is the policy instance's own; nothing but the rounds' inputs
@@ -163,6 +166,19 @@ const TRUST_MAX_RELATIVE_ERROR: f64 = 0.5;
 /// where the curves' ranking is wrong often enough that probing it pays (docs/results.md §14.5).
 const PROBE_SHARE: f64 = 0.5;
 
+/// A class unused for this many windows in a row may lose its last page. One idle window is not
+/// enough: a class whose keys come back every few windows takes its first page back each time,
+/// from a class that may no longer have one to spare, and then from the largest, a bystander that
+/// loses its coldest page of items (cache2k-orm-busy at 32 MiB, value-size seed 3: +10% misses
+/// against memcached; docs/results.md §14.7).
+const IDLE_WINDOWS_TO_EMPTY: u32 = 2;
+
+/// Moves are judged early when the window after them misses this much more (relative) than the
+/// window that planned them, beyond noise: a page taken from a class on the edge of a cliff its
+/// curve did not show (a loop that fits two pages and not one) costs more misses in a few thousand
+/// accesses than the whole plan could save.
+const EARLY_JUDGE_EXCESS: f64 = 0.5;
+
 /// A round also runs after this many seconds if at least `min` accesses happened (a quiet server).
 const DEFAULT_PERIOD_SECS: u32 = 300;
 
@@ -184,11 +200,16 @@ pub struct Lama {
     adaptive_floor: bool,
     /// Each class's share of the last window's requests (indexed by class index), to see shifts.
     last_shares: Vec<f64>,
+    /// Consecutive windows, up to this one, in which each class (by index) had no request.
+    idle_windows: Vec<u32>,
     /// Whether the last judged moves beyond the strict guard paid off: while they do, a plan need not
     /// save more than the curves' model error (see `judge`). Starts untrusted.
     trusted: bool,
     /// The last round's moves beyond the strict guard, for the next window to judge.
     pending: Option<Pending>,
+    /// While moves wait for their verdict: the miss ratio of the window that planned them, and the
+    /// accesses after which a window missing far more than it may be judged early (see `due`).
+    watch: Option<Watch>,
     /// Rounds until the next probe may run.
     probe_wait: u32,
     /// The wait set after a probe or trusted plan that did not pay; doubles each time.
@@ -228,6 +249,25 @@ struct Pending {
     plan: Plan,
 }
 
+/// What the window after a round's moves is held to: should it miss well beyond the planning window's
+/// miss ratio, the moves are judged at once rather than at the end of a full window.
+#[derive(Clone, Copy, Debug)]
+struct Watch {
+    miss_ratio: f64,
+    after_accesses: u64,
+}
+
+impl Watch {
+    /// Whether `since` missed more than the planning window's miss ratio allows, beyond
+    /// `CONFIDENCE_Z` Poisson errors and by more than `EARLY_JUDGE_EXCESS`.
+    fn exceeded(&self, since: &Progress) -> bool {
+        let expected = self.miss_ratio * since.accesses as f64;
+        since.accesses >= self.after_accesses
+            && since.misses as f64
+                > expected * (1.0 + EARLY_JUDGE_EXCESS) + CONFIDENCE_Z * expected.sqrt()
+    }
+}
+
 /// A class before a round's moves: its pages and the miss ratio it had in the window that planned them.
 #[derive(Clone, Copy, Debug)]
 struct Before {
@@ -254,8 +294,10 @@ impl Lama {
             threshold: DEFAULT_THRESHOLD,
             adaptive_floor: false,
             last_shares: Vec::new(),
+            idle_windows: Vec::new(),
             trusted: false,
             pending: None,
+            watch: None,
             probe_wait: 0,
             probe_backoff: 1,
         }
@@ -334,24 +376,21 @@ impl Lama {
 
     /// Sets the next interval after a round; `busy`: it moved pages, or memory is still filling.
     fn adapt_interval(&mut self, input: &RoundInput<'_>, r: usize, shifted: bool, busy: bool) {
-        let Interval::Auto { min, max } = self.interval else {
+        let Interval::Auto { max, .. } = self.interval else {
             return;
         };
         // Adaptive: the least window is half the items held (within `[ADAPTIVE_FLOOR, min]`), the
         // longest a few turnovers of them; fixed: `min` and `max` as given.
-        let (floor, max) = if self.adaptive_floor {
+        let floor = self.floor(input);
+        let max = if self.adaptive_floor {
             let items = input
                 .classes
                 .iter()
                 .map(|c| c.snapshot.items)
                 .sum::<usize>() as u64;
-            let floor = (items / 2).clamp(ADAPTIVE_FLOOR.min(min), min);
-            (
-                floor,
-                items.saturating_mul(TURNOVERS_PER_WINDOW).clamp(floor, max),
-            )
+            items.saturating_mul(TURNOVERS_PER_WINDOW).clamp(floor, max)
         } else {
-            (min, max)
+            max
         };
         let eq8 = self.eq8_interval(input, r).clamp(floor, max);
         self.next_interval = if shifted {
@@ -361,6 +400,23 @@ impl Lama {
         } else {
             eq8.max(self.next_interval.saturating_mul(2)).min(max)
         };
+    }
+
+    /// The shortest window: adaptive, half the items held within `[ADAPTIVE_FLOOR, min]`; else `min`.
+    fn floor(&self, input: &RoundInput<'_>) -> u64 {
+        let min = match self.interval {
+            Interval::Fixed(m) => return m,
+            Interval::Auto { min, .. } => min,
+        };
+        if !self.adaptive_floor {
+            return min;
+        }
+        let items = input
+            .classes
+            .iter()
+            .map(|c| c.snapshot.items)
+            .sum::<usize>() as u64;
+        (items / 2).clamp(ADAPTIVE_FLOOR.min(min), min)
     }
 
     /// PSA's move where the curves cannot decide: when the class missing most (with a real share of
@@ -511,6 +567,7 @@ impl ClassPolicy for Lama {
         };
         since.accesses >= self.next_interval
             || (self.period_secs > 0 && since.seconds >= self.period_secs && since.accesses >= min)
+            || self.watch.is_some_and(|w| w.exceeded(since))
     }
 
     fn needs_curves(&self) -> bool {
@@ -520,6 +577,10 @@ impl ClassPolicy for Lama {
     fn round(&mut self, input: &RoundInput<'_>) -> Round {
         let r = self.granularity(input);
         let shifted = self.shifted(input);
+        self.idle_windows.resize(input.classes.len(), 0);
+        for (idle, c) in self.idle_windows.iter_mut().zip(input.classes) {
+            *idle = if c.requests == 0 { *idle + 1 } else { 0 };
+        }
         // Outcomes: moves that paid off earn trust, whichever guard let them through; moves that
         // did not lose it and put off the next probe (twice as long each time), and are undone
         // unless they cleared the strict guard. A probe within noise earns nothing, but puts
@@ -546,7 +607,16 @@ impl ClassPolicy for Lama {
         // The curves' moves are judged, whichever guard let them through; not an undo (it restores
         // what the window before the failed moves observed), nor a risk move (made where the
         // curves could not decide, so its outcome says nothing of them).
+        self.watch = None;
         if !undo && round.moves.iter().any(|m| m.rule != MoveRule::Risk) {
+            let (requests, misses) = input
+                .classes
+                .iter()
+                .fold((0, 0), |(r, m), c| (r + c.requests, m + c.misses));
+            self.watch = Some(Watch {
+                miss_ratio: misses as f64 / requests.max(1) as f64,
+                after_accesses: self.floor(input),
+            });
             self.pending = Some(Pending {
                 before: input
                     .classes
@@ -600,7 +670,14 @@ impl Lama {
         if input.pages_in_use < input.page_limit {
             return (Round::none(), Plan::Strict);
         }
-        let held: Vec<&ClassView> = input.classes.iter().filter(|c| c.pages() > 0).collect();
+        let held: Vec<(&ClassView, u32)> = input
+            .classes
+            .iter()
+            .zip(&self.idle_windows)
+            .filter(|(c, _)| c.pages() > 0)
+            .map(|(c, &idle)| (c, idle))
+            .collect();
+        let (held, idle_windows): (Vec<&ClassView>, Vec<u32>) = held.into_iter().unzip();
         let total_pages: usize = held.iter().map(|c| c.pages()).sum();
         let total_requests: u64 = held.iter().map(|c| c.requests).sum();
         if held.len() < 2 || total_requests == 0 {
@@ -609,20 +686,21 @@ impl Lama {
         // A tie-breaking cost per page away from the current allocation, far below one miss.
         let nudge = 1e-6;
         let mut partitions = Vec::with_capacity(held.len());
-        for c in &held {
+        for (c, &idle) in held.iter().zip(&idle_windows) {
             let current = c.pages();
             // Algorithm 1 looks no further than N moves of r pages from where the class is.
             let upper = total_pages.min(current + self.max_moves * r);
             let partition = match (c.trusted_curve(), c.requests) {
-                // Unused in the window: its pages are free to go, the last one included (should
-                // the class come back, memcached's first-page rule gives it a page again, taken
-                // back from the class that got its last one).
+                // Unused in the window: its pages are free to go, and its last one too once it
+                // has gone unused for `IDLE_WINDOWS_TO_EMPTY` windows (should the class come
+                // back, memcached's first-page rule gives it a page again, taken back from the
+                // class that got its last one).
                 (_, 0) => Partition {
                     cost: (0..=upper)
                         .map(|j| nudge * j.abs_diff(current) as f64)
                         .collect(),
                     current_pages: current,
-                    min_pages: 0,
+                    min_pages: usize::from(idle < IDLE_WINDOWS_TO_EMPTY),
                 },
                 (Some(curve), _) => {
                     let at = |j: usize| self.cost(c, curve[j.min(curve.len() - 1)]);

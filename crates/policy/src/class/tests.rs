@@ -212,6 +212,57 @@ fn lama_probes_a_biased_model_and_trusts_it_once_moves_pay() {
 }
 
 #[test]
+fn lama_judges_moves_early_when_the_window_after_them_misses_far_more() {
+    let mut policy = by_name("lama-mr:min_interval=100,max_interval=1000000,threshold=0").unwrap();
+    // The planning window missed 40%; its probe moves pages.
+    let probe = policy.round(&input(&biased([4, 4], [40_000, 40_000])));
+    assert!(!probe.moves.is_empty());
+    let since = |accesses: u64, misses: u64| Progress {
+        accesses,
+        misses,
+        seconds: 0,
+    };
+    // The next window is eq. 8's 400 accesses. At the planning window's miss ratio, or above it
+    // within noise and the relative margin (120 expected: 180 + 2 sqrt(120)), the moves wait for it.
+    assert!(!policy.due(&since(300, 120)));
+    assert!(!policy.due(&since(300, 195)));
+    // Half again as many misses and more: judged at once, though not before the shortest window.
+    assert!(policy.due(&since(300, 210)));
+    assert!(!policy.due(&since(99, 99)));
+    // Once judged, nothing is watched until moves are made again.
+    let quiet = [
+        view(1, 2, 100_000, 2_000, 0, 5, Some(vec![0.02; 9])),
+        view(2, 6, 100_000, 2_000, 0, 5, Some(vec![0.02; 9])),
+    ];
+    assert!(policy.round(&input(&quiet)).moves.is_empty());
+    assert!(!policy.due(&since(300, 300)));
+}
+
+#[test]
+fn lama_takes_the_last_page_only_of_a_class_unused_for_two_windows() {
+    let mut policy = lama();
+    let window = |idle_requests: u64| {
+        [
+            view(1, 1, 1000, 1000, 0, 5, Some(vec![1.0; 5])),
+            view(2, 2, idle_requests, 0, 0, 5, None),
+            view(3, 2, 1000, 1000, 0, 5, Some(vec![1.0, 1.0, 1.0, 0.5, 0.0])),
+        ]
+    };
+    // Class 2 was used, then goes unused: one of its pages goes to class 3, which wants two.
+    assert!(policy.round(&input(&window(100))).moves.is_empty());
+    let first = policy.round(&input(&window(0)));
+    assert_eq!(moved(&first), vec![(ClassId(2), Some(ClassId(3)), 1)]);
+    // Unused a second window in a row: now its last page goes too.
+    let classes = [
+        view(1, 1, 1000, 1000, 0, 5, Some(vec![1.0; 5])),
+        view(2, 1, 0, 0, 0, 5, None),
+        view(3, 3, 1000, 500, 0, 5, Some(vec![1.0, 1.0, 1.0, 0.5, 0.0])),
+    ];
+    let second = policy.round(&input(&classes));
+    assert_eq!(moved(&second), vec![(ClassId(2), Some(ClassId(3)), 1)]);
+}
+
+#[test]
 fn lama_undoes_moves_that_did_not_pay_and_stays_untrusted() {
     let mut policy = lama();
     policy.round(&input(&biased([4, 4], [40_000, 40_000])));
