@@ -81,11 +81,15 @@ pub struct SimArgs {
     #[arg(long)]
     tenant: Vec<String>,
     /// Initial sampling rate of the per-class MRC profilers that curve-driven policies read (default:
-    /// the server's, 1: every key the profilers can hold). The profilers' memory stays the
-    /// simulator's (10% of the memory, against the server's 1%); each class's sampler lowers its rate
-    /// where its keys outgrow its share.
+    /// the server's, 1: every key the profilers can hold). Each class's sampler lowers its rate where
+    /// its keys outgrow its share of the profilers' memory (--mrc-memory-share).
     #[arg(long)]
     mrc_sample_rate: Option<f64>,
+    /// Share of the memory the profilers may hold, divided among the classes in use. The simulator's
+    /// default, 0.1, profiles every class of a cache of a few MiB; 0.01 is the server's, to see the
+    /// curves a live server has.
+    #[arg(long, default_value_t = mrcache_sim::SIM_PROFILE_MEMORY_SHARE)]
+    mrc_memory_share: f64,
     /// Requests per reported window.
     #[arg(long, default_value_t = 1_000_000)]
     window_requests: u64,
@@ -140,6 +144,7 @@ impl SimArgs {
             },
             window_requests: self.window_requests,
             requests_per_second: self.requests_per_second,
+            profile_memory_share: self.mrc_memory_share,
             ..SimConfig::with_memory(0)
         })
     }
@@ -221,6 +226,12 @@ impl SimArgs {
             if !(rate > 0.0 && rate <= 1.0) {
                 return Err("--mrc-sample-rate must be in (0, 1]".into());
             }
+        }
+        if !(self.mrc_memory_share > 0.0 && self.mrc_memory_share <= 1.0) {
+            return Err(format!(
+                "--mrc-memory-share {}: must be in (0, 1]",
+                self.mrc_memory_share
+            ));
         }
         Ok(out)
     }

@@ -23,9 +23,10 @@ const POLL_REQUESTS: u64 = 1_000;
 /// Sampling rate of the class profilers when a policy needs curves and the config sets none: the
 /// server's default, so that the simulator sees what a live server would.
 pub const DEFAULT_SIM_SAMPLE_RATE: f64 = mrcache_engine::profiling::DEFAULT_SAMPLE_RATE;
-/// Share of the simulated memory the profilers may hold when a policy needs curves. The server's 1%
-/// leaves small caches (tens of MiB) with only a dozen profiled classes; the simulator's memory is not
-/// real, so it profiles every class with enough keys for a stable curve.
+/// Share of the simulated memory the profilers may hold when a policy needs curves, by default. The
+/// server's 1% gives a cache of a few MiB no profiler at all and one of tens of MiB a dozen; the
+/// simulator's memory is not real, so it profiles every class with enough keys for a stable curve.
+/// `SimConfig::profile_memory_share` (`--mrc-memory-share 0.01`) simulates the server's.
 pub const SIM_PROFILE_MEMORY_SHARE: f64 = 0.1;
 
 /// How to simulate.
@@ -47,6 +48,9 @@ pub struct SimConfig {
     /// Tenants with memory of their own and the arbiter that divides pages among them; `None` keeps one
     /// memory for every tenant of the workload (each still its own namespace).
     pub tenants: Option<TenantSetup>,
+    /// Share of the memory the profilers may hold when a policy needs curves
+    /// (`SIM_PROFILE_MEMORY_SHARE` by default; the server's is `PROFILE_MEMORY_SHARE`, 1%).
+    pub profile_memory_share: f64,
 }
 
 /// The upper memory level of a simulation: a tenant arbiter (`mrcache_policy::TenantPolicySpec`) and the
@@ -77,6 +81,7 @@ impl SimConfig {
             page_caps: None,
             oracle: None,
             tenants: None,
+            profile_memory_share: SIM_PROFILE_MEMORY_SHARE,
         }
     }
 }
@@ -160,17 +165,14 @@ impl Simulator {
         let needs_curves =
             class_policy.needs_curves() || arbiter.as_ref().is_some_and(|a| a.needs_curves());
         if needs_curves {
-            // A rate given (`--mrc-sample-rate`) changes only the rate: the profilers keep the
-            // simulator's memory share, not the server's 1%, which at tens of MiB profiles only a few
-            // classes and bounds their keys (fixed-size sampling then lowers the rate it was given).
+            // A rate given (`--mrc-sample-rate`) changes only the rate: the profilers' memory is the
+            // simulation's own share (`--mrc-memory-share`), and fixed-size sampling lowers the rate
+            // where a class's keys outgrow it.
             config
                 .engine
                 .profile_sample_rate
                 .get_or_insert(DEFAULT_SIM_SAMPLE_RATE);
-            config.engine.profile_memory_share = config
-                .engine
-                .profile_memory_share
-                .max(SIM_PROFILE_MEMORY_SHARE);
+            config.engine.profile_memory_share = config.profile_memory_share;
         }
         let mut engine_config = config.engine.clone();
         let held = match &oracle {

@@ -106,7 +106,8 @@ fn lama_beats_demand_filling_on_etc_sizes() {
 #[test]
 fn a_given_sampling_rate_keeps_the_simulators_profile_memory() {
     // `--mrc-sample-rate` changes the rate only: the profilers keep the simulator's memory share
-    // (the server's 1% would profile a few classes of a small cache, with few keys each).
+    // (the server's 1% would profile a few classes of a small cache, with few keys each) unless
+    // another is given (`--mrc-memory-share`).
     let curves = SlabPolicy::by_name("lama-mr").unwrap();
     for rate in [None, Some(1.0)] {
         let mut config = SimConfig::with_memory(32 << 20);
@@ -120,4 +121,9 @@ fn a_given_sampling_rate_keeps_the_simulators_profile_memory() {
             mrcache_sim::SIM_PROFILE_MEMORY_SHARE
         );
     }
+    // The server's share, asked for.
+    let mut config = SimConfig::with_memory(32 << 20);
+    config.profile_memory_share = mrcache_engine::profiling::PROFILE_MEMORY_SHARE;
+    let sim = Simulator::new(config, curves).unwrap();
+    assert_eq!(sim.engine().config().profile_memory_share, 0.01);
 }
