@@ -383,12 +383,9 @@ impl Lama {
         // longest a few turnovers of them; fixed: `min` and `max` as given.
         let floor = self.floor(input);
         let max = if self.adaptive_floor {
-            let items = input
-                .classes
-                .iter()
-                .map(|c| c.snapshot.items)
-                .sum::<usize>() as u64;
-            items.saturating_mul(TURNOVERS_PER_WINDOW).clamp(floor, max)
+            items_held(input)
+                .saturating_mul(TURNOVERS_PER_WINDOW)
+                .clamp(floor, max)
         } else {
             max
         };
@@ -411,12 +408,7 @@ impl Lama {
         if !self.adaptive_floor {
             return min;
         }
-        let items = input
-            .classes
-            .iter()
-            .map(|c| c.snapshot.items)
-            .sum::<usize>() as u64;
-        (items / 2).clamp(ADAPTIVE_FLOOR.min(min), min)
+        (items_held(input) / 2).clamp(ADAPTIVE_FLOOR.min(min), min)
     }
 
     /// PSA's move where the curves cannot decide: when the class missing most (with a real share of
@@ -526,6 +518,15 @@ impl Lama {
             .fold(0.0f64, f64::max)
             .round() as u64
     }
+}
+
+/// Items the cache holds, over every class.
+fn items_held(input: &RoundInput<'_>) -> u64 {
+    input
+        .classes
+        .iter()
+        .map(|c| c.snapshot.items)
+        .sum::<usize>() as u64
 }
 
 impl ClassPolicy for Lama {
