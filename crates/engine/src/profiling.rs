@@ -35,6 +35,10 @@ use mrcache_profile::{
 const BYTES_PER_TRACKED_KEY: usize = 48;
 /// Profilers track at least this many keys, whatever the memory.
 const MIN_KEYS_PER_PROFILER: usize = 256;
+/// And at most this many: a larger sample adds little accuracy (fixed-size SHARDS is accurate with a
+/// few thousand keys), and the bound caps the key table a profiler rebuilds, on one request, when it
+/// has shrunk to a lowered bound (`ReuseTimeProfiler::shrink`: about a millisecond at this size).
+const MAX_KEYS_PER_PROFILER: usize = 1 << 16;
 /// Keys a profiler over its bound retires per access of its class: the bound falls when another
 /// profiler is created, and retiring the excess a little at a time keeps any one request's work small.
 const SHRINK_STEPS: usize = 16;
@@ -89,11 +93,11 @@ impl ProfilingConfig {
     }
 
     /// The key bound of each profiler while `live` of them exist: an equal share of the budget, less
-    /// the share's fixed cost.
+    /// the share's fixed cost, within `[MIN_KEYS_PER_PROFILER, MAX_KEYS_PER_PROFILER]`.
     pub fn keys_per_profiler(&self, live: usize) -> usize {
         ((self.budget_bytes / live.max(1)).saturating_sub(FIXED_BYTES_PER_PROFILER)
             / BYTES_PER_TRACKED_KEY)
-            .max(MIN_KEYS_PER_PROFILER)
+            .clamp(MIN_KEYS_PER_PROFILER, MAX_KEYS_PER_PROFILER)
     }
 
     /// Bytes all profilers may hold in the worst case (all of them, each at its bound).
@@ -229,6 +233,20 @@ mod tests {
                     "{memory} bytes, {classes} classes x {shards} shards: {config:?}"
                 );
                 assert!(config.max_profilers <= classes * shards);
+                // However many exist, each at its bound: within the budget, and fewer profilers
+                // hold no fewer keys each.
+                let mut last = usize::MAX;
+                for live in 1..=config.max_profilers.min(200) {
+                    let keys = config.keys_per_profiler(live);
+                    let bytes = live * (FIXED_BYTES_PER_PROFILER + keys * BYTES_PER_TRACKED_KEY);
+                    assert!(
+                        bytes <= budget,
+                        "{live} profilers of {keys} keys: {bytes} B"
+                    );
+                    assert!((MIN_KEYS_PER_PROFILER..=MAX_KEYS_PER_PROFILER).contains(&keys));
+                    assert!(keys <= last);
+                    last = keys;
+                }
             }
         }
     }
