@@ -174,9 +174,9 @@ const PROBE_SHARE: f64 = 0.5;
 const IDLE_WINDOWS_TO_EMPTY: u32 = 2;
 
 /// Moves are judged early when the window after them misses this much more (relative) than the
-/// window that planned them, beyond noise: a page taken from a class on the edge of a cliff its
-/// curve did not show (a loop that fits two pages and not one) costs more misses in a few thousand
-/// accesses than the whole plan could save.
+/// window that planned them, beyond noise: a window that goes that badly (a returning class taking a
+/// bystander's page, a class on the edge of a cliff its curve smooths over) loses more misses in a
+/// few thousand accesses than the whole plan could save.
 const EARLY_JUDGE_EXCESS: f64 = 0.5;
 
 /// A round also runs after this many seconds if at least `min` accesses happened (a quiet server).
