@@ -15,19 +15,12 @@ fn replay(shards: usize, rate: f64) -> (Engine, ExactLru) {
     })
     .unwrap();
     let mut exact = ExactLru::new();
-    let clock = Clock::logical(100);
     let stream =
         WorkloadSpec::parse("zipf:objects=40000,requests=600000,alpha=0.8,value_size=200").unwrap();
     for a in stream.build(7).unwrap() {
-        let key = format!("key:{:012}", a.key).into_bytes();
-        exact.record(Engine::hash(Key::default_tenant(&key)), 1);
-        if engine
-            .get(Key::default_tenant(&key), clock, |_| ())
-            .is_none()
-        {
-            let args = StoreArgs::set(Key::default_tenant(&key), &[b'v'; 200]);
-            engine.store(&args, clock);
-        }
+        let key = format!("key:{:012}", a.key);
+        exact.record(Engine::hash(Key::default_tenant(key.as_bytes())), 1);
+        use_key(&engine, &key, 200);
     }
     (engine, exact)
 }
@@ -98,21 +91,15 @@ fn profiler_memory_stays_within_one_percent_of_memory() {
             ..EngineConfig::default()
         })
         .unwrap();
-        let clock = Clock::logical(100);
         let stream =
             WorkloadSpec::parse("zipf:objects=50000,requests=400000,alpha=0.6,value_size=10-30000")
                 .unwrap();
-        let value = vec![b'v'; 30_000];
         for a in stream.build(3).unwrap() {
-            let key = format!("key:{:012}", a.key).into_bytes();
-            if engine
-                .get(Key::default_tenant(&key), clock, |_| ())
-                .is_none()
-            {
-                let args =
-                    StoreArgs::set(Key::default_tenant(&key), &value[..a.value_size as usize]);
-                engine.store(&args, clock);
-            }
+            use_key(
+                &engine,
+                &format!("key:{:012}", a.key),
+                a.value_size as usize,
+            );
         }
         let limit = (memory_mib << 20) as usize / 100;
         let used = engine.profile_memory_bytes();

@@ -239,9 +239,7 @@ impl ReuseTimeProfiler {
     pub fn tracked_keys(&self) -> usize {
         self.keys.len()
     }
-}
 
-impl ReuseTimeProfiler {
     /// Stops tracking the key of mixed hash `evicted`, keeping its last access as a retired one of
     /// `weight` (the inverse of the rate at which it was sampled).
     fn retire(&mut self, evicted: u64, weight: f64) {

@@ -106,11 +106,6 @@ impl SpatialSampler {
         Some(evicted)
     }
 
-    /// Tracked keys (fixed-size mode; 0 in fixed-rate mode).
-    pub fn tracked_keys(&self) -> usize {
-        self.tracked.len()
-    }
-
     /// Heap bytes the tracked-key heap holds (0 in fixed-rate mode).
     pub fn memory_bytes(&self) -> usize {
         self.tracked.capacity() * std::mem::size_of::<u64>()
