@@ -293,3 +293,17 @@ fn mrcached_matches_case_files() {
     };
     check_against(&subject);
 }
+
+/// The harness accepts a reference server only once the socket listening on its port is the
+/// child's own (a CI run once had its probe answered by another test's server on the same port).
+#[test]
+fn the_harness_knows_its_reference_server_by_its_listening_socket() {
+    let server = Server::start(&ServerKind::memcached(), &[]);
+    assert_eq!(common::listens_on(server.pid(), server.port()), Some(true));
+    let other = Server::start(&ServerKind::memcached(), &[]);
+    assert_eq!(
+        common::listens_on(server.pid(), other.port()),
+        Some(false),
+        "the other server's listener is not the first's"
+    );
+}

@@ -245,13 +245,17 @@ impl Server {
     /// picks the target port as the probe's own source port, TCP's simultaneous open connects the
     /// socket to itself, and that socket then holds the port the server is about to bind (a CI run saw
     /// memcached's first case reset and every later connect refused). Such a probe does not count,
-    /// nor does one answered while the server has exited (another process took the port first).
+    /// nor does one answered while the server has exited (another process took the port first), nor
+    /// one answered by a listener that is not this child's (another test's server on the same port,
+    /// answering while ours is still failing to bind): see [`listens_on`].
     fn wait_until_accepting(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         let mut backoff = Duration::from_millis(2);
         loop {
             if let Ok(probe) = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)) {
-                if probe.local_addr().ok() != probe.peer_addr().ok() && self.exit_status().is_none()
+                if probe.local_addr().ok() != probe.peer_addr().ok()
+                    && self.exit_status().is_none()
+                    && listens_on(self.pid(), self.port()) != Some(false)
                 {
                     return Ok(());
                 }
@@ -308,10 +312,50 @@ pub fn http_get(port: u16, path: &str) -> (u16, String) {
     (status, body)
 }
 
-/// A port that was free a moment ago (bind 127.0.0.1:0, read it, release it).
+/// Ports [`free_port`] picks from: below Linux's default ephemeral range (32768–60999), so the
+/// kernel does not hand the port to a client's source port or to a `-p 0` server between our pick
+/// and the server's bind.
+const PICKED_PORTS: std::ops::Range<u16> = 20_000..32_768;
+
+/// A port that was free a moment ago: a random one of [`PICKED_PORTS`] that binds, released at once
+/// (or, if none of a few tries binds, one the kernel picks).
 pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    static PICKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    for _ in 0..16 {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.write_u64(PICKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let span = u64::from(PICKED_PORTS.end - PICKED_PORTS.start);
+        let port = PICKED_PORTS.start + (hasher.finish() % span) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener.local_addr().expect("local_addr").port()
+}
+
+/// Whether process `pid` holds the socket listening on 127.0.0.1:`port`, read from Linux's
+/// `/proc/net/tcp` and `/proc/PID/fd`; `None` where those cannot be read (the connect probe alone
+/// then decides).
+pub fn listens_on(pid: u32, port: u16) -> Option<bool> {
+    const LISTEN: &str = "0A";
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let local = format!("0100007F:{port:04X}");
+    let inode = table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        (fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&LISTEN))
+            .then(|| fields.get(9).map(|inode| format!("socket:[{inode}]")))
+            .flatten()
+    });
+    let Some(inode) = inode else {
+        return Some(false);
+    };
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == inode.as_str())
+    }))
 }
 
 fn running_as_root() -> bool {
