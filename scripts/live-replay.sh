@@ -107,7 +107,8 @@ run_live() {
 }
 
 # The simulator's run of what server $3 does: memcached's accounting and no moves for memcached;
-# mrcached's compact accounting and its slab policy (default lama-mr) for mrcached[:POLICY].
+# mrcached's compact accounting and its slab policy (default lama-mr) for mrcached[:POLICY], with the
+# server's profiler memory (--mrc-memory-share 0.01, the simulator's default being 10%).
 run_sim() {
     local t=$1 m=$2 s=$3 name out policy accounting=compact
     name=$(basename "$t" | cut -d. -f1)
@@ -119,7 +120,8 @@ run_sim() {
         mrcached:*) policy=${s#mrcached:} ;;
     esac
     "$MRCACHE" sim --trace "$TRACES_DIR/$t" --memory "${m}MiB" --value-size etc --seed 1 --key-size 16 \
-        --override-sizes --item-accounting "$accounting" --policy "$policy" --json > "$out.tmp" 2> "$out.err"
+        --override-sizes --item-accounting "$accounting" --policy "$policy" --mrc-memory-share 0.01 --json \
+        > "$out.tmp" 2> "$out.err"
     mv "$out.tmp" "$out"
 }
 run_one() { if [ "$1" = live ]; then run_live "${@:2}"; else run_sim "${@:2}"; fi; }

@@ -170,10 +170,11 @@ pub struct EngineConfig {
     /// One shard is exact global LRU per class; the simulator uses one.
     pub shards: usize,
     /// Online MRC profiling of every class: the initial sampling rate, or `None` for off. Profilers are
-    /// sized to stay within 1% of `memory_limit_bytes` together (see `profiling`).
+    /// sized to stay within their budget together (`profile_memory_share`, see `profiling`).
     pub profile_sample_rate: Option<f64>,
     /// Share of `memory_limit_bytes` the profilers may hold together (1% by default, the server's
-    /// bound). The simulator may grant more: its memory is not a real server's.
+    /// bound), or `profiling::PROFILE_MEMORY_FLOOR_BYTES` where that is more (within an eighth of the
+    /// memory). The simulator may grant a larger share: its memory is not a real server's.
     pub profile_memory_share: f64,
     /// Tenants with memory of their own (ids `0..tenant_pools`): each gets its own pages, LRUs and page
     /// accounting (a pool), so tenants can be given reserves, caps and targets. Tenants with larger ids

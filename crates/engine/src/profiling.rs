@@ -10,15 +10,16 @@
 //! hash mix and one compare (SHARDS-style spatial sampling on the key hash the engine already computed).
 //! Memory: a profiler costs its tracked keys (fixed-size sampling bounds them) plus its time histograms
 //! (bounded by the bucket resolution, `TIME_SUB_BUCKET_BITS`). All of them together stay within 1% of
-//! `-m`, divided among the profilers that exist: a profiler is created on its class's first use, and
+//! `-m` or 4 MiB, whichever is more (at most an eighth of `-m`; `profile_budget_bytes`), divided among
+//! the profilers that exist: a profiler is created on its class's first use, and
 //! each creation lowers every profiler's key bound to an equal share of the budget
 //! (`ProfilingConfig::keys_per_profiler`), so a workload that uses three classes gets three large
 //! samples rather than three of the forty-odd shares a static division would reserve. A profiler over
 //! its lowered bound retires a few keys on each of its class's accesses (`SHRINK_STEPS`), so the work
 //! is spread over the request path and the budget holds again after a few hundred of them. The number
-//! of profilers is capped so that each keeps at least `MIN_KEYS_PER_PROFILER` keys: with a large `-m`
-//! every class of every shard is profiled; with a small one the first classes used are, and the others
-//! report no curve. `memory_bytes` reports what they hold.
+//! of profilers is capped so that each keeps at least `MIN_KEYS_PER_PROFILER` keys: from `-m 32` every
+//! class of one shard is profiled; with less memory or many shards the first classes used are, and the
+//! others report no curve. `memory_bytes` reports what they hold.
 //!
 //! Shards: keys are hash-partitioned, so each shard sees an independent 1/S share of the class's keys on
 //! its own clock; `ReuseTimeHistogram::merge` combines them into the whole class's curve.
@@ -49,6 +50,22 @@ const TIME_SUB_BUCKET_BITS: u32 = 4;
 const FIXED_BYTES_PER_PROFILER: usize = 40 * 1024;
 /// Share of `-m` all profilers may use together, by default.
 pub const PROFILE_MEMORY_SHARE: f64 = 0.01;
+/// Bytes the profilers may use together however small the share makes them, up to
+/// `1 / PROFILE_FLOOR_MAX_FRACTION` of `-m` ([`profile_budget_bytes`]). 1% of a `-m 32` cache is 335 KB:
+/// six profilers of 256 keys, so most classes of a real workload would have no curve, where this
+/// floor gives every class one (a profiler's least is 52 KB). It is what memcached 1.6 itself spends
+/// beyond `-m` on its hash table at about 250,000 items; above `-m 400` the share is larger.
+pub const PROFILE_MEMORY_FLOOR_BYTES: u64 = 4 << 20;
+/// The floor takes at most this fraction of `-m`, so a cache of a few MiB stays mostly cache.
+const PROFILE_FLOOR_MAX_FRACTION: u64 = 8;
+
+/// Bytes all profilers may hold together for a memory limit and share: `memory_share` of it, or
+/// [`PROFILE_MEMORY_FLOOR_BYTES`] where that is more, within an eighth of the memory.
+pub fn profile_budget_bytes(memory_limit_bytes: u64, memory_share: f64) -> u64 {
+    let share = (memory_limit_bytes as f64 * memory_share) as u64;
+    let floor = PROFILE_MEMORY_FLOOR_BYTES.min(memory_limit_bytes / PROFILE_FLOOR_MAX_FRACTION);
+    share.max(floor)
+}
 /// Sampling rate before the key bound forces it lower: every key. A profiler then tracks all of a
 /// class's keys while they fit its bound and lowers the rate only as far as the bound requires
 /// (fixed-size SHARDS), so a small class gets an exact curve instead of a handful of samples and a
@@ -71,17 +88,11 @@ pub(crate) struct ProfilingConfig {
 }
 
 impl ProfilingConfig {
-    /// Profilers counted so that together they fit in `memory_share` of `memory_limit_bytes`: every one
-    /// of `classes * shards` if each can hold at least `MIN_KEYS_PER_PROFILER` keys, else as many as
-    /// fit.
-    pub fn for_memory(
-        memory_limit_bytes: u64,
-        classes: usize,
-        shards: usize,
-        sample_rate: f64,
-        memory_share: f64,
-    ) -> Self {
-        let budget = (memory_limit_bytes as f64 * memory_share) as usize;
+    /// Profilers counted so that together they fit in `budget_bytes` ([`profile_budget_bytes`]): every
+    /// one of `classes * shards` if each can hold at least `MIN_KEYS_PER_PROFILER` keys, else as many
+    /// as fit.
+    pub fn for_budget(budget_bytes: u64, classes: usize, shards: usize, sample_rate: f64) -> Self {
+        let budget = usize::try_from(budget_bytes).unwrap_or(usize::MAX);
         let all = classes.max(1) * shards.max(1);
         let min_profiler = FIXED_BYTES_PER_PROFILER + MIN_KEYS_PER_PROFILER * BYTES_PER_TRACKED_KEY;
         ProfilingConfig {
@@ -223,11 +234,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn small_caches_get_the_floor_and_every_class_a_profiler() {
+        const MIB: u64 = 1 << 20;
+        // 1% where that is more than 4 MiB; the floor below, within an eighth of the memory.
+        assert_eq!(profile_budget_bytes(1024 * MIB, 0.01), 10_737_418);
+        assert_eq!(profile_budget_bytes(64 * MIB, 0.01), 4 * MIB);
+        assert_eq!(profile_budget_bytes(32 * MIB, 0.01), 4 * MIB);
+        assert_eq!(profile_budget_bytes(16 * MIB, 0.01), 2 * MIB);
+        assert_eq!(profile_budget_bytes(2 * MIB, 0.01), MIB / 4);
+        // A larger share wins over the floor (the simulator's 10%).
+        assert_eq!(profile_budget_bytes(64 * MIB, 0.1), 6_710_886);
+        // memcached's 42 classes at -m 32, one shard: every class can have its profiler.
+        let config = ProfilingConfig::for_budget(profile_budget_bytes(32 * MIB, 0.01), 42, 1, 1.0);
+        assert_eq!(config.max_profilers, 42);
+    }
+
+    #[test]
     fn profilers_fit_their_memory_share() {
         for memory in [1u64 << 20, 64 << 20, 1 << 30, 64 << 30] {
             for (classes, shards) in [(1, 1), (42, 1), (42, 16), (42 * 64, 64)] {
-                let config = ProfilingConfig::for_memory(memory, classes, shards, 0.01, 0.01);
-                let budget = (memory as f64 * 0.01) as usize;
+                let budget = profile_budget_bytes(memory, 0.01) as usize;
+                let config = ProfilingConfig::for_budget(budget as u64, classes, shards, 0.01);
                 assert!(
                     config.worst_case_bytes() <= budget,
                     "{memory} bytes, {classes} classes x {shards} shards: {config:?}"

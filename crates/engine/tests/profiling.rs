@@ -1,6 +1,7 @@
 //! The engine's online MRC against the exact LRU curve of the same stream of uses, with one shard and with
 //! several (where each shard profiles a hash partition and the histograms are merged).
 
+use mrcache_engine::profiling::{profile_budget_bytes, PROFILE_MEMORY_SHARE};
 use mrcache_engine::{ClassId, Clock, Engine, EngineConfig, Key, StoreArgs};
 use mrcache_profile::{AccessObserver, ExactLru, MrcProfiler, MrcQuery, SizeUnit};
 use mrcache_workload::synth::WorkloadSpec;
@@ -80,9 +81,10 @@ fn profiling_off_records_nothing_and_costs_nothing() {
 }
 
 /// The worst case for profiler memory: a small `-m`, two shards, values spread over many classes, long
-/// reuse times (large histograms) and every key sampled (full key tables).
+/// reuse times (large histograms) and every key sampled (full key tables). The budget is 1% of the
+/// memory or 4 MiB, whichever is more (`profile_budget_bytes`).
 #[test]
-fn profiler_memory_stays_within_one_percent_of_memory() {
+fn profiler_memory_stays_within_its_budget() {
     for memory_mib in [64u64, 1024] {
         let engine = Engine::new(EngineConfig {
             memory_limit_bytes: memory_mib << 20,
@@ -101,7 +103,7 @@ fn profiler_memory_stays_within_one_percent_of_memory() {
                 a.value_size as usize,
             );
         }
-        let limit = (memory_mib << 20) as usize / 100;
+        let limit = profile_budget_bytes(memory_mib << 20, PROFILE_MEMORY_SHARE) as usize;
         let used = engine.profile_memory_bytes();
         let profiled = engine.mrc(None, &MrcQuery::new(SizeUnit::Objects)).len();
         eprintln!("-m {memory_mib}: profilers hold {used} B of {limit} allowed, {profiled} classes profiled");
@@ -124,8 +126,9 @@ fn use_key(engine: &Engine, key: &str, value_len: usize) {
 }
 
 /// The profilers' memory is divided among the classes in use: a workload of one class gets the whole
-/// budget's keys (a static division over every class would give it 256 of 20,000 at `-m 64`), and when
-/// ten more classes appear, the first profiler gives keys back until all fit the budget again.
+/// budget's keys (a static division over every class would give it 256 of 100,000 at `-m 64` with 1%
+/// of it, 2,000 with the 4 MiB floor), and when ten more classes appear, the first profiler gives keys
+/// back until all fit the budget again.
 #[test]
 fn profilers_share_their_memory_among_the_classes_in_use() {
     let memory = 64u64 << 20;
@@ -143,30 +146,30 @@ fn profilers_share_their_memory_among_the_classes_in_use() {
         engine.mrc(Some(class), &MrcQuery::new(SizeUnit::Objects))[0].sampling_rate
     };
     for _ in 0..2 {
-        for k in 0..20_000 {
+        for k in 0..100_000 {
             use_key(&engine, &format!("one:{k:012}"), 200);
         }
     }
     let alone = rate_of(first);
-    // 1% of 64 MiB, less one profiler's fixed cost, at 48 bytes a key: about 13,000 of 20,000 keys.
+    // The 4 MiB floor, less one profiler's fixed cost, at 48 bytes a key, is over the 65,536-key cap.
     assert!(alone > 0.5, "one class in use samples {alone} of its keys");
     // Ten more classes, with the first class still in use.
     for k in 0..40_000 {
         let size = 400 << (k % 10);
         use_key(&engine, &format!("many:{k:012}"), size.min(500_000));
-        use_key(&engine, &format!("one:{:012}", k % 20_000), 200);
+        use_key(&engine, &format!("one:{:012}", k % 100_000), 200);
     }
     let shared = rate_of(first);
     let used = engine.profile_memory_bytes();
+    let budget = profile_budget_bytes(memory, PROFILE_MEMORY_SHARE);
     let profiled = engine.mrc(None, &MrcQuery::new(SizeUnit::Objects)).len();
     eprintln!(
-        "one class: rate {alone:.3}; {profiled} classes: rate {shared:.4}, {used} B of {} allowed",
-        memory / 100
+        "one class: rate {alone:.3}; {profiled} classes: rate {shared:.4}, {used} B of {budget} allowed"
     );
     assert!(profiled >= 11, "{profiled} classes profiled");
     assert!(
         shared < alone / 4.0,
         "the first profiler kept its keys: rate {shared}"
     );
-    assert!(used as u64 <= memory / 100, "{used} B > 1% of {memory}");
+    assert!(used as u64 <= budget, "{used} B > the budget, {budget} B");
 }

@@ -24,9 +24,9 @@ const POLL_REQUESTS: u64 = 1_000;
 /// server's default, so that the simulator sees what a live server would.
 pub const DEFAULT_SIM_SAMPLE_RATE: f64 = mrcache_engine::profiling::DEFAULT_SAMPLE_RATE;
 /// Share of the simulated memory the profilers may hold when a policy needs curves, by default. The
-/// server's 1% gives a cache of a few MiB no profiler at all and one of tens of MiB a dozen; the
-/// simulator's memory is not real, so it profiles every class with enough keys for a stable curve.
-/// `SimConfig::profile_memory_share` (`--mrc-memory-share 0.01`) simulates the server's.
+/// server's 1% (or 4 MiB, where that is more) gives a cache of a few hundred MiB a few thousand keys per
+/// class; the simulator's memory is not real, so it profiles every class with enough keys for a stable
+/// curve. `SimConfig::profile_memory_share` (`--mrc-memory-share 0.01`) simulates the server's.
 pub const SIM_PROFILE_MEMORY_SHARE: f64 = 0.1;
 
 /// How to simulate.

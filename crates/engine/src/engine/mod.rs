@@ -26,7 +26,7 @@ use crate::geometry::Geometry;
 use crate::globals::Globals;
 use crate::layout::AnyShard;
 use crate::log::LogShard;
-use crate::profiling::{ProfilingConfig, ShardProfiling};
+use crate::profiling::{profile_budget_bytes, ProfilingConfig, ShardProfiling};
 use crate::shard::{hash_key, Miss, Shard};
 use crate::tenant::{Key, TenantId};
 use crate::Clock;
@@ -74,19 +74,10 @@ impl Engine {
         let pools = config.tenant_pools;
         // With several pools, half of the profilers' memory goes to one whole-pool profiler per pool
         // (the tenants' curves), half to the partitions'.
-        let share = if pools > 1 {
-            config.profile_memory_share / 2.0
-        } else {
-            config.profile_memory_share
-        };
+        let budget = profile_budget_bytes(config.memory_limit_bytes, config.profile_memory_share);
+        let budget = if pools > 1 { budget / 2 } else { budget };
         let sized = |partitions: usize, rate: f64| {
-            ProfilingConfig::for_memory(
-                config.memory_limit_bytes,
-                partitions,
-                config.shards,
-                rate,
-                share,
-            )
+            ProfilingConfig::for_budget(budget, partitions, config.shards, rate)
         };
         // The log has one class (the log itself): one profiler per pool, one curve per tenant.
         let classes = match config.memory_layout {

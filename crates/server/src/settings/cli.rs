@@ -45,7 +45,8 @@ Extended options (-o key[=value],...):
                            any two classes (no class holds pages), SAME and BADCLASS as memcached
    mrc_sample_rate=F       mrcached: initial sampling rate of the per-class miss-ratio-curve profilers,
                            in [0, 1]; 0 turns profiling off (default: {}: every key until a profiler's
-                           key bound lowers its rate; profilers use at most 1% of -m)
+                           key bound lowers its rate; profilers use at most 1% of -m, or 4 MiB
+                           where that is more, up to an eighth of -m)
    worker_cpus=LIST        mrcached: pin worker i to the i-th CPU of LIST (taskset syntax: 0,2,4-7; in
                            turn when -t is larger, which makes workers time-share: a warning says so).
                            Every CPU must be one this process may run on (Leverich & Kozyrakis §2.5)
