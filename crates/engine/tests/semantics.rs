@@ -555,11 +555,58 @@ fn a_class_emptied_by_a_move_takes_its_first_page_back_from_the_class_that_got_i
     assert_eq!((pages(small), pages(mid), pages(big)), (6, 0, 2));
     set(&e, &key(100_002), &[b'm'; 5_000], c);
     assert_eq!((pages(small), pages(mid), pages(big)), (6, 1, 1));
-    // A receiver without a page to spare keeps its last one: the largest class gives instead.
+    // A receiver without a page to spare keeps its last one: the largest class gives instead (here
+    // the receiver gave its page back to memory, which the small class then took).
     e.move_page(mid, Some(big)).unwrap();
-    e.move_page(big, Some(small)).unwrap();
+    e.move_page(big, None).unwrap();
+    set(&e, &key(20_000), &[b's'; 900], c);
     assert_eq!((pages(small), pages(mid), pages(big)), (7, 0, 1));
     set(&e, &key(100_003), &[b'm'; 5_000], c);
     assert_eq!((pages(small), pages(mid), pages(big)), (6, 1, 1));
+    e.check_invariants().unwrap();
+}
+
+/// The class that holds an emptied class's page passes the debt on when it gives away a page it cannot
+/// spare: the emptied class's first page then comes from the class that move favoured, not from the
+/// largest class (a bystander whose coldest page-worth of items it would cost).
+#[test]
+fn a_class_that_gives_away_a_borrowed_page_passes_the_debt_on() {
+    let e = engine(8);
+    let c = Clock::logical(100);
+    let class_of = |value_len| {
+        let g = e.geometry();
+        g.class_for(g.item_total_bytes(8, 0, value_len)).unwrap()
+    };
+    let (small, mid, big, other) = (
+        class_of(900),
+        class_of(5_000),
+        class_of(100_000),
+        class_of(20_000),
+    );
+    let pages = |class: ClassId| e.stats(c).classes[class.index()].total_pages;
+    for i in 0..20_000 {
+        set(&e, &key(i), &[b's'; 900], c);
+    }
+    set(&e, &key(100_000), &[b'b'; 100_000], c);
+    set(&e, &key(100_001), &[b'm'; 5_000], c);
+    set(&e, &key(100_002), &[b'o'; 20_000], c);
+    let all = || (pages(small), pages(mid), pages(big), pages(other));
+    assert_eq!(all(), (5, 1, 1, 1));
+    // mid's page goes to big, and big, holding it, gives a page to other: mid is owed by other now.
+    e.move_page(mid, Some(big)).unwrap();
+    e.move_page(big, Some(other)).unwrap();
+    assert_eq!(all(), (5, 0, 1, 2));
+    set(&e, &key(100_003), &[b'm'; 5_000], c);
+    assert_eq!(
+        all(),
+        (5, 1, 1, 1),
+        "the page comes from other, not from small"
+    );
+    // A class that can still spare a page after giving one keeps the debt.
+    e.move_page(mid, Some(small)).unwrap();
+    e.move_page(small, Some(other)).unwrap();
+    assert_eq!(all(), (5, 0, 1, 2));
+    set(&e, &key(100_004), &[b'm'; 5_000], c);
+    assert_eq!(all(), (4, 1, 1, 2));
     e.check_invariants().unwrap();
 }

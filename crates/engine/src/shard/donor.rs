@@ -66,8 +66,9 @@ impl Shard {
     }
 
     /// Where `part`'s first page comes from when memory is full: the partition that took its last page
-    /// by a page move, if that one has a page to spare (a move that emptied a class is undone by the
-    /// class's return, at the expense of the class it favoured, not of a bystander); else the largest
+    /// by a page move (or that took a page from that one when it had none to spare), if that one has a
+    /// page to spare (a move that emptied a class is undone by the class's return, at the expense of the
+    /// class it favoured, not of a bystander); else the largest
     /// partition of its own pool with a page to spare; if its pool may grow, a pool above its target,
     /// then a partition with a page to spare of any pool above its reserve and not below its target.
     /// `None` when none has one.

@@ -107,8 +107,9 @@ struct ClassState {
     items: usize,
     requested_bytes: u64,
     counters: ClassCounters,
-    /// The partition of the same pool that took this partition's last page by a page move, while
-    /// this one has none: its first page comes back from there (`Shard::first_page_donor`).
+    /// The partition of the same pool that took this partition's last page by a page move (or took a
+    /// page from that one when it could spare none), while this one has none: its first page comes back
+    /// from there (`Shard::first_page_donor`).
     lent_to: Option<Part>,
 }
 

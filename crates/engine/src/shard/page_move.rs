@@ -7,7 +7,8 @@
 //! predicts. Work is bounded by one page: at most `chunks_per_page` relocations, under the shard's lock.
 //!
 //! A move that takes a class's last page to another class of the same pool records the receiver: should
-//! the class store again, its first page comes back from there (`Shard::first_page_donor`).
+//! the class store again, its first page comes back from there (`Shard::first_page_donor`). A receiver
+//! that later gives away a page it cannot spare passes the record on to that page's receiver.
 
 use super::{Page, PageMoveOutcome, Part, Shard};
 use crate::item::{bits, stored_bytes, NIL};
@@ -130,9 +131,23 @@ impl Shard {
         }
         let c = self.part_state(src);
         c.pages.retain(|&s| s != slot);
-        if c.pages.is_empty() && keep == Keep::Relocate {
-            c.lent_to = dst.filter(|d| d.pool() == src.pool());
+        let left = c.pages.len();
+        if keep == Keep::Relocate {
+            let receiver = dst.filter(|d| d.pool() == src.pool());
+            if left == 0 {
+                c.lent_to = receiver;
+            }
+            // A class that holds an emptied class's page and can no longer spare one passes the debt
+            // on with the page it gives: the emptied class's first page then comes from the class
+            // this move favoured, not from a bystander (the largest class, whose coldest page-worth of
+            // items would be lost for a move it had no part in).
+            if let Some(receiver) = receiver.filter(|_| left < 2) {
+                for c in self.parts.iter_mut().filter(|c| c.lent_to == Some(src)) {
+                    c.lent_to = Some(receiver);
+                }
+            }
         }
+        let c = self.part_state(src);
         c.counters.moves_rescued += moved.rescued as u64;
         c.counters.moves_evicted += moved.evicted as u64;
         self.meters.counters.slabs_moved += 1;
