@@ -34,6 +34,9 @@ pub enum ReuseTimeMethod {
 pub struct ReuseTimeHistogram {
     /// Length `n` of the logical clock the times were measured on.
     pub(crate) clock_ticks: u64,
+    /// For a window ([`Self::since`]): the profiler's clock when the window began, the longest reuse
+    /// time every access of the window could have shown (its horizon); 0 for a profiler's whole life.
+    pub(crate) horizon_ticks: u64,
     /// Requests behind this histogram, sampled or not (sums over merged shards).
     pub(crate) requests: u64,
     pub(crate) reuse_times: LogHistogram,
@@ -61,6 +64,7 @@ impl ReuseTimeHistogram {
     fn empty_with(time_sub_bucket_bits: u32) -> Self {
         Self {
             clock_ticks: 0,
+            horizon_ticks: 0,
             requests: 0,
             reuse_times: LogHistogram::new(time_sub_bucket_bits),
             key_weighted_reuse_times: LogHistogram::new(time_sub_bucket_bits),
@@ -85,6 +89,7 @@ impl ReuseTimeHistogram {
     /// the clock is the longer of the two, and the curve's sizes are the whole partition's.
     pub fn merge(&mut self, other: &Self) {
         self.clock_ticks = self.clock_ticks.max(other.clock_ticks);
+        self.horizon_ticks = self.horizon_ticks.max(other.horizon_ticks);
         self.requests += other.requests;
         self.reuse_times.merge(&other.reuse_times);
         self.key_weighted_reuse_times
@@ -101,12 +106,14 @@ impl ReuseTimeHistogram {
     /// What was recorded between `earlier` and `self`, two snapshots of the same profiler (or of the
     /// same merge of shards), as a histogram of its own: the window's accesses by reuse time, its
     /// first-seen keys as cold accesses. Reuse times may reach back before the window, so a window
-    /// shorter than the longest reuse still sees long reuses. Valid for the AET curve, which needs only
+    /// shorter than the longest reuse still sees long reuses, up to `earlier`'s clock (the window's
+    /// horizon, beyond which the AET curve continues the tail: `reuse_curve::TailExtension`). Valid for the AET curve, which needs only
     /// reuse times and cold accesses; the footprint's first and last access times have no meaning
     /// for a window, and the result keeps `self`'s.
     pub fn since(&self, earlier: &Self) -> Self {
         let mut window = self.clone();
         window.clock_ticks = self.clock_ticks.saturating_sub(earlier.clock_ticks);
+        window.horizon_ticks = earlier.clock_ticks;
         window.requests = self.requests.saturating_sub(earlier.requests);
         window.reuse_times.subtract(&earlier.reuse_times);
         window
