@@ -531,19 +531,27 @@ fn the_reaper_counts_crawler_reclaimed_per_class() {
     e.check_invariants().unwrap();
 }
 
+/// The slab class of an item with an 8-byte key and a `value_len`-byte value.
+fn class_of_value(e: &Engine, value_len: usize) -> ClassId {
+    let g = e.geometry();
+    g.class_for(g.item_total_bytes(8, 0, value_len)).unwrap()
+}
+
+/// Fills all of `e`'s memory with 20,000 items of 900-byte values (one class, the largest).
+fn fill_with_small_items(e: &Engine, c: Clock) {
+    for i in 0..20_000 {
+        set(e, &key(i), &[b's'; 900], c);
+    }
+}
+
 #[test]
 fn a_class_emptied_by_a_move_takes_its_first_page_back_from_the_class_that_got_it() {
     let e = engine(8);
     let c = Clock::logical(100);
-    let class_of = |value_len| {
-        let g = e.geometry();
-        g.class_for(g.item_total_bytes(8, 0, value_len)).unwrap()
-    };
+    let class_of = |value_len| class_of_value(&e, value_len);
     let (small, mid, big) = (class_of(900), class_of(5_000), class_of(100_000));
     let pages = |class: ClassId| e.stats(c).classes[class.index()].total_pages;
-    for i in 0..20_000 {
-        set(&e, &key(i), &[b's'; 900], c);
-    }
+    fill_with_small_items(&e, c);
     assert_eq!(pages(small), 8);
     // Memory is full: the big and the mid class take their first pages from the largest class.
     set(&e, &key(100_000), &[b'b'; 100_000], c);
@@ -573,10 +581,7 @@ fn a_class_emptied_by_a_move_takes_its_first_page_back_from_the_class_that_got_i
 fn a_class_that_gives_away_a_borrowed_page_passes_the_debt_on() {
     let e = engine(8);
     let c = Clock::logical(100);
-    let class_of = |value_len| {
-        let g = e.geometry();
-        g.class_for(g.item_total_bytes(8, 0, value_len)).unwrap()
-    };
+    let class_of = |value_len| class_of_value(&e, value_len);
     let (small, mid, big, other) = (
         class_of(900),
         class_of(5_000),
@@ -584,9 +589,7 @@ fn a_class_that_gives_away_a_borrowed_page_passes_the_debt_on() {
         class_of(20_000),
     );
     let pages = |class: ClassId| e.stats(c).classes[class.index()].total_pages;
-    for i in 0..20_000 {
-        set(&e, &key(i), &[b's'; 900], c);
-    }
+    fill_with_small_items(&e, c);
     set(&e, &key(100_000), &[b'b'; 100_000], c);
     set(&e, &key(100_001), &[b'm'; 5_000], c);
     set(&e, &key(100_002), &[b'o'; 20_000], c);
