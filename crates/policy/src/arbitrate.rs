@@ -332,7 +332,7 @@ impl Arbitration {
                             now.requests().saturating_sub(s.requests())
                                 >= CURVE_WINDOW_ITEMS * items
                         })
-                        .map_or_else(|| now.clone(), |before| now.since(before));
+                        .map_or_else(|| now.clone(), |before| now.since(before).as_observed());
                     if snapshots.len() == CURVE_SNAPSHOTS {
                         snapshots.pop_front();
                     }

@@ -285,6 +285,11 @@ impl Rebalancer {
                 Some(before) => h.histogram.since(before),
                 None => h.histogram.clone(),
             };
+            let window = if self.policy.continues_tails() {
+                window
+            } else {
+                window.as_observed()
+            };
             self.histograms[i] = Some(h.histogram);
             if window.requests() == 0 {
                 continue;

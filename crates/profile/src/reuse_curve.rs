@@ -403,9 +403,12 @@ mod tests {
         assert_eq!(window.horizon_ticks, 20_000);
         let query = MrcQuery::exactly(SizeUnit::Objects, &sizes);
         let extended = miss_ratios(&window.mrc(ReuseTimeMethod::Aet, &query));
-        let mut flat = window.clone();
-        flat.horizon_ticks = 0;
-        let flat = miss_ratios(&flat.mrc(ReuseTimeMethod::Aet, &query));
+        let flat = miss_ratios(
+            &window
+                .clone()
+                .as_observed()
+                .mrc(ReuseTimeMethod::Aet, &query),
+        );
         let long_run: Vec<f64> = misses.iter().map(|&m| m as f64 / 100_000.0).collect();
         eprintln!("extended {extended:.4?}\nflat     {flat:.4?}\nlong run {long_run:.4?}");
         for i in 0..sizes.len() {

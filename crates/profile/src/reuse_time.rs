@@ -127,6 +127,13 @@ impl ReuseTimeHistogram {
         window
     }
 
+    /// The same window without its horizon: its AET curve as observed, flat past the longest reuse
+    /// it could show, rather than continued (`reuse_curve::TailExtension`).
+    pub fn as_observed(mut self) -> Self {
+        self.horizon_ticks = 0;
+        self
+    }
+
     /// Requests behind this histogram.
     pub fn requests(&self) -> u64 {
         self.requests

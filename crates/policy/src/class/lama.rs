@@ -574,6 +574,9 @@ impl ClassPolicy for Lama {
     fn needs_curves(&self) -> bool {
         true
     }
+    fn continues_tails(&self) -> bool {
+        true
+    }
 
     fn round(&mut self, input: &RoundInput<'_>) -> Round {
         let r = self.granularity(input);

@@ -245,6 +245,13 @@ pub trait ClassPolicy: Send {
     fn needs_curves(&self) -> bool {
         false
     }
+    /// Whether its window curves continue the reuse-time tail past the window's horizon (an estimate
+    /// of the reuses the cache's history is too short to show, `ReuseTimeHistogram::as_observed`).
+    /// Only a policy that judges its moves by their outcome should act on that estimate: lama-mr
+    /// does; Dynacache takes the curves as measured (its paper fits them, with no outcome check).
+    fn continues_tails(&self) -> bool {
+        false
+    }
     /// Whether this round's window is worth its curves, given the classes' counters (asked only of
     /// policies that need curves; Dynacache declines for applications whose misses are not spread).
     fn wants_curves(&self, _classes: &[ClassView]) -> bool {
