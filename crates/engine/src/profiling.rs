@@ -55,16 +55,16 @@ pub const PROFILE_MEMORY_SHARE: f64 = 0.01;
 /// six profilers of 256 keys, so most classes of a real workload would have no curve, where this
 /// floor gives every class one (a profiler's least is 52 KB). It is what memcached 1.6 itself spends
 /// beyond `-m` on its hash table at about 250,000 items; above `-m 400` the share is larger.
-pub const PROFILE_MEMORY_FLOOR_BYTES: u64 = 4 << 20;
+pub const PROFILE_MEMORY_FLOOR_BYTES: usize = 4 << 20;
 /// The floor takes at most this fraction of `-m`, so a cache of a few MiB stays mostly cache.
-const PROFILE_FLOOR_MAX_FRACTION: u64 = 8;
+const PROFILE_FLOOR_MAX_FRACTION: usize = 8;
 
 /// Bytes all profilers may hold together for a memory limit and share: `memory_share` of it, or
 /// [`PROFILE_MEMORY_FLOOR_BYTES`] where that is more, within an eighth of the memory.
-pub fn profile_budget_bytes(memory_limit_bytes: u64, memory_share: f64) -> u64 {
-    let share = (memory_limit_bytes as f64 * memory_share) as u64;
-    let floor = PROFILE_MEMORY_FLOOR_BYTES.min(memory_limit_bytes / PROFILE_FLOOR_MAX_FRACTION);
-    share.max(floor)
+pub fn profile_budget_bytes(memory_limit_bytes: u64, memory_share: f64) -> usize {
+    let memory = usize::try_from(memory_limit_bytes).unwrap_or(usize::MAX);
+    let share = (memory as f64 * memory_share) as usize;
+    share.max(PROFILE_MEMORY_FLOOR_BYTES.min(memory / PROFILE_FLOOR_MAX_FRACTION))
 }
 /// Sampling rate before the key bound forces it lower: every key. A profiler then tracks all of a
 /// class's keys while they fit its bound and lowers the rate only as far as the bound requires
@@ -91,8 +91,7 @@ impl ProfilingConfig {
     /// Profilers counted so that together they fit in `budget_bytes` ([`profile_budget_bytes`]): every
     /// one of `classes * shards` if each can hold at least `MIN_KEYS_PER_PROFILER` keys, else as many
     /// as fit.
-    pub fn for_budget(budget_bytes: u64, classes: usize, shards: usize, sample_rate: f64) -> Self {
-        let budget = usize::try_from(budget_bytes).unwrap_or(usize::MAX);
+    pub fn for_budget(budget: usize, classes: usize, shards: usize, sample_rate: f64) -> Self {
         let all = classes.max(1) * shards.max(1);
         let min_profiler = FIXED_BYTES_PER_PROFILER + MIN_KEYS_PER_PROFILER * BYTES_PER_TRACKED_KEY;
         ProfilingConfig {
@@ -235,17 +234,18 @@ mod tests {
 
     #[test]
     fn small_caches_get_the_floor_and_every_class_a_profiler() {
-        const MIB: u64 = 1 << 20;
+        const MIB: usize = 1 << 20;
         // 1% where that is more than 4 MiB; the floor below, within an eighth of the memory.
-        assert_eq!(profile_budget_bytes(1024 * MIB, 0.01), 10_737_418);
-        assert_eq!(profile_budget_bytes(64 * MIB, 0.01), 4 * MIB);
-        assert_eq!(profile_budget_bytes(32 * MIB, 0.01), 4 * MIB);
-        assert_eq!(profile_budget_bytes(16 * MIB, 0.01), 2 * MIB);
-        assert_eq!(profile_budget_bytes(2 * MIB, 0.01), MIB / 4);
+        let budget = |mib: u64, share| profile_budget_bytes(mib << 20, share);
+        assert_eq!(budget(1024, 0.01), 10_737_418);
+        assert_eq!(budget(64, 0.01), 4 * MIB);
+        assert_eq!(budget(32, 0.01), 4 * MIB);
+        assert_eq!(budget(16, 0.01), 2 * MIB);
+        assert_eq!(budget(2, 0.01), MIB / 4);
         // A larger share wins over the floor (the simulator's 10%).
-        assert_eq!(profile_budget_bytes(64 * MIB, 0.1), 6_710_886);
+        assert_eq!(budget(64, 0.1), 6_710_886);
         // memcached's 42 classes at -m 32, one shard: every class can have its profiler.
-        let config = ProfilingConfig::for_budget(profile_budget_bytes(32 * MIB, 0.01), 42, 1, 1.0);
+        let config = ProfilingConfig::for_budget(budget(32, 0.01), 42, 1, 1.0);
         assert_eq!(config.max_profilers, 42);
     }
 
@@ -253,8 +253,8 @@ mod tests {
     fn profilers_fit_their_memory_share() {
         for memory in [1u64 << 20, 64 << 20, 1 << 30, 64 << 30] {
             for (classes, shards) in [(1, 1), (42, 1), (42, 16), (42 * 64, 64)] {
-                let budget = profile_budget_bytes(memory, 0.01) as usize;
-                let config = ProfilingConfig::for_budget(budget as u64, classes, shards, 0.01);
+                let budget = profile_budget_bytes(memory, 0.01);
+                let config = ProfilingConfig::for_budget(budget, classes, shards, 0.01);
                 assert!(
                     config.worst_case_bytes() <= budget,
                     "{memory} bytes, {classes} classes x {shards} shards: {config:?}"

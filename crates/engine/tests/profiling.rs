@@ -103,7 +103,7 @@ fn profiler_memory_stays_within_its_budget() {
                 a.value_size as usize,
             );
         }
-        let limit = profile_budget_bytes(memory_mib << 20, PROFILE_MEMORY_SHARE) as usize;
+        let limit = profile_budget_bytes(memory_mib << 20, PROFILE_MEMORY_SHARE);
         let used = engine.profile_memory_bytes();
         let profiled = engine.mrc(None, &MrcQuery::new(SizeUnit::Objects)).len();
         eprintln!("-m {memory_mib}: profilers hold {used} B of {limit} allowed, {profiled} classes profiled");
@@ -171,5 +171,5 @@ fn profilers_share_their_memory_among_the_classes_in_use() {
         shared < alone / 4.0,
         "the first profiler kept its keys: rate {shared}"
     );
-    assert!(used as u64 <= budget, "{used} B > the budget, {budget} B");
+    assert!(used <= budget, "{used} B > the budget, {budget} B");
 }

@@ -107,9 +107,9 @@ impl ReuseTimeHistogram {
     /// same merge of shards), as a histogram of its own: the window's accesses by reuse time, its
     /// first-seen keys as cold accesses. Reuse times may reach back before the window, so a window
     /// shorter than the longest reuse still sees long reuses, up to `earlier`'s clock (the window's
-    /// horizon, beyond which the AET curve continues the tail: `reuse_curve::TailExtension`). Valid for the AET curve, which needs only
-    /// reuse times and cold accesses; the footprint's first and last access times have no meaning
-    /// for a window, and the result keeps `self`'s.
+    /// horizon, beyond which the AET curve continues the tail: `reuse_curve::TailExtension`). Valid
+    /// for the AET curve, which needs only reuse times and cold accesses; the footprint's first and
+    /// last access times have no meaning for a window, and the result keeps `self`'s.
     pub fn since(&self, earlier: &Self) -> Self {
         let mut window = self.clone();
         window.clock_ticks = self.clock_ticks.saturating_sub(earlier.clock_ticks);

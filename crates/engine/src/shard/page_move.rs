@@ -10,7 +10,7 @@
 //! the class store again, its first page comes back from there (`Shard::first_page_donor`). A receiver
 //! that later gives away a page it cannot spare passes the record on to that page's receiver.
 
-use super::{Page, PageMoveOutcome, Part, Shard};
+use super::{Page, PageMoveOutcome, Part, Shard, PART_STRIDE};
 use crate::item::{bits, stored_bytes, NIL};
 
 /// What a page move does with the page's live items.
@@ -32,6 +32,25 @@ enum Relocation {
 }
 
 impl Shard {
+    /// Records that `receiver`, of `src`'s pool, took a page from `src`, which holds `left` pages now.
+    /// An emptied `src` is owed its first page by `receiver`; a `src` that could not spare the page
+    /// passes on what it owed, so an emptied class's first page comes from the class the move
+    /// favoured, not from a bystander (the largest class, whose coldest page-worth of items would be
+    /// lost for a move it had no part in). Invariant: only a partition with no page is owed one.
+    fn record_loan(&mut self, src: Part, receiver: Part, left: usize) {
+        if left == 0 {
+            self.parts[src.index()].lent_to = Some(receiver);
+        }
+        if left < 2 {
+            let base = src.pool() * PART_STRIDE;
+            for c in &mut self.parts[base..base + PART_STRIDE] {
+                if c.lent_to == Some(src) {
+                    c.lent_to = Some(receiver);
+                }
+            }
+        }
+    }
+
     /// Pages `part` holds in this shard.
     pub(crate) fn part_pages(&self, part: Part) -> usize {
         self.parts[part.index()].pages.len()
@@ -131,25 +150,14 @@ impl Shard {
         }
         let c = self.part_state(src);
         c.pages.retain(|&s| s != slot);
-        let left = c.pages.len();
-        if keep == Keep::Relocate {
-            let receiver = dst.filter(|d| d.pool() == src.pool());
-            if left == 0 {
-                c.lent_to = receiver;
-            }
-            // A class that holds an emptied class's page and can no longer spare one passes the debt
-            // on with the page it gives: the emptied class's first page then comes from the class
-            // this move favoured, not from a bystander (the largest class, whose coldest page-worth of
-            // items would be lost for a move it had no part in).
-            if let Some(receiver) = receiver.filter(|_| left < 2) {
-                for c in self.parts.iter_mut().filter(|c| c.lent_to == Some(src)) {
-                    c.lent_to = Some(receiver);
-                }
-            }
-        }
-        let c = self.part_state(src);
         c.counters.moves_rescued += moved.rescued as u64;
         c.counters.moves_evicted += moved.evicted as u64;
+        let left = c.pages.len();
+        if keep == Keep::Relocate {
+            if let Some(receiver) = dst.filter(|d| d.pool() == src.pool()) {
+                self.record_loan(src, receiver, left);
+            }
+        }
         self.meters.counters.slabs_moved += 1;
         self.globals.pools.lost(src.pool());
         match dst {
