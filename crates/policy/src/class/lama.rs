@@ -136,10 +136,11 @@ const DEFAULT_MAX_MOVES: usize = 50;
 /// LAMA compares a plan's gain with "a certain threshold" it does not name. The gain is already
 /// counted `CONFIDENCE_Z` sampling errors less favourably and must clear the model-error or outcome
 /// guards, so the threshold only has to stop plans too small to be worth a page's warm-up. At 1% the
-/// rounds after a large cache's first plan (ETC Zipf 0.9, 1/4 scale, 192-256 MiB) saved 1.3% of their
-/// window's misses before the penalty and stood still for millions of accesses; at 0.3% they go on
-/// converging (six workload seeds: 93.8 -> 98.1% of the potential at 192 MiB), at the price of some
-/// noise-driven moves once converged (128 MiB: 98.4 -> 95.8%; docs/results.md §14.9).
+/// rounds after a large cache's first plan (ETC Zipf 0.9, 1/4 scale, 192-256 MiB) saved 1.3-2.7% of
+/// their window's misses before the penalty, under 1% after it, and the allocation stood still for
+/// millions of accesses; at 0.3% they go on converging (six workload seeds: 93.8 -> 98.1% of the
+/// potential at 192 MiB), at the price of some noise-driven moves once converged (128 MiB: 98.4 ->
+/// 95.8%; docs/results.md §14.9).
 const DEFAULT_THRESHOLD: f64 = 0.003;
 const DEFAULT_MIN_INTERVAL: u64 = 100_000;
 const DEFAULT_MAX_INTERVAL: u64 = 1_000_000;
