@@ -57,7 +57,7 @@ pub const PROFILE_MEMORY_SHARE: f64 = 0.01;
 /// beyond `-m` on its hash table at about 250,000 items; above `-m 400` the share is larger.
 pub const PROFILE_MEMORY_FLOOR_BYTES: usize = 4 << 20;
 /// The floor takes at most this fraction of `-m`, so a cache of a few MiB stays mostly cache.
-const PROFILE_FLOOR_MAX_FRACTION: usize = 8;
+pub const PROFILE_FLOOR_MAX_FRACTION: usize = 8;
 
 /// Bytes all profilers may hold together for a memory limit and share: `memory_share` of it, or
 /// [`PROFILE_MEMORY_FLOOR_BYTES`] where that is more, within an eighth of the memory.

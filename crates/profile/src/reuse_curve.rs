@@ -309,10 +309,10 @@ pub(crate) fn aet_mrc(histogram: &ReuseTimeHistogram, query: &MrcQuery) -> Mrc {
         })
     };
     let observed = |k: usize| if k <= 1 { 1.0 } else { tail(k) };
-    let (buckets, extension) = match TailExtension::of(histogram, &observed) {
-        Some(e) => (buckets.max(e.last_bucket), Some(e)),
-        None => (buckets, None),
-    };
+    let extension = TailExtension::of(histogram, &observed);
+    let buckets = extension
+        .as_ref()
+        .map_or(buckets, |e| buckets.max(e.last_bucket));
     let ge_values: Vec<f64> = (0..=buckets + 1)
         .map(|k| {
             let value = observed(k);

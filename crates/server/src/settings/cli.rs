@@ -18,6 +18,7 @@ use mrcache_units::{format_size, parse_size, SizeSyntax, Unit};
 
 use super::*;
 use crate::tenants::TenantsConfig;
+use mrcache_engine::profiling;
 
 /// `-h`'s text after the flags: the `-o` options and the flags accepted or refused for compatibility.
 fn after_help() -> String {
@@ -45,8 +46,8 @@ Extended options (-o key[=value],...):
                            any two classes (no class holds pages), SAME and BADCLASS as memcached
    mrc_sample_rate=F       mrcached: initial sampling rate of the per-class miss-ratio-curve profilers,
                            in [0, 1]; 0 turns profiling off (default: {}: every key until a profiler's
-                           key bound lowers its rate; profilers use at most 1% of -m, or 4 MiB
-                           where that is more, up to an eighth of -m)
+                           key bound lowers its rate; profilers use at most {share}% of -m, or {floor} MiB
+                           where that is more, up to 1/{fraction} of -m)
    worker_cpus=LIST        mrcached: pin worker i to the i-th CPU of LIST (taskset syntax: 0,2,4-7; in
                            turn when -t is larger, which makes workers time-share: a warning says so).
                            Every CPU must be one this process may run on (Leverich & Kozyrakis §2.5)
@@ -78,7 +79,10 @@ users and passwords the text protocol's auth uses); like memcached, -S alone mea
 memcached does with -Y.
 
 Not supported: -d (use your service manager), -s/-a (UNIX sockets), -Z (TLS), -U other than 0 (UDP).",
-        mrcache_engine::profiling::DEFAULT_SAMPLE_RATE
+        mrcache_engine::profiling::DEFAULT_SAMPLE_RATE,
+        share = profiling::PROFILE_MEMORY_SHARE * 100.0,
+        floor = profiling::PROFILE_MEMORY_FLOOR_BYTES >> 20,
+        fraction = profiling::PROFILE_FLOOR_MAX_FRACTION,
     )
 }
 
