@@ -44,7 +44,7 @@ pub struct SimArgs {
     /// window's best allocation by the exact curves of a first pass; a clairvoyant reference, not a
     /// policy a server can run; its report adds model_miss_ratio, the curves' own total). Parameters:
     /// automove:window=,ratio=; psa:misses=; facebook:misses=,ratio=;
-    /// lama-*:interval=auto|N,min_interval=,max_interval=,moves=,granularity=auto|r,threshold=,period=;
+    /// lama-*:interval=auto|N,min_interval=,max_interval=,moves=,granularity=auto|r,threshold=,period=,pace=true|false;
     /// lama-art also hit_us=,miss_us=,miss_us_per_kib=;
     /// dynacache:interval=N,period=,moves=,threshold=,min_entropy=BITS,objective=hits|bytes,guard=noise|model;
     /// oracle:window=N,horizon=H (each window's allocation minimises misses over it and the H-1

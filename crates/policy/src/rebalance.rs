@@ -4,6 +4,11 @@
 //! when the policy wants it) and carries out the page moves it returns, one `Engine::move_page` at a
 //! time (each one page under one shard lock, so requests wait at most one page's relocation).
 //!
+//! Pacing: a policy whose `paces_moves` is true (lama's `pace=true`) has its curve moves to a class
+//! deferred, and each poll makes those whose receiver is about to need a page (`pace`): the donor keeps
+//! its items until the receiver would evict to make room. A round that moves pages supersedes what
+//! the last left unmade; one that moves none leaves it to be made.
+//!
 //! Windows: the counters and curves a round sees cover the accesses since the previous round. Curves
 //! come from the engine's cumulative reuse-time histograms, minus the snapshot kept at the last round
 //! (`ReuseTimeHistogram::since`), evaluated at every page count up to the memory limit.
@@ -13,7 +18,7 @@
 use mrcache_engine::{Clock, Engine, EngineStats};
 use mrcache_profile::{MrcQuery, ReuseTimeHistogram, ReuseTimeMethod, SizeUnit};
 
-use crate::class::{ClassPolicy, ClassView, MoveRule, Progress, RoundInput};
+use crate::class::{ClassMove, ClassPolicy, ClassView, MoveRule, Progress, RoundInput};
 
 /// What the rebalancer has done (the server's `stats` shows it).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -80,6 +85,10 @@ pub struct Rebalancer {
     stats: RebalanceStats,
     /// The tenant pool whose classes this rebalancer divides (0: all memory when there is one pool).
     pool: usize,
+    /// The last round's paced moves not yet made (see `pace`).
+    deferred: Vec<ClassMove>,
+    /// Each class's inserts (by class index) at the last poll, for the pace of its fill.
+    inserts_at_poll: Vec<u64>,
 }
 
 impl Rebalancer {
@@ -99,6 +108,8 @@ impl Rebalancer {
             pending_prediction: None,
             stats: RebalanceStats::default(),
             pool,
+            deferred: Vec::new(),
+            inserts_at_poll: Vec::new(),
         }
     }
 
@@ -130,6 +141,7 @@ impl Rebalancer {
     pub fn set_policy(&mut self, policy: Box<dyn ClassPolicy>, engine: &Engine) {
         engine.set_random_page_eviction(policy.random_page_eviction());
         self.policy = policy;
+        self.deferred.clear();
         self.baseline = None;
         self.histograms.clear();
         self.pending_prediction = None;
@@ -151,9 +163,10 @@ impl Rebalancer {
             return 0;
         }
         let stats = self.read(engine, clock);
+        let paced = self.pace(engine, &stats);
         let Some(baseline) = &self.baseline else {
             self.start_window(engine, &stats, clock);
-            return 0;
+            return paced;
         };
         let mut progress = Progress {
             seconds: clock.now.saturating_sub(baseline.now),
@@ -183,7 +196,7 @@ impl Rebalancer {
             deltas.push((d_hits + d_inserts, d_inserts, d_evicted));
         }
         if !self.policy.due(&progress) {
-            return 0;
+            return paced;
         }
         let mut views: Vec<ClassView> = stats
             .classes
@@ -230,7 +243,17 @@ impl Rebalancer {
         }
         self.pending_prediction = round.predicted_miss_ratio;
         let mut moved = 0;
+        // A round that moves pages supersedes what the last one left unmade (it planned from the
+        // allocation as it is); one that moves none leaves it to be made.
+        if !round.moves.is_empty() {
+            self.deferred.clear();
+        }
+        let paces = self.policy.paces_moves();
         for m in &round.moves {
+            if paces && m.rule == MoveRule::Curve && m.dst.is_some() {
+                self.deferred.push(*m);
+                continue;
+            }
             for _ in 0..m.pages {
                 match engine.move_page_in(self.pool, m.src, m.dst) {
                     Some(_) => {
@@ -248,7 +271,60 @@ impl Rebalancer {
             stats
         };
         self.baseline = Some(Baseline::of(&after, clock.now));
+        moved + paced
+    }
+
+    /// Makes the deferred moves whose receiver is about to need the pages: enough that its free
+    /// chunks cover as many items as it stored since the last poll, and at least one once it has no
+    /// free chunk (its next store would evict), up to what the move has left. So a receiver gets its
+    /// pages at the pace its misses fill them, a poll ahead, whether polls come every thousand
+    /// requests (the simulator) or every second (the server), and the donor keeps its items until
+    /// then. Returns the pages moved.
+    fn pace(&mut self, engine: &Engine, stats: &EngineStats) -> u64 {
+        let inserts: Vec<u64> = stats.classes.iter().map(|c| c.counters.inserts).collect();
+        let last = std::mem::replace(&mut self.inserts_at_poll, inserts);
+        let mut moved = 0;
+        for m in &mut self.deferred {
+            let Some((i, dst)) = stats
+                .classes
+                .iter()
+                .enumerate()
+                .find(|(_, c)| Some(c.class) == m.dst)
+            else {
+                m.pages = 0;
+                continue;
+            };
+            // Chunks it will want before the next poll, if it stores as many items as since the
+            // last: the pages that cover them, and at least one once it has no free chunk.
+            let stored = dst
+                .counters
+                .inserts
+                .saturating_sub(last.get(i).copied().unwrap_or(dst.counters.inserts));
+            let short = (stored as usize).saturating_sub(dst.free_chunks);
+            let pages = short
+                .div_ceil(dst.chunks_per_page.max(1))
+                .max(usize::from(dst.free_chunks == 0))
+                .min(m.pages);
+            for _ in 0..pages {
+                if engine.move_page_in(self.pool, m.src, m.dst).is_none() {
+                    // The donor has no page left: the rest of this move cannot be made.
+                    self.stats.moves_failed += 1;
+                    m.pages = 0;
+                    break;
+                }
+                moved += 1;
+                m.pages -= 1;
+                self.stats.pages_moved_by_rule[m.rule.index()] += 1;
+            }
+        }
+        self.deferred.retain(|m| m.pages > 0);
+        self.stats.pages_moved += moved;
         moved
+    }
+
+    /// Pages the last round asked for that wait for their receiver (see `pace`).
+    pub fn pages_deferred(&self) -> usize {
+        self.deferred.iter().map(|m| m.pages).sum()
     }
 
     fn start_window(&mut self, engine: &Engine, stats: &EngineStats, clock: Clock) {
@@ -310,5 +386,128 @@ impl Rebalancer {
             curves[i] = Some((by_pages, h.sampling_rate.clamp(f64::MIN_POSITIVE, 1.0)));
         }
         curves
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::class::{ClassMove, Round};
+    use mrcache_engine::{ClassId, EngineConfig, Key, StoreArgs, TenantId};
+
+    /// One curve move of a page from `src` to `dst`, in its first round; paced or not.
+    #[derive(Debug)]
+    struct OneMove {
+        src: ClassId,
+        dst: ClassId,
+        paces: bool,
+        done: bool,
+    }
+
+    impl ClassPolicy for OneMove {
+        fn name(&self) -> &'static str {
+            "one-move"
+        }
+        fn describe(&self) -> String {
+            "one-move".into()
+        }
+        fn due(&self, since: &Progress) -> bool {
+            !self.done && since.accesses > 0
+        }
+        fn paces_moves(&self) -> bool {
+            self.paces
+        }
+        fn round(&mut self, _: &RoundInput<'_>) -> Round {
+            self.done = true;
+            Round {
+                moves: vec![ClassMove {
+                    src: self.src,
+                    dst: Some(self.dst),
+                    pages: 1,
+                    rule: MoveRule::Curve,
+                }],
+                ..Round::default()
+            }
+        }
+    }
+
+    const SMALL: usize = 100;
+    const LARGE: usize = 2000;
+
+    /// Stores `value_len` bytes under `key` (8 bytes, so every item of a length is of one class).
+    fn store(engine: &Engine, key: &str, value_len: usize) {
+        let value = vec![b'x'; value_len];
+        engine.store(
+            &StoreArgs::set(Key::new(TenantId(0), key.as_bytes()), &value),
+            Clock::logical(100),
+        );
+    }
+
+    fn pages(engine: &Engine, class: ClassId) -> usize {
+        let stats = engine.stats(Clock::logical(100));
+        stats
+            .classes
+            .iter()
+            .find(|c| c.class == class)
+            .unwrap()
+            .total_pages
+    }
+
+    /// A 4-page cache whose small-item class holds 3 pages and whose large-item class 1, full; a
+    /// rebalancer whose policy moves a page from the small class to the large one at its first round,
+    /// which has just run.
+    fn after_the_round(paces: bool) -> (Engine, Rebalancer, ClassId, ClassId) {
+        let engine = Engine::new(EngineConfig {
+            memory_limit_bytes: 4 << 20,
+            profile_sample_rate: None,
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        let class = |len| engine.geometry().class_for_item(8, 0, len).unwrap();
+        let (small, large) = (class(SMALL), class(LARGE));
+        store(&engine, "l0000000", LARGE);
+        for i in 0..40_000 {
+            store(&engine, &format!("s{i:07}"), SMALL);
+        }
+        assert_eq!((pages(&engine, small), pages(&engine, large)), (3, 1));
+        let policy = OneMove {
+            src: small,
+            dst: large,
+            paces,
+            done: false,
+        };
+        let mut rebalancer = Rebalancer::new(Box::new(policy), &engine);
+        rebalancer.poll(&engine, Clock::logical(100));
+        store(&engine, "s9999999", SMALL);
+        rebalancer.poll(&engine, Clock::logical(100));
+        (engine, rebalancer, small, large)
+    }
+
+    #[test]
+    fn a_paced_move_waits_until_its_receiver_needs_the_page() {
+        let (engine, mut rebalancer, small, large) = after_the_round(true);
+        assert_eq!(rebalancer.stats().rounds, 1);
+        assert_eq!(pages(&engine, small), 3, "the donor keeps its page for now");
+        assert_eq!(rebalancer.pages_deferred(), 1);
+        // The receiver still has free chunks: polls make nothing.
+        store(&engine, "l0000001", LARGE);
+        rebalancer.poll(&engine, Clock::logical(100));
+        assert_eq!(pages(&engine, small), 3);
+        // Once it has filled its page, the next poll gives it the donor's.
+        for i in 2..1_000 {
+            store(&engine, &format!("l{i:07}"), LARGE);
+        }
+        assert_eq!(rebalancer.poll(&engine, Clock::logical(100)), 1);
+        assert_eq!((pages(&engine, small), pages(&engine, large)), (2, 2));
+        assert_eq!(rebalancer.pages_deferred(), 0);
+        assert_eq!(rebalancer.stats().pages_moved_by(MoveRule::Curve), 1);
+        assert_eq!(rebalancer.poll(&engine, Clock::logical(100)), 0);
+    }
+
+    #[test]
+    fn an_unpaced_move_is_made_at_once() {
+        let (engine, rebalancer, small, large) = after_the_round(false);
+        assert_eq!((pages(&engine, small), pages(&engine, large)), (2, 2));
+        assert_eq!(rebalancer.pages_deferred(), 0);
     }
 }

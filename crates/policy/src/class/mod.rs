@@ -252,6 +252,15 @@ pub trait ClassPolicy: Send {
     fn continues_tails(&self) -> bool {
         false
     }
+    /// Whether its curve moves ([`MoveRule::Curve`] to a class) wait until the receiving class needs the
+    /// page (the rebalancer's pacing), rather than being made at once. A page made at once costs the
+    /// donor its coldest page-worth of items now, while the receiver gains only as its misses fill the
+    /// page, which for a class of small items can take several windows. Paced, the donor keeps its
+    /// items until the receiver would evict to make room, and a move the receiver never needs is
+    /// never made. Heuristic, risk and idle moves are always made at once.
+    fn paces_moves(&self) -> bool {
+        false
+    }
     /// Whether this round's window is worth its curves, given the classes' counters (asked only of
     /// policies that need curves; Dynacache declines for applications whose misses are not spread).
     fn wants_curves(&self, _classes: &[ClassView]) -> bool {

@@ -572,8 +572,12 @@ fn names_and_parameters_are_checked() {
         by_name("lama-mr:interval=5000,moves=20")
             .unwrap()
             .describe(),
-        "lama-mr:interval=5000,period=300,moves=20,granularity=auto,threshold=0.003"
+        "lama-mr:interval=5000,period=300,moves=20,granularity=auto,threshold=0.003,pace=false"
     );
+    // Paced moves are lama's option, off by default.
+    assert!(by_name("lama-mr:pace=true").unwrap().paces_moves());
+    assert!(!by_name("lama-mr").unwrap().paces_moves());
+    assert!(matches!(err("lama-mr:pace=1"), SpecError::BadValue { key, .. } if key == "pace"));
 }
 
 #[test]
@@ -661,9 +665,19 @@ mod round_trip {
             of(1usize..1_000),
             auto(1usize..64),
             of(0.0f64..1.0),
+            of(any::<bool>()),
         )
             .prop_map(
-                |(interval, min_interval, max_interval, period, moves, granularity, threshold)| {
+                |(
+                    interval,
+                    min_interval,
+                    max_interval,
+                    period,
+                    moves,
+                    granularity,
+                    threshold,
+                    pace,
+                )| {
                     LamaParams {
                         interval,
                         min_interval,
@@ -672,6 +686,7 @@ mod round_trip {
                         moves,
                         granularity,
                         threshold,
+                        pace,
                     }
                 },
             )

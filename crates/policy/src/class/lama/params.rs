@@ -20,6 +20,9 @@ pub struct LamaParams {
     pub granularity: Option<Auto<usize>>,
     /// `threshold=F`: the least gain that moves pages, in [0, 1).
     pub threshold: Option<f64>,
+    /// `pace=true|false`: whether curve moves wait until their receiver needs the page
+    /// ([`ClassPolicy::paces_moves`]); off by default.
+    pub pace: Option<bool>,
 }
 
 /// `lama-art`'s response-time model as given (absent: [`ResponseTimeModel::default`]).
@@ -65,6 +68,7 @@ impl LamaParams {
         {
             return Err(p.invalid("need moves >= 1 and 0 <= threshold < 1"));
         }
+        let pace = p.get("pace")?;
         Ok(LamaParams {
             interval,
             min_interval,
@@ -73,6 +77,7 @@ impl LamaParams {
             moves,
             granularity,
             threshold,
+            pace,
         })
     }
 
@@ -96,6 +101,7 @@ impl LamaParams {
                 ("moves", shown(&self.moves)),
                 ("granularity", shown(&self.granularity)),
                 ("threshold", shown(&self.threshold)),
+                ("pace", shown(&self.pace)),
                 ("hit_us", shown(&art.hit_us)),
                 ("miss_us", shown(&art.miss_us)),
                 ("miss_us_per_kib", shown(&art.miss_us_per_kib)),
@@ -119,6 +125,7 @@ impl LamaParams {
         lama.max_moves = self.moves.unwrap_or(DEFAULT_MAX_MOVES);
         lama.granularity = self.granularity.and_then(Auto::value);
         lama.threshold = self.threshold.unwrap_or(DEFAULT_THRESHOLD);
+        lama.pace = self.pace.unwrap_or(false);
         lama
     }
 }
