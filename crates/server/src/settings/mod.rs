@@ -61,6 +61,7 @@ pub const DEFAULT_SLAB_POLICY: ClassPolicySpec = ClassPolicySpec::LamaMr(LamaPar
     moves: None,
     granularity: None,
     threshold: None,
+    pace: None,
 });
 /// `-o slab_automove=1`: memcached 1.6's mode, reported in `stats settings` (the policy actually run is
 /// `slab_policy`).
