@@ -87,7 +87,8 @@ pub struct Rebalancer {
     pool: usize,
     /// The last round's paced moves not yet made (see `pace`).
     deferred: Vec<ClassMove>,
-    /// Each class's inserts (by class index) at the last poll, for the pace of its fill.
+    /// Each class's inserts (by class index) at the last poll while moves waited, for the pace of
+    /// its fill.
     inserts_at_poll: Vec<u64>,
 }
 
@@ -249,6 +250,7 @@ impl Rebalancer {
             self.deferred.clear();
         }
         let paces = self.policy.paces_moves();
+        let waiting = self.deferred.len();
         for m in &round.moves {
             if paces && m.rule == MoveRule::Curve && m.dst.is_some() {
                 self.deferred.push(*m);
@@ -263,6 +265,10 @@ impl Rebalancer {
                     None => self.stats.moves_failed += 1,
                 }
             }
+        }
+        if self.deferred.len() > waiting {
+            // Their receivers' fill is paced from this poll's inserts on.
+            self.remember_inserts(&stats);
         }
         self.stats.pages_moved += moved;
         let after = if moved > 0 {
@@ -281,15 +287,17 @@ impl Rebalancer {
     /// requests (the simulator) or every second (the server), and the donor keeps its items until
     /// then. Returns the pages moved.
     fn pace(&mut self, engine: &Engine, stats: &EngineStats) -> u64 {
-        let inserts: Vec<u64> = stats.classes.iter().map(|c| c.counters.inserts).collect();
-        let last = std::mem::replace(&mut self.inserts_at_poll, inserts);
+        if self.deferred.is_empty() {
+            return 0;
+        }
+        let last = self.remember_inserts(stats);
         let mut moved = 0;
         for m in &mut self.deferred {
-            let Some((i, dst)) = stats
-                .classes
-                .iter()
-                .enumerate()
-                .find(|(_, c)| Some(c.class) == m.dst)
+            // Classes are listed in class order (`window_curves` indexes them so too).
+            let Some((i, dst)) = m
+                .dst
+                .map(|d| d.index())
+                .and_then(|i| Some((i, stats.classes.get(i)?)))
             else {
                 m.pages = 0;
                 continue;
@@ -320,6 +328,13 @@ impl Rebalancer {
         self.deferred.retain(|m| m.pages > 0);
         self.stats.pages_moved += moved;
         moved
+    }
+
+    /// Keeps each class's inserts in `stats` as the last poll's, for `pace`; returns the ones kept
+    /// before. Kept only while moves wait: a round that defers some keeps them (see `poll`).
+    fn remember_inserts(&mut self, stats: &EngineStats) -> Vec<u64> {
+        let inserts = stats.classes.iter().map(|c| c.counters.inserts).collect();
+        std::mem::replace(&mut self.inserts_at_poll, inserts)
     }
 
     /// Pages the last round asked for that wait for their receiver (see `pace`).

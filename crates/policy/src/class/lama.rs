@@ -62,9 +62,10 @@
 //!
 //! `pace=true` (off by default) defers the curve moves to the rebalancer's pacing
 //! ([`ClassPolicy::paces_moves`]): a receiver gets its pages as its misses fill them, and the donor
-//! loses its items only then. On ETC Zipf 0.9 it lifts the share of the potential to 96-100% on six
-//! seeds; it is not the default because on cloudPhysicsIO, a short bursty trace, plans superseded
-//! before their receivers' bursts leave it 1% behind the best baseline at 25-50% (results §14.10).
+//! loses its items only then. On ETC Zipf 0.9 it lifts the share of the potential to at least 96%
+//! at every size on six seeds; it is not the default because on cloudPhysicsIO, a short bursty
+//! trace, plans superseded before their receivers' bursts leave it 1% behind the best baseline at
+//! 25-50% (results §14.10).
 
 use std::fmt;
 
