@@ -1,5 +1,5 @@
-//! State shared by all shards of one engine: the page budget, the tenant pools, the CAS counter and each
-//! tenant's flush horizon.
+//! State shared by all shards of one engine: the page budget, the tenant pools, the CAS counter, each
+//! tenant's flush horizon and the page grants (`grants`, behind a leaf lock of its own).
 //!
 //! All fields are atomics touched only on stores, page moves and flushes, never written on a plain read
 //! path (a hit reads its tenant's horizon with two or three relaxed loads). Memory ordering is relaxed
@@ -13,6 +13,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;
 
+use crate::grants::PageGrants;
 use crate::item::Item;
 use crate::pool::PoolTable;
 use crate::shard::Miss;
@@ -109,6 +110,8 @@ pub struct Globals {
     pub budget: PageBudget,
     /// Each tenant pool's pages, reserve, cap and target.
     pub pools: PoolTable,
+    /// Page moves granted ahead, per pool.
+    pub grants: PageGrants,
     use_cas: bool,
     cas: AtomicU64,
     /// Each tenant's flush horizon, in blocks allocated on a tenant's first flush.
@@ -163,6 +166,7 @@ impl Globals {
         Globals {
             budget: PageBudget::new(page_limit),
             pools: PoolTable::new(pools),
+            grants: PageGrants::new(pools),
             use_cas,
             cas: AtomicU64::new(0),
             horizons: (0..HORIZON_BLOCKS).map(|_| OnceLock::new()).collect(),

@@ -11,6 +11,7 @@
 //! - `item`     — the item layout inside a chunk
 //! - `pool`     — tenant pools: pages per tenant, reserve, cap and target (the upper memory level)
 //! - `globals`  — page budget, pools, CAS counter, flush horizons shared by shards
+//! - `grants`   — page moves granted ahead, made by the receiver's allocation when it needs the page
 //! - `shard`    — hash index + pages + per-class LRU + allocation, eviction, page moves (single-threaded)
 //! - `log`      — the log-structured layout (Memshare): segments per tenant pool, hash index, cleaner
 //! - `layout`   — `AnyShard`: a shard of either layout behind one interface, for the facade
@@ -29,6 +30,7 @@ pub mod config;
 mod engine;
 mod geometry;
 mod globals;
+mod grants;
 mod item;
 mod layout;
 mod log;
@@ -47,6 +49,7 @@ pub use engine::{
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
 pub use globals::{Evicted, EvictionObserver};
+pub use grants::PageGrant;
 pub use pool::{PoolSnapshot, UNLIMITED};
 pub use shard::{AllocError, InvariantError, Miss, PageMoveOutcome, Partition, Violation};
 pub use stats::{ClassCounters, ClassSnapshot, EngineStats, GlobalCounters, TenantCounters};

@@ -5,9 +5,11 @@
 //! time (each one page under one shard lock, so requests wait at most one page's relocation).
 //!
 //! Pacing: a policy whose `paces_moves` is true (lama's `pace=true`) has its curve moves to a class
-//! deferred, and each poll makes those whose receiver is about to need a page (`pace`): the donor keeps
-//! its items until the receiver would evict to make room. A round that moves pages supersedes what
-//! the last left unmade; one that moves none leaves it to be made.
+//! granted (`Engine::update_page_grants`), not made: the receiver takes each page at the store that
+//! would otherwise evict one of its items, and the donor keeps its items until then. Grants stand
+//! until taken: the next round sees the allocation they will leave (its classes' pages counted as if
+//! they were made), and its moves are fitted to them (`settle`), so a plan is changed only by a plan
+//! that changes it. Pages the grants move count as curve moves, at the poll after they are made.
 //!
 //! Windows: the counters and curves a round sees cover the accesses since the previous round. Curves
 //! come from the engine's cumulative reuse-time histograms, minus the snapshot kept at the last round
@@ -15,7 +17,7 @@
 //!
 //! Time comes in through the `Clock` argument; nothing here reads a wall clock or does I/O.
 
-use mrcache_engine::{Clock, Engine, EngineStats};
+use mrcache_engine::{Clock, Engine, EngineStats, PageGrant};
 use mrcache_profile::{MrcQuery, ReuseTimeHistogram, ReuseTimeMethod, SizeUnit};
 
 use crate::class::{ClassMove, ClassPolicy, ClassView, MoveRule, Progress, RoundInput};
@@ -85,11 +87,8 @@ pub struct Rebalancer {
     stats: RebalanceStats,
     /// The tenant pool whose classes this rebalancer divides (0: all memory when there is one pool).
     pool: usize,
-    /// The last round's paced moves not yet made (see `pace`).
-    deferred: Vec<ClassMove>,
-    /// Each class's inserts (by class index) at the last poll while moves waited, for the pace of
-    /// its fill.
-    inserts_at_poll: Vec<u64>,
+    /// The engine's count of pages its pool's grants moved, at the last poll.
+    grants_made: u64,
 }
 
 impl Rebalancer {
@@ -109,8 +108,7 @@ impl Rebalancer {
             pending_prediction: None,
             stats: RebalanceStats::default(),
             pool,
-            deferred: Vec::new(),
-            inserts_at_poll: Vec::new(),
+            grants_made: engine.page_grants_made(pool),
         }
     }
 
@@ -142,7 +140,7 @@ impl Rebalancer {
     pub fn set_policy(&mut self, policy: Box<dyn ClassPolicy>, engine: &Engine) {
         engine.set_random_page_eviction(policy.random_page_eviction());
         self.policy = policy;
-        self.deferred.clear();
+        engine.update_page_grants(self.pool, Vec::clear);
         self.baseline = None;
         self.histograms.clear();
         self.pending_prediction = None;
@@ -164,7 +162,7 @@ impl Rebalancer {
             return 0;
         }
         let stats = self.read(engine, clock);
-        let paced = self.pace(engine, &stats);
+        let paced = self.count_grants_made(engine);
         let Some(baseline) = &self.baseline else {
             self.start_window(engine, &stats, clock);
             return paced;
@@ -212,6 +210,17 @@ impl Rebalancer {
                 curve_sampling_rate: 1.0,
             })
             .collect();
+        // The policy plans from the allocation its grants will leave: they are decided.
+        let grants = engine
+            .update_page_grants(self.pool, |g| g.clone())
+            .unwrap_or_default();
+        for g in &grants {
+            for (class, by) in [(g.src, -(g.pages as isize)), (g.dst, g.pages as isize)] {
+                if let Some(v) = views.get_mut(class.index()) {
+                    v.snapshot.total_pages = v.snapshot.total_pages.saturating_add_signed(by);
+                }
+            }
+        }
         if self.policy.needs_curves() {
             if self.policy.wants_curves(&views) {
                 let curves = self.window_curves(engine, &stats);
@@ -244,18 +253,17 @@ impl Rebalancer {
         }
         self.pending_prediction = round.predicted_miss_ratio;
         let mut moved = 0;
-        // A round that moves pages supersedes what the last one left unmade (it planned from the
-        // allocation as it is); one that moves none leaves it to be made.
-        if !round.moves.is_empty() {
-            self.deferred.clear();
-        }
         let paces = self.policy.paces_moves();
-        let waiting = self.deferred.len();
-        for m in &round.moves {
-            if paces && m.rule == MoveRule::Curve && m.dst.is_some() {
-                self.deferred.push(*m);
-                continue;
-            }
+        let now = engine
+            .update_page_grants(self.pool, |grants| {
+                round
+                    .moves
+                    .iter()
+                    .flat_map(|&m| settle(grants, m, paces))
+                    .collect()
+            })
+            .unwrap_or_else(|| round.moves.clone());
+        for m in now {
             for _ in 0..m.pages {
                 match engine.move_page_in(self.pool, m.src, m.dst) {
                     Some(_) => {
@@ -265,10 +273,6 @@ impl Rebalancer {
                     None => self.stats.moves_failed += 1,
                 }
             }
-        }
-        if self.deferred.len() > waiting {
-            // Their receivers' fill is paced from this poll's inserts on.
-            self.remember_inserts(&stats);
         }
         self.stats.pages_moved += moved;
         let after = if moved > 0 {
@@ -280,66 +284,14 @@ impl Rebalancer {
         moved + paced
     }
 
-    /// Makes the deferred moves whose receiver is about to need the pages: enough that its free
-    /// chunks cover as many items as it stored since the last poll, and at least one once it has no
-    /// free chunk (its next store would evict), up to what the move has left. So a receiver gets its
-    /// pages at the pace its misses fill them, a poll ahead, whether polls come every thousand
-    /// requests (the simulator) or every second (the server), and the donor keeps its items until
-    /// then. Returns the pages moved.
-    fn pace(&mut self, engine: &Engine, stats: &EngineStats) -> u64 {
-        if self.deferred.is_empty() {
-            return 0;
-        }
-        let last = self.remember_inserts(stats);
-        let mut moved = 0;
-        for m in &mut self.deferred {
-            // Classes are listed in class order (`window_curves` indexes them so too).
-            let Some((i, dst)) = m
-                .dst
-                .map(|d| d.index())
-                .and_then(|i| Some((i, stats.classes.get(i)?)))
-            else {
-                m.pages = 0;
-                continue;
-            };
-            // Chunks it will want before the next poll, if it stores as many items as since the
-            // last: the pages that cover them, and at least one once it has no free chunk.
-            let stored = dst
-                .counters
-                .inserts
-                .saturating_sub(last.get(i).copied().unwrap_or(dst.counters.inserts));
-            let short = (stored as usize).saturating_sub(dst.free_chunks);
-            let pages = short
-                .div_ceil(dst.chunks_per_page.max(1))
-                .max(usize::from(dst.free_chunks == 0))
-                .min(m.pages);
-            for _ in 0..pages {
-                if engine.move_page_in(self.pool, m.src, m.dst).is_none() {
-                    // The donor has no page left: the rest of this move cannot be made.
-                    self.stats.moves_failed += 1;
-                    m.pages = 0;
-                    break;
-                }
-                moved += 1;
-                m.pages -= 1;
-                self.stats.pages_moved_by_rule[m.rule.index()] += 1;
-            }
-        }
-        self.deferred.retain(|m| m.pages > 0);
-        self.stats.pages_moved += moved;
-        moved
-    }
-
-    /// Keeps each class's inserts in `stats` as the last poll's, for `pace`; returns the ones kept
-    /// before. Kept only while moves wait: a round that defers some keeps them (see `poll`).
-    fn remember_inserts(&mut self, stats: &EngineStats) -> Vec<u64> {
-        let inserts = stats.classes.iter().map(|c| c.counters.inserts).collect();
-        std::mem::replace(&mut self.inserts_at_poll, inserts)
-    }
-
-    /// Pages the last round asked for that wait for their receiver (see `pace`).
-    pub fn pages_deferred(&self) -> usize {
-        self.deferred.iter().map(|m| m.pages).sum()
+    /// Counts the pages the pool's grants moved since the last poll as curve moves; returns them.
+    fn count_grants_made(&mut self, engine: &Engine) -> u64 {
+        let made = engine.page_grants_made(self.pool);
+        let new = made.saturating_sub(self.grants_made);
+        self.grants_made = made;
+        self.stats.pages_moved += new;
+        self.stats.pages_moved_by_rule[MoveRule::Curve.index()] += new;
+        new
     }
 
     fn start_window(&mut self, engine: &Engine, stats: &EngineStats, clock: Clock) {
@@ -404,45 +356,92 @@ impl Rebalancer {
     }
 }
 
+/// Fits a round's move `m` to the pool's standing `grants`, since the round planned as if they were
+/// made: pages it takes from a class still granted them come from that grant's donor instead (a move
+/// back to the donor cancels them; a move elsewhere is granted from the donor, or made from it now
+/// when it frees the page); the rest is granted if `paces` and it is a curve move to a class, and
+/// returned to be made now otherwise.
+fn settle(grants: &mut Vec<PageGrant>, mut m: ClassMove, paces: bool) -> Vec<ClassMove> {
+    let mut now = Vec::new();
+    let mut redirected = Vec::new();
+    for g in grants.iter_mut().filter(|g| g.dst == m.src) {
+        let pages = g.pages.min(m.pages);
+        g.pages -= pages;
+        m.pages -= pages;
+        match m.dst {
+            Some(dst) => redirected.push(PageGrant {
+                src: g.src,
+                dst,
+                pages,
+            }),
+            None => now.push(ClassMove {
+                src: g.src,
+                pages,
+                ..m
+            }),
+        }
+    }
+    // A grant back to its own donor is dropped as malformed.
+    grants.extend(redirected);
+    if m.pages > 0 {
+        match m.dst {
+            Some(dst) if paces && m.rule == MoveRule::Curve => grants.push(PageGrant {
+                src: m.src,
+                dst,
+                pages: m.pages,
+            }),
+            _ => now.push(m),
+        }
+    }
+    now
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::class::{ClassMove, Round};
     use mrcache_engine::{ClassId, EngineConfig, Key, StoreArgs, TenantId};
+    use std::sync::{Arc, Mutex};
 
-    /// One curve move of a page from `src` to `dst`, in its first round; paced or not.
+    /// A policy that plays a script: one list of moves per round, then no more rounds; paced or
+    /// not. It keeps the pages each round saw per class (by class index) in `seen`.
     #[derive(Debug)]
-    struct OneMove {
-        src: ClassId,
-        dst: ClassId,
+    struct Script {
+        rounds: Vec<Vec<ClassMove>>,
         paces: bool,
-        done: bool,
+        seen: Arc<Mutex<Vec<Vec<usize>>>>,
     }
 
-    impl ClassPolicy for OneMove {
+    impl ClassPolicy for Script {
         fn name(&self) -> &'static str {
-            "one-move"
+            "script"
         }
         fn describe(&self) -> String {
-            "one-move".into()
+            "script".into()
         }
         fn due(&self, since: &Progress) -> bool {
-            !self.done && since.accesses > 0
+            !self.rounds.is_empty() && since.accesses > 0
         }
         fn paces_moves(&self) -> bool {
             self.paces
         }
-        fn round(&mut self, _: &RoundInput<'_>) -> Round {
-            self.done = true;
+        fn round(&mut self, input: &RoundInput<'_>) -> Round {
+            let pages = input.classes.iter().map(ClassView::pages).collect();
+            self.seen.lock().unwrap().push(pages);
             Round {
-                moves: vec![ClassMove {
-                    src: self.src,
-                    dst: Some(self.dst),
-                    pages: 1,
-                    rule: MoveRule::Curve,
-                }],
+                moves: self.rounds.remove(0),
                 ..Round::default()
             }
+        }
+    }
+
+    /// A curve move of one page from `src` to `dst`.
+    fn curve_move(src: ClassId, dst: ClassId) -> ClassMove {
+        ClassMove {
+            src,
+            dst: Some(dst),
+            pages: 1,
+            rule: MoveRule::Curve,
         }
     }
 
@@ -468,10 +467,9 @@ mod tests {
             .total_pages
     }
 
-    /// A 4-page cache whose small-item class holds 3 pages and whose large-item class 1, full; a
-    /// rebalancer whose policy moves a page from the small class to the large one at its first round,
-    /// which has just run.
-    fn after_the_round(paces: bool) -> (Engine, Rebalancer, ClassId, ClassId) {
+    /// A 4-page cache whose small-item class holds 3 pages and whose large-item class 1, full, and
+    /// its two classes.
+    fn full_cache() -> (Engine, ClassId, ClassId) {
         let engine = Engine::new(EngineConfig {
             memory_limit_bytes: 4 << 20,
             profile_sample_rate: None,
@@ -485,17 +483,52 @@ mod tests {
             store(&engine, &format!("s{i:07}"), SMALL);
         }
         assert_eq!((pages(&engine, small), pages(&engine, large)), (3, 1));
-        let policy = OneMove {
-            src: small,
-            dst: large,
+        (engine, small, large)
+    }
+
+    /// Runs `rounds` on `engine`, one round after each small store; returns the rebalancer and the
+    /// pages each round saw.
+    fn play(
+        engine: &Engine,
+        rounds: Vec<Vec<ClassMove>>,
+        paces: bool,
+    ) -> (Rebalancer, Vec<Vec<usize>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let count = rounds.len();
+        let policy = Script {
+            rounds,
             paces,
-            done: false,
+            seen: seen.clone(),
         };
-        let mut rebalancer = Rebalancer::new(Box::new(policy), &engine);
-        rebalancer.poll(&engine, Clock::logical(100));
-        store(&engine, "s9999999", SMALL);
-        rebalancer.poll(&engine, Clock::logical(100));
+        let mut rebalancer = Rebalancer::new(Box::new(policy), engine);
+        rebalancer.poll(engine, Clock::logical(100));
+        for i in 0..count {
+            store(engine, &format!("t{i:07}"), SMALL);
+            rebalancer.poll(engine, Clock::logical(100));
+        }
+        let seen = seen.lock().unwrap().clone();
+        (rebalancer, seen)
+    }
+
+    /// `full_cache` with a rebalancer whose policy moves a page from the small class to the large
+    /// one at its first round, which has just run.
+    fn after_the_round(paces: bool) -> (Engine, Rebalancer, ClassId, ClassId) {
+        let (engine, small, large) = full_cache();
+        let (rebalancer, _) = play(&engine, vec![vec![curve_move(small, large)]], paces);
         (engine, rebalancer, small, large)
+    }
+
+    /// Pages granted in the default pool.
+    fn granted(engine: &Engine) -> usize {
+        engine
+            .update_page_grants(0, |g| g.iter().map(|g| g.pages).sum())
+            .unwrap()
+    }
+
+    fn evicted(engine: &Engine, class: ClassId) -> u64 {
+        let stats = engine.stats(Clock::logical(100));
+        let c = stats.classes.iter().find(|c| c.class == class).unwrap();
+        c.counters.evicted
     }
 
     #[test]
@@ -503,18 +536,22 @@ mod tests {
         let (engine, mut rebalancer, small, large) = after_the_round(true);
         assert_eq!(rebalancer.stats().rounds, 1);
         assert_eq!(pages(&engine, small), 3, "the donor keeps its page for now");
-        assert_eq!(rebalancer.pages_deferred(), 1);
-        // The receiver still has free chunks: polls make nothing.
+        assert_eq!(granted(&engine), 1);
+        // The receiver still has free chunks: nothing moves.
         store(&engine, "l0000001", LARGE);
         rebalancer.poll(&engine, Clock::logical(100));
         assert_eq!(pages(&engine, small), 3);
-        // Once it has filled its page, the next poll gives it the donor's.
-        for i in 2..1_000 {
+        // The store that fills its page and would evict takes the donor's page instead.
+        let mut i = 2;
+        while pages(&engine, large) < 2 && i < 1_000 {
             store(&engine, &format!("l{i:07}"), LARGE);
+            i += 1;
         }
-        assert_eq!(rebalancer.poll(&engine, Clock::logical(100)), 1);
         assert_eq!((pages(&engine, small), pages(&engine, large)), (2, 2));
-        assert_eq!(rebalancer.pages_deferred(), 0);
+        assert_eq!(evicted(&engine, large), 0, "it never evicted");
+        assert_eq!(granted(&engine), 0);
+        // The next poll counts the page as a curve move.
+        assert_eq!(rebalancer.poll(&engine, Clock::logical(100)), 1);
         assert_eq!(rebalancer.stats().pages_moved_by(MoveRule::Curve), 1);
         assert_eq!(rebalancer.poll(&engine, Clock::logical(100)), 0);
     }
@@ -523,6 +560,52 @@ mod tests {
     fn an_unpaced_move_is_made_at_once() {
         let (engine, rebalancer, small, large) = after_the_round(false);
         assert_eq!((pages(&engine, small), pages(&engine, large)), (2, 2));
-        assert_eq!(rebalancer.pages_deferred(), 0);
+        assert_eq!(granted(&engine), 0);
+        assert_eq!(rebalancer.stats().pages_moved_by(MoveRule::Curve), 1);
+    }
+
+    #[test]
+    fn the_next_round_sees_the_allocation_waiting_moves_will_leave() {
+        let (engine, small, large) = full_cache();
+        let rounds = vec![vec![curve_move(small, large)], Vec::new()];
+        let (_, seen) = play(&engine, rounds, true);
+        let at = |round: &Vec<usize>| (round[small.index()], round[large.index()]);
+        assert_eq!(seen.iter().map(at).collect::<Vec<_>>(), [(3, 1), (2, 2)]);
+        assert_eq!((pages(&engine, small), pages(&engine, large)), (3, 1));
+        assert_eq!(granted(&engine), 1, "a round with no moves keeps the grant");
+    }
+
+    #[test]
+    fn a_move_back_cancels_a_waiting_move() {
+        let (engine, small, large) = full_cache();
+        let rounds = vec![
+            vec![curve_move(small, large)],
+            vec![curve_move(large, small)],
+        ];
+        let (rebalancer, _) = play(&engine, rounds, true);
+        assert_eq!((pages(&engine, small), pages(&engine, large)), (3, 1));
+        assert_eq!(granted(&engine), 0);
+        assert_eq!(
+            rebalancer.stats().pages_moved + rebalancer.stats().moves_failed,
+            0
+        );
+    }
+
+    #[test]
+    fn an_immediate_move_from_a_waiting_receiver_takes_the_donors_page() {
+        let (engine, small, large) = full_cache();
+        let free = ClassMove {
+            src: large,
+            dst: None,
+            pages: 1,
+            rule: MoveRule::Idle,
+        };
+        let rounds = vec![vec![curve_move(small, large)], vec![free]];
+        let (rebalancer, seen) = play(&engine, rounds, true);
+        assert_eq!(seen[1][large.index()], 2);
+        // The large class never got the page it was to give back: the small class gives it.
+        assert_eq!((pages(&engine, small), pages(&engine, large)), (2, 1));
+        assert_eq!(granted(&engine), 0);
+        assert_eq!(rebalancer.stats().pages_moved_by(MoveRule::Idle), 1);
     }
 }

@@ -1,11 +1,13 @@
-//! Pages and memory: the page move every allocation policy drives (`move_page`, `slabs reassign`),
-//! Twemcache's random page eviction, fixed class caps, `cache_memlimit` and the reaper.
+//! Pages and memory: the page move every allocation policy drives (`move_page`, `slabs reassign`), page
+//! moves granted ahead (`update_page_grants`), Twemcache's random page eviction, fixed class caps,
+//! `cache_memlimit` and the reaper.
 //!
 //! Invariants: each call does bounded work (one page per move, `max_pages` per shrink,
 //! `max_items_per_class` per reap) and takes the shard locks one at a time, never two at once.
 
 use super::Engine;
 use crate::geometry::ClassId;
+use crate::grants::PageGrant;
 use crate::shard::{PageMoveOutcome, Part};
 use crate::Clock;
 
@@ -80,6 +82,37 @@ impl Engine {
         let (src, dst) = (Part::new(pool, src), dst.map(|d| Part::new(pool, d)));
         let best = (0..self.shards.len()).max_by_key(|&i| self.shards[i].lock().part_pages(src))?;
         self.shards[best].lock().move_page(src, dst)
+    }
+
+    /// Runs `f` on the page grants of tenant pool `pool` (see [`PageGrant`]): pages of one class that
+    /// another may take, each at the store that would otherwise evict one of its items, from the
+    /// donor's pages in that store's shard (where it has none, the store evicts as usual). `f` may
+    /// read, add, change or drop grants; spent and malformed ones (no page, or a class granted to
+    /// itself) are dropped after it. Grants stand until taken or changed. `None` if there is no such
+    /// pool. Takes the grants' lock only: `f` must not call into the engine.
+    pub fn update_page_grants<R>(
+        &self,
+        pool: usize,
+        f: impl FnOnce(&mut Vec<PageGrant>) -> R,
+    ) -> Option<R> {
+        self.globals.grants.update(pool, |p| f(&mut p.grants))
+    }
+
+    /// Pages granted and not yet taken, over every pool.
+    pub fn pages_granted(&self) -> usize {
+        (0..self.globals.pools.len())
+            .filter_map(|pool| {
+                self.update_page_grants(pool, |g| g.iter().map(|g| g.pages).sum::<usize>())
+            })
+            .sum()
+    }
+
+    /// Pages tenant pool `pool`'s grants have moved since the engine started (0 for no such pool).
+    pub fn page_grants_made(&self, pool: usize) -> u64 {
+        self.globals
+            .grants
+            .update(pool, |p| p.pages_made)
+            .unwrap_or(0)
     }
 
     /// Unlinks expired and flushed items, at most `max_items_per_class` inspections per class per shard,

@@ -3,7 +3,8 @@
 //!
 //! In order (`alloc`): a free chunk, a carved chunk, a new page from the budget, Twemcache's random page
 //! (when on), an expired tail item, a page from a pool above its target (when this pool is below its
-//! own), the LRU tail evicted, and lastly a partition's first page (from a donor or over the limit).
+//! own), a page granted from another class of its pool (`grants`), the LRU tail evicted, and lastly a
+//! partition's first page (from a donor or over the limit).
 //!
 //! Invariants:
 //! - A page is taken from the `PageBudget` only through `add_page` (within the limit) or
@@ -91,6 +92,19 @@ impl Shard {
         {
             if let Some(donor) = self.over_target_donor(part.pool()) {
                 self.move_page(donor, part);
+                if let Some(h) = self.take_free_chunk(part) {
+                    return Ok((part, h));
+                }
+            }
+        }
+        // A page granted ahead by a paced policy is taken now, when this class would evict.
+        if self.evict_when_full && self.below_cap(part) {
+            let pool = part.pool();
+            let granted = self.globals.grants.take(pool, part.class(), |src| {
+                self.part_pages(Part::new(pool, src)) > 0
+            });
+            if let Some(src) = granted {
+                self.move_page(Part::new(pool, src), part);
                 if let Some(h) = self.take_free_chunk(part) {
                     return Ok((part, h));
                 }
