@@ -64,6 +64,12 @@ impl PageGrants {
         Some(out)
     }
 
+    /// Pages granted and not yet taken, over every pool.
+    pub(crate) fn pages_granted(&self) -> usize {
+        let pools = self.pools.lock();
+        pools.iter().flat_map(|p| &p.grants).map(|g| g.pages).sum()
+    }
+
     /// Takes one page of a grant to class `dst` of `pool` whose donor `has_page` (in the caller's
     /// shard); returns the donor. The page is counted as made: the caller moves it at once.
     pub(crate) fn take(

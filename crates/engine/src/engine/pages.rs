@@ -100,11 +100,7 @@ impl Engine {
 
     /// Pages granted and not yet taken, over every pool.
     pub fn pages_granted(&self) -> usize {
-        (0..self.globals.pools.len())
-            .filter_map(|pool| {
-                self.update_page_grants(pool, |g| g.iter().map(|g| g.pages).sum::<usize>())
-            })
-            .sum()
+        self.globals.grants.pages_granted()
     }
 
     /// Pages tenant pool `pool`'s grants have moved since the engine started (0 for no such pool).

@@ -60,12 +60,13 @@
 //! 1.25M-access window. The state is the policy instance's own; nothing but the rounds' inputs
 //! feeds it.
 //!
-//! `pace=true` (off by default) defers the curve moves to the rebalancer's pacing
-//! ([`ClassPolicy::paces_moves`]): a receiver gets its pages as its misses fill them, and the donor
-//! loses its items only then. On ETC Zipf 0.9 it lifts the share of the potential to at least 96%
-//! at every size on six seeds; it is not the default because on cloudPhysicsIO, a short bursty
-//! trace, plans superseded before their receivers' bursts leave it 1% behind the best baseline at
-//! 25-50% (results §14.10).
+//! Paced moves (`pace=true`, the default; [`ClassPolicy::paces_moves`]): curve moves to a class are
+//! granted, not made, and the receiver takes each page at the store that would otherwise evict one
+//! of its items, so the donor loses its coldest items only then, and never for a page the receiver
+//! does not fill. The next round plans from the allocation the grants will leave. Made at once, a
+//! round's pages cost the donors their items the moment memory fills, while small-item receivers
+//! take several windows to fill them (ETC Zipf 0.9 at 256 MiB, 1/4 scale: 89-96% of the potential
+//! over six seeds, against 95-103% paced; results §14.10). `pace=false` makes them at once.
 
 use std::fmt;
 
@@ -149,6 +150,8 @@ const DEFAULT_MAX_MOVES: usize = 50;
 /// potential at 192 MiB), at the price of some noise-driven moves once converged (128 MiB: 98.4 ->
 /// 95.8%; docs/results.md §14.9).
 const DEFAULT_THRESHOLD: f64 = 0.003;
+/// Curve moves are paced (granted, taken when the receiver needs the page) unless `pace=false`.
+const DEFAULT_PACE: bool = true;
 const DEFAULT_MIN_INTERVAL: u64 = 100_000;
 const DEFAULT_MAX_INTERVAL: u64 = 1_000_000;
 /// Classes whose miss ratio is below this, or whose share of all misses is, are ignored by eq. 8
@@ -309,7 +312,7 @@ impl Lama {
             max_moves: DEFAULT_MAX_MOVES,
             granularity: None,
             threshold: DEFAULT_THRESHOLD,
-            pace: false,
+            pace: DEFAULT_PACE,
             adaptive_floor: false,
             last_shares: Vec::new(),
             idle_windows: Vec::new(),

@@ -253,7 +253,8 @@ pub trait ClassPolicy: Send {
         false
     }
     /// Whether its curve moves ([`MoveRule::Curve`] to a class) wait until the receiving class needs the
-    /// page (the rebalancer's pacing), rather than being made at once. A page made at once costs the
+    /// page (the rebalancer grants them, and the engine moves each page at the receiver's store that
+    /// would otherwise evict), rather than being made at once. A page made at once costs the
     /// donor its coldest page-worth of items now, while the receiver gains only as its misses fill the
     /// page, which for a class of small items can take several windows. Paced, the donor keeps its
     /// items until the receiver would evict to make room, and a move the receiver never needs is

@@ -572,11 +572,11 @@ fn names_and_parameters_are_checked() {
         by_name("lama-mr:interval=5000,moves=20")
             .unwrap()
             .describe(),
-        "lama-mr:interval=5000,period=300,moves=20,granularity=auto,threshold=0.003,pace=false"
+        "lama-mr:interval=5000,period=300,moves=20,granularity=auto,threshold=0.003,pace=true"
     );
-    // Paced moves are lama's option, off by default.
-    assert!(by_name("lama-mr:pace=true").unwrap().paces_moves());
-    assert!(!by_name("lama-mr").unwrap().paces_moves());
+    // Paced moves are lama's default; `pace=false` makes moves at once.
+    assert!(by_name("lama-mr").unwrap().paces_moves());
+    assert!(!by_name("lama-mr:pace=false").unwrap().paces_moves());
     assert!(matches!(err("lama-mr:pace=1"), SpecError::BadValue { key, .. } if key == "pace"));
 }
 

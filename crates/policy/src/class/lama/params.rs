@@ -21,7 +21,7 @@ pub struct LamaParams {
     /// `threshold=F`: the least gain that moves pages, in [0, 1).
     pub threshold: Option<f64>,
     /// `pace=true|false`: whether curve moves wait until their receiver needs the page
-    /// ([`ClassPolicy::paces_moves`]); off by default.
+    /// ([`ClassPolicy::paces_moves`]); on by default.
     pub pace: Option<bool>,
 }
 
@@ -125,7 +125,7 @@ impl LamaParams {
         lama.max_moves = self.moves.unwrap_or(DEFAULT_MAX_MOVES);
         lama.granularity = self.granularity.and_then(Auto::value);
         lama.threshold = self.threshold.unwrap_or(DEFAULT_THRESHOLD);
-        lama.pace = self.pace.unwrap_or(false);
+        lama.pace = self.pace.unwrap_or(DEFAULT_PACE);
         lama
     }
 }
