@@ -210,9 +210,13 @@ impl Rebalancer {
                 curve_sampling_rate: 1.0,
             })
             .collect();
-        // The policy plans from the allocation its grants will leave: they are decided.
+        // The policy plans from the allocation its grants will leave: they are decided. Pages a
+        // donor no longer holds (taken since as first pages) can never be taken: dropped first.
         let grants = engine
-            .update_page_grants(self.pool, |g| g.clone())
+            .update_page_grants(self.pool, |g| {
+                trim(g, &stats);
+                g.clone()
+            })
             .unwrap_or_default();
         for g in &grants {
             for (class, by) in [(g.src, -(g.pages as isize)), (g.dst, g.pages as isize)] {
@@ -365,6 +369,9 @@ fn settle(grants: &mut Vec<PageGrant>, mut m: ClassMove, paces: bool) -> Vec<Cla
     let mut now = Vec::new();
     let mut redirected = Vec::new();
     for g in grants.iter_mut().filter(|g| g.dst == m.src) {
+        if m.pages == 0 {
+            break;
+        }
         let pages = g.pages.min(m.pages);
         g.pages -= pages;
         m.pages -= pages;
@@ -394,6 +401,19 @@ fn settle(grants: &mut Vec<PageGrant>, mut m: ClassMove, paces: bool) -> Vec<Cla
         }
     }
     now
+}
+
+/// Cuts `grants` to the pages their donors hold in `stats` (each donor's pages go to its grants in
+/// order).
+fn trim(grants: &mut [PageGrant], stats: &EngineStats) {
+    let mut held: Vec<usize> = stats.classes.iter().map(|c| c.total_pages).collect();
+    for g in grants {
+        let left = held.get_mut(g.src.index()).map_or(0, |h| std::mem::take(h));
+        g.pages = g.pages.min(left);
+        if let Some(h) = held.get_mut(g.src.index()) {
+            *h = left - g.pages;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -607,5 +627,33 @@ mod tests {
         assert_eq!((pages(&engine, small), pages(&engine, large)), (2, 1));
         assert_eq!(granted(&engine), 0);
         assert_eq!(rebalancer.stats().pages_moved_by(MoveRule::Idle), 1);
+    }
+
+    #[test]
+    fn a_grant_is_cut_to_the_pages_its_donor_holds() {
+        let (engine, small, large) = full_cache();
+        let grant = ClassMove {
+            pages: 3,
+            ..curve_move(small, large)
+        };
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let policy = Script {
+            rounds: vec![vec![grant], Vec::new()],
+            paces: true,
+            seen: seen.clone(),
+        };
+        let mut rebalancer = Rebalancer::new(Box::new(policy), &engine);
+        rebalancer.poll(&engine, Clock::logical(100));
+        store(&engine, "t0000000", SMALL);
+        rebalancer.poll(&engine, Clock::logical(100));
+        assert_eq!(granted(&engine), 3);
+        // The donor loses a page some other way: the next round sees the grant cut to two.
+        let other = engine.geometry().class_for_item(8, 0, 500).unwrap();
+        engine.move_page(small, Some(other)).unwrap();
+        store(&engine, "t0000001", SMALL);
+        rebalancer.poll(&engine, Clock::logical(100));
+        assert_eq!(granted(&engine), 2);
+        let last = seen.lock().unwrap()[1].clone();
+        assert_eq!((last[small.index()], last[large.index()]), (0, 3));
     }
 }
