@@ -408,11 +408,12 @@ fn settle(grants: &mut Vec<PageGrant>, mut m: ClassMove, paces: bool) -> Vec<Cla
 fn trim(grants: &mut [PageGrant], stats: &EngineStats) {
     let mut held: Vec<usize> = stats.classes.iter().map(|c| c.total_pages).collect();
     for g in grants {
-        let left = held.get_mut(g.src.index()).map_or(0, |h| std::mem::take(h));
-        g.pages = g.pages.min(left);
-        if let Some(h) = held.get_mut(g.src.index()) {
-            *h = left - g.pages;
-        }
+        let Some(h) = held.get_mut(g.src.index()) else {
+            g.pages = 0;
+            continue;
+        };
+        g.pages = g.pages.min(*h);
+        *h -= g.pages;
     }
 }
 
