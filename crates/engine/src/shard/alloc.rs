@@ -15,6 +15,8 @@
 //! - Once memory is full, an expired or flushed item among the class's last `RECLAIM_SEARCH_DEPTH` LRU
 //!   items is reused before any live item is evicted or any page is taken from another pool (memcached's
 //!   tail check on every allocation; the maintenance reaper clears expired items deeper in the LRU).
+//! - A granted page (`grants`) is taken only where the class would otherwise evict a live item, and only
+//!   from a donor that holds a page in this shard; it moves as any page move does (`move_page`).
 //! - Under fixed caps (`set_page_caps`) allocation never gives a partition a page past its cap (only an
 //!   explicit page move can), but for a first page where `set_first_pages_under_caps` keeps that rule.
 
