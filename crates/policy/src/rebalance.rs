@@ -389,18 +389,32 @@ fn settle(grants: &mut Vec<PageGrant>, mut m: ClassMove, paces: bool) -> Vec<Cla
         }
     }
     // A grant back to its own donor is dropped as malformed.
-    grants.extend(redirected);
+    for r in redirected {
+        add_grant(grants, r);
+    }
     if m.pages > 0 {
         match m.dst {
-            Some(dst) if paces && m.rule == MoveRule::Curve => grants.push(PageGrant {
-                src: m.src,
-                dst,
-                pages: m.pages,
-            }),
+            Some(dst) if paces && m.rule == MoveRule::Curve => add_grant(
+                grants,
+                PageGrant {
+                    src: m.src,
+                    dst,
+                    pages: m.pages,
+                },
+            ),
             _ => now.push(m),
         }
     }
     now
+}
+
+/// Adds `g` to the grant between the same classes, if there is one (so there is at most one per pair,
+/// and never more entries than pages granted).
+fn add_grant(grants: &mut Vec<PageGrant>, g: PageGrant) {
+    match grants.iter_mut().find(|o| o.src == g.src && o.dst == g.dst) {
+        Some(o) => o.pages += g.pages,
+        None => grants.push(g),
+    }
 }
 
 /// Cuts `grants` to the pages their donors hold in `stats` (each donor's pages go to its grants in
