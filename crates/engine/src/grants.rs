@@ -10,9 +10,9 @@
 //! page (spent and empty grants are dropped); `waiting` is true exactly while some grant stands, so
 //! an allocation that would evict pays one relaxed load when none does. The list is behind its own
 //! leaf lock: taken under a shard's lock by an allocation, or alone by the rebalancer, never
-//! holding it while taking a shard's lock.
+//! holding it while taking a shard's lock. The pages-made counters are atomics, read without it.
 
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
@@ -29,45 +29,49 @@ pub struct PageGrant {
     pub pages: usize,
 }
 
-/// One pool's grants, and the pages its grants have moved.
-#[derive(Debug, Default)]
-pub(crate) struct PoolGrants {
-    pub grants: Vec<PageGrant>,
-    pub pages_made: u64,
-}
-
-/// Every pool's grants (indexed by pool).
+/// Every pool's grants, and the pages they have moved (both indexed by pool).
 #[derive(Debug)]
 pub struct PageGrants {
     waiting: AtomicBool,
-    pools: Mutex<Vec<PoolGrants>>,
+    pools: Mutex<Vec<Vec<PageGrant>>>,
+    /// Counted when a page is taken; read without the lock.
+    pages_made: Box<[AtomicU64]>,
 }
 
 impl PageGrants {
     pub fn new(pools: usize) -> PageGrants {
         PageGrants {
             waiting: AtomicBool::new(false),
-            pools: Mutex::new((0..pools).map(|_| PoolGrants::default()).collect()),
+            pools: Mutex::new(vec![Vec::new(); pools]),
+            pages_made: (0..pools).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
-    /// Runs `f` on `pool`'s grants (and its count of pages made) under the lock; drops what `f`
-    /// leaves spent or malformed. `None` if there is no such pool.
-    pub(crate) fn update<R>(&self, pool: usize, f: impl FnOnce(&mut PoolGrants) -> R) -> Option<R> {
+    /// Runs `f` on `pool`'s grants under the lock; drops what `f` leaves spent or malformed. `None`
+    /// if there is no such pool.
+    pub(crate) fn update<R>(
+        &self,
+        pool: usize,
+        f: impl FnOnce(&mut Vec<PageGrant>) -> R,
+    ) -> Option<R> {
         let mut pools = self.pools.lock();
-        let out = f(pools.get_mut(pool)?);
-        for p in pools.iter_mut() {
-            p.grants.retain(|g| g.pages > 0 && g.src != g.dst);
-        }
+        let grants = pools.get_mut(pool)?;
+        let out = f(grants);
+        grants.retain(|g| g.pages > 0 && g.src != g.dst);
         self.waiting
-            .store(pools.iter().any(|p| !p.grants.is_empty()), Relaxed);
+            .store(pools.iter().any(|g| !g.is_empty()), Relaxed);
         Some(out)
     }
 
     /// Pages granted and not yet taken, over every pool.
     pub(crate) fn pages_granted(&self) -> usize {
         let pools = self.pools.lock();
-        pools.iter().flat_map(|p| &p.grants).map(|g| g.pages).sum()
+        pools.iter().flatten().map(|g| g.pages).sum()
+    }
+
+    /// Pages `pool`'s grants have moved (0 for no such pool).
+    pub(crate) fn pages_made(&self, pool: usize) -> u64 {
+        self.pages_made.get(pool).map_or(0, |m| m.load(Relaxed))
     }
 
     /// Takes one page of a grant to class `dst` of `pool` whose donor `has_page` (in the caller's
@@ -81,16 +85,17 @@ impl PageGrants {
         if !self.waiting.load(Relaxed) {
             return None;
         }
-        self.update(pool, |p| {
-            let grant = p
-                .grants
-                .iter_mut()
-                .find(|g| g.dst == dst && g.pages > 0 && has_page(g.src))?;
-            grant.pages -= 1;
-            p.pages_made += 1;
-            Some(grant.src)
-        })
-        .flatten()
+        let src = self
+            .update(pool, |grants| {
+                let grant = grants
+                    .iter_mut()
+                    .find(|g| g.dst == dst && has_page(g.src))?;
+                grant.pages -= 1;
+                Some(grant.src)
+            })
+            .flatten()?;
+        self.pages_made[pool].fetch_add(1, Relaxed);
+        Some(src)
     }
 }
 
@@ -103,8 +108,8 @@ mod tests {
         let grants = PageGrants::new(2);
         let (a, b) = (ClassId(3), ClassId(5));
         assert_eq!(grants.take(0, b, |_| true), None);
-        grants.update(1, |p| {
-            p.grants.push(PageGrant {
+        grants.update(1, |g| {
+            g.push(PageGrant {
                 src: a,
                 dst: b,
                 pages: 2,
@@ -121,9 +126,10 @@ mod tests {
         assert_eq!(grants.take(1, b, |_| true), Some(a));
         assert_eq!(grants.take(1, b, |_| true), None);
         assert_eq!(
-            grants.update(1, |p| (p.grants.len(), p.pages_made)),
-            Some((0, 2))
+            (grants.update(1, |g| g.len()), grants.pages_made(1)),
+            (Some(0), 2)
         );
+        assert_eq!(grants.pages_made(0), 0);
         assert!(!grants.waiting.load(Relaxed));
         assert_eq!(grants.update(2, |_| ()), None);
     }

@@ -528,6 +528,16 @@ mod tests {
         rounds: Vec<Vec<ClassMove>>,
         paces: bool,
     ) -> (Rebalancer, Vec<Vec<usize>>) {
+        play_with(engine, rounds, paces, |_| {})
+    }
+
+    /// `play`, calling `before_round(i)` before the store that precedes round `i`.
+    fn play_with(
+        engine: &Engine,
+        rounds: Vec<Vec<ClassMove>>,
+        paces: bool,
+        mut before_round: impl FnMut(usize),
+    ) -> (Rebalancer, Vec<Vec<usize>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let count = rounds.len();
         let policy = Script {
@@ -538,6 +548,7 @@ mod tests {
         let mut rebalancer = Rebalancer::new(Box::new(policy), engine);
         rebalancer.poll(engine, Clock::logical(100));
         for i in 0..count {
+            before_round(i);
             store(engine, &format!("t{i:07}"), SMALL);
             rebalancer.poll(engine, Clock::logical(100));
         }
@@ -651,24 +662,18 @@ mod tests {
             pages: 3,
             ..curve_move(small, large)
         };
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let policy = Script {
-            rounds: vec![vec![grant], Vec::new()],
-            paces: true,
-            seen: seen.clone(),
-        };
-        let mut rebalancer = Rebalancer::new(Box::new(policy), &engine);
-        rebalancer.poll(&engine, Clock::logical(100));
-        store(&engine, "t0000000", SMALL);
-        rebalancer.poll(&engine, Clock::logical(100));
-        assert_eq!(granted(&engine), 3);
-        // The donor loses a page some other way: the next round sees the grant cut to two.
+        // After the first round the donor loses a page some other way: the next round sees the
+        // grant cut to two.
         let other = engine.geometry().class_for_item(8, 0, 500).unwrap();
-        engine.move_page(small, Some(other)).unwrap();
-        store(&engine, "t0000001", SMALL);
-        rebalancer.poll(&engine, Clock::logical(100));
+        let rounds = vec![vec![grant], Vec::new()];
+        let (_, seen) = play_with(&engine, rounds, true, |i| {
+            if i == 1 {
+                assert_eq!(granted(&engine), 3);
+                engine.move_page(small, Some(other)).unwrap();
+            }
+        });
         assert_eq!(granted(&engine), 2);
-        let last = seen.lock().unwrap()[1].clone();
+        let last = &seen[1];
         assert_eq!((last[small.index()], last[large.index()]), (0, 3));
     }
 }

@@ -95,7 +95,7 @@ impl Engine {
         pool: usize,
         f: impl FnOnce(&mut Vec<PageGrant>) -> R,
     ) -> Option<R> {
-        self.globals.grants.update(pool, |p| f(&mut p.grants))
+        self.globals.grants.update(pool, f)
     }
 
     /// Pages granted and not yet taken, over every pool.
@@ -105,10 +105,7 @@ impl Engine {
 
     /// Pages tenant pool `pool`'s grants have moved since the engine started (0 for no such pool).
     pub fn page_grants_made(&self, pool: usize) -> u64 {
-        self.globals
-            .grants
-            .update(pool, |p| p.pages_made)
-            .unwrap_or(0)
+        self.globals.grants.pages_made(pool)
     }
 
     /// Unlinks expired and flushed items, at most `max_items_per_class` inspections per class per shard,

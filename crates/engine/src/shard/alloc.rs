@@ -86,27 +86,10 @@ impl Shard {
         if let Some(h) = self.reclaim(part, clock) {
             return Ok((part, h));
         }
-        // A pool below its target takes a page from the pool furthest above its own, so targets are
-        // reached one page per allocation that needs it.
-        if self.evict_when_full
-            && self.below_cap(part)
-            && self.globals.pools.below_target(part.pool())
-        {
-            if let Some(donor) = self.over_target_donor(part.pool()) {
-                self.move_page(donor, part);
-                if let Some(h) = self.take_free_chunk(part) {
-                    return Ok((part, h));
-                }
-            }
-        }
-        // A page granted ahead by a paced policy is taken now, when this class would evict.
+        // A page another partition owes this one is taken at the allocation that needs it.
         if self.evict_when_full && self.below_cap(part) {
-            let pool = part.pool();
-            let granted = self.globals.grants.take(pool, part.class(), |src| {
-                self.part_pages(Part::new(pool, src)) > 0
-            });
-            if let Some(src) = granted {
-                self.move_page(Part::new(pool, src), part);
+            if let Some(donor) = self.owed_page(part) {
+                self.move_page(donor, part);
                 if let Some(h) = self.take_free_chunk(part) {
                     return Ok((part, h));
                 }
@@ -143,6 +126,22 @@ impl Shard {
         }
         self.part_state(part).counters.outofmemory += 1;
         Err(AllocError::OutOfMemory)
+    }
+
+    /// Where `part`, full and about to evict, takes a page from instead: when its pool is below its
+    /// target, the pool furthest above its own (so targets are reached one page per allocation that
+    /// needs it); else a donor that granted it pages (`grants`: a paced policy's move) and holds
+    /// one in this shard, whose grant the page is taken from.
+    fn owed_page(&self, part: Part) -> Option<Part> {
+        let pool = part.pool();
+        if self.globals.pools.below_target(pool) {
+            if let Some(donor) = self.over_target_donor(pool) {
+                return Some(donor);
+            }
+        }
+        let has_page = |src| self.part_pages(Part::new(pool, src)) > 0;
+        let src = self.globals.grants.take(pool, part.class(), has_page)?;
+        Some(Part::new(pool, src))
     }
 
     #[inline]
