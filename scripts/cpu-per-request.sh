@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Server CPU time per request under a fixed open-loop rate: mrcached's defaults against a variant.
 #
-#   scripts/cpu-per-request.sh [-r RATE] [-n ROUNDS] [-t THREADS] [-k KEYS] [-- VARIANT]
+#   scripts/cpu-per-request.sh [-r RATE] [-n ROUNDS] [-t THREADS] [-k KEYS] [-v VALUE_SIZE] [-z POPULARITY]
+#                              [-- VARIANT]
 #
 # VARIANT is one of
 #   (nothing)                 mrcached with "-o mrc_sample_rate=0 --slab-policy memcached" (profiling and
@@ -13,15 +14,21 @@
 # and sets it served, see scripts/lib/ports.sh)
 # vary far less on a shared machine than peak throughput does, and at saturation the server's peak is
 # about 1 / (CPU per request). Server on core 0, load on core 1, 127.0.0.1 only; KEYS (default 100k) keys
-# of 32 bytes with 200-byte values preloaded, 90/10 get/set, 50 connections, one request in flight per
-# connection. A few hundred keys fit the profilers' key bound, so every access is profiled: the worst case.
+# of 32 bytes with 200-byte values (VALUE_SIZE: any `mrcache bench --value-size`, e.g. etc) preloaded,
+# 90/10 get/set, keys drawn uniformly (POPULARITY: any `--popularity`, e.g. zipf:0.9), 50 connections,
+# one request in flight per connection. A few hundred keys fit the profilers' key bound, so every access
+# is profiled: the worst case for profiling. Many keys of ETC sizes (-k 1000000 -v etc) do not fit -m 64:
+# sets evict in every class, LAMA's rounds move pages among them, and paced moves are granted pages
+# taken on that eviction path: the worst case for the rebalancer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rate=60000 rounds=4 threads=1 keys=100000
-while getopts "r:n:t:k:" opt; do
+rate=60000 rounds=4 threads=1 keys=100000 value_size=200 popularity=uniform
+while getopts "r:n:t:k:v:z:" opt; do
     case "$opt" in
         r) rate=$OPTARG ;; n) rounds=$OPTARG ;; t) threads=$OPTARG ;; k) keys=$OPTARG ;;
-        *) echo "usage: $0 [-r RATE] [-n ROUNDS] [-t THREADS] [-k KEYS] [-- memcached | bin=PATH [flags] | flags]" >&2
+        v) value_size=$OPTARG ;; z) popularity=$OPTARG ;;
+        *) echo "usage: $0 [-r RATE] [-n ROUNDS] [-t THREADS] [-k KEYS] [-v VALUE_SIZE] [-z POPULARITY]" \
+               "[-- memcached | bin=PATH [flags] | flags]" >&2
            exit 64 ;;
     esac
 done
@@ -53,7 +60,7 @@ measure() {
     pid=$!
     wait_port "$port"
     local load=(--server "127.0.0.1:$port" --threads 1 --connections 50 --keys "$keys" --key-size 32
-        --value-size 200 --get-ratio 0.9 --warmup 0s --json)
+        --value-size "$value_size" --popularity "$popularity" --get-ratio 0.9 --warmup 0s --json)
     "${client_cpu[@]}" target/release/mrcache bench "${load[@]}" --duration 1s --preload > /dev/null 2>&1
     local before after
     before=$(server_cpu_and_commands "$port" "$pid")
@@ -64,7 +71,8 @@ measure() {
     cpu_us_per_request "$before" "$after"
 }
 
-echo "open loop at $rate requests/s, $keys keys, -m 64 -t $threads; variant: ${variant[*]}"
+echo "open loop at $rate requests/s, $keys keys (values $value_size, $popularity), -m 64 -t $threads;" \
+    "variant: ${variant[*]}"
 printf '%-6s %22s %22s %8s\n' round default_cpu_us_per_req variant_cpu_us_per_req ratio
 for round in $(seq 1 "$rounds"); do
     d=$(measure)

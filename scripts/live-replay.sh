@@ -20,7 +20,9 @@
 # Usage: scripts/live-replay.sh [TRACES_DIR] [OUT_DIR]
 #   env: TRACES (file names under TRACES_DIR), MEMS (default "16 32", memcached -m in MiB),
 #        SERVERS (default "memcached mrcached mrcached:memcached mrcached:automove"; mrcached:POLICY runs
-#        mrcached --slab-policy POLICY), REQUESTS (cap on GETs per replay; default one whole pass),
+#        mrcached --slab-policy POLICY, mrcached-log runs mrcached -o memory_layout=log: Memshare's
+#        log-structured memory with its default ranking, §15), REQUESTS (cap on GETs per replay; default
+#        one whole pass),
 #        CONNECTIONS and PIPELINE (default 1 and 1), THREADS (server -t, default 1: one engine shard, as
 #        the simulator), JOBS (replays run at once, default 1), SIM (0: no simulator column).
 # Results are kept in OUT_DIR (default target/live-replay); a rerun reuses them (delete them to rerun).
@@ -76,7 +78,8 @@ run_live() {
             memcached) cmd=(memcached "${user_flag[@]}" -U 0 -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS") ;;
             mrcached) cmd=("$MRCACHED" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS") ;;
             mrcached:*) cmd=("$MRCACHED" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS" --slab-policy "${s#mrcached:}") ;;
-            *) echo "unknown server $s (memcached, mrcached or mrcached:POLICY)" >&2; return 1 ;;
+            mrcached-log) cmd=("$MRCACHED" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS" -o memory_layout=log) ;;
+            *) echo "unknown server $s (memcached, mrcached, mrcached:POLICY or mrcached-log)" >&2; return 1 ;;
         esac
         "${cmd[@]}" > "$base.server.log" 2>&1 &
         pid=$!
@@ -107,20 +110,21 @@ run_live() {
 }
 
 # The simulator's run of what server $3 does: memcached's accounting and no moves for memcached;
-# mrcached's compact accounting and its slab policy (default lama-mr) for mrcached[:POLICY], with the
-# server's profiler memory (--mrc-memory-share 0.01, the simulator's default being 10%).
+# mrcached's compact accounting and its slab policy (default lama-mr) for mrcached[:POLICY], the log
+# layout for mrcached-log; with the server's profiler memory (--mrc-memory-share 0.01, the
+# simulator's default being 10%).
 run_sim() {
-    local t=$1 m=$2 s=$3 name out policy accounting=compact
+    local t=$1 m=$2 s=$3 name out policy=(--policy lama-mr) accounting=compact
     name=$(basename "$t" | cut -d. -f1)
     out="$OUT/$name-$m-${s//:/-}.sim.json"
     [ -s "$out" ] && return 0
     case "$s" in
-        memcached) policy=memcached accounting=memcached ;;
-        mrcached) policy=lama-mr ;;
-        mrcached:*) policy=${s#mrcached:} ;;
+        memcached) policy=(--policy memcached) accounting=memcached ;;
+        mrcached:*) policy=(--policy "${s#mrcached:}") ;;
+        mrcached-log) policy=(--layout log) ;;
     esac
     "$MRCACHE" sim --trace "$TRACES_DIR/$t" --memory "${m}MiB" --value-size etc --seed 1 --key-size 16 \
-        --override-sizes --item-accounting "$accounting" --policy "$policy" --mrc-memory-share 0.01 --json \
+        --override-sizes --item-accounting "$accounting" "${policy[@]}" --mrc-memory-share 0.01 --json \
         > "$out.tmp" 2> "$out.err"
     mv "$out.tmp" "$out"
 }
@@ -158,13 +162,15 @@ for line in open(jobs):
 rel = lambda a, b: "-" if b == 0 else f"{a / b - 1:+.1%}"
 live = servers
 has_sim = any(k.startswith("sim ") for c in cells.values() for k in c)
-label = {"memcached": "memcached 1.6.18", "mrcached": "mrcached (lama-mr)"}
+label = {"memcached": "memcached 1.6.18", "mrcached": "mrcached (default: lama-mr, paced)", "mrcached-log": "mrcached, log layout"}
 head = ["trace", "-m", "GETs"]
 for s in live:
     head.append(label.get(s, s.replace("mrcached:", "mrcached ")))
     if has_sim:
         head.append("sim")
-head += ["mrcached/memcached", "mrcached pages moved: policy (rules) / all"]
+log = "mrcached-log" in live
+head += ["mrcached/memcached"] + (["mrcached-log/memcached"] if log else []) + \
+    ["mrcached pages moved: policy (rules) / all"]
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for (name, m), c in cells.items():
@@ -175,6 +181,8 @@ for (name, m), c in cells.items():
             row.append(f"{c['sim ' + s]:.4f}" if "sim " + s in c else "-")
     d = c.get("mrcached")
     row.append(rel(d["miss"], c["memcached"]["miss"]) if d and "memcached" in c else "-")
+    if log:
+        row.append(rel(c["mrcached-log"]["miss"], c["memcached"]["miss"]) if "memcached" in c else "-")
     if d:
         rules = ", ".join(f"{k} {v}" for k, v in sorted(d["rules"].items()) if v)
         row.append(f"{d['policy_moved']}" + (f" ({rules})" if rules else "") + f" / {d['moved']}")
