@@ -12,10 +12,11 @@
 # classes emptied by idle moves take back, from the class that got their page, when they are used
 # again). One connection and --pipeline 1 by
 # default, so the server sees the trace's own order with each miss's SET right after its GET. The table
-# gives each server's GET miss ratio, mrcached's (and mrcached-log's) against memcached's, and beside each the simulator's
-# (`mrcache sim`, whole trace; omitted with REQUESTS) for the same trace, memory, slab policy and item
-# accounting: memcached's for memcached (policy memcached: demand-filled), mrcached's default compact
-# accounting for mrcached (lama-mr, or the POLICY of mrcached:POLICY, or the log layout for mrcached-log).
+# gives each server's GET miss ratio, mrcached's (and mrcached-log's) against memcached's, and beside
+# each the simulator's (`mrcache sim`, whole trace; omitted with REQUESTS) for the same trace, memory,
+# slab policy and item accounting: memcached's for memcached (policy memcached: demand-filled),
+# mrcached's default compact accounting for mrcached (lama-mr, or the POLICY of mrcached:POLICY, or
+# the log layout for mrcached-log).
 #
 # Usage: scripts/live-replay.sh [TRACES_DIR] [OUT_DIR]
 #   env: TRACES (file names under TRACES_DIR), MEMS (default "16 32", memcached -m in MiB),
