@@ -7,16 +7,25 @@
 //! stands and the donor has a page in the receiver's shard; it never gets a page it does not fill.
 //!
 //! Invariants: every grant is of one tenant pool, between two different classes, for at least one
-//! page (spent and empty grants are dropped); `waiting` is true exactly while some grant stands, so
-//! an allocation that would evict pays one relaxed load when none does. The list is behind its own
-//! leaf lock: taken under a shard's lock by an allocation, or alone by the rebalancer, never
-//! holding it while taking a shard's lock. The pages-made counters are atomics, read without it.
+//! page (spent and empty grants are dropped); a pool's `receivers` word has bit `i` set exactly while
+//! a grant to its class of index `i` stands, so an allocation that would evict pays one relaxed load
+//! unless a grant to its own class stands. The list is behind its own leaf lock: taken under a
+//! shard's lock by such an allocation, or alone by the rebalancer, never holding it while taking a
+//! shard's lock. The receiver words and the pages-made counters are atomics, read without it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
+use crate::config::MAX_SLAB_CLASSES;
 use crate::geometry::ClassId;
+
+// A pool's receivers are one bit per class in a `u64`.
+const _: () = assert!(MAX_SLAB_CLASSES <= 64);
+
+fn class_bit(class: ClassId) -> u64 {
+    1 << class.index()
+}
 
 /// Pages of class `src` that class `dst` of the same pool may take when it needs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,11 +38,12 @@ pub struct PageGrant {
     pub pages: usize,
 }
 
-/// Every pool's grants, and the pages they have moved (both indexed by pool).
+/// Every pool's grants, their receivers, and the pages they have moved (all indexed by pool).
 #[derive(Debug)]
 pub struct PageGrants {
-    waiting: AtomicBool,
     pools: Mutex<Vec<Vec<PageGrant>>>,
+    /// Per pool, the classes a grant to stands (bit `ClassId::index`); written under the lock.
+    receivers: Box<[AtomicU64]>,
     /// Counted when a page is taken; read without the lock.
     pages_made: Box<[AtomicU64]>,
 }
@@ -41,8 +51,8 @@ pub struct PageGrants {
 impl PageGrants {
     pub fn new(pools: usize) -> PageGrants {
         PageGrants {
-            waiting: AtomicBool::new(false),
             pools: Mutex::new(vec![Vec::new(); pools]),
+            receivers: (0..pools).map(|_| AtomicU64::new(0)).collect(),
             pages_made: (0..pools).map(|_| AtomicU64::new(0)).collect(),
         }
     }
@@ -58,8 +68,8 @@ impl PageGrants {
         let grants = pools.get_mut(pool)?;
         let out = f(grants);
         grants.retain(|g| g.pages > 0 && g.src != g.dst);
-        self.waiting
-            .store(pools.iter().any(|g| !g.is_empty()), Relaxed);
+        let receivers = grants.iter().fold(0, |bits, g| bits | class_bit(g.dst));
+        self.receivers[pool].store(receivers, Relaxed);
         Some(out)
     }
 
@@ -82,7 +92,8 @@ impl PageGrants {
         dst: ClassId,
         has_page: impl Fn(ClassId) -> bool,
     ) -> Option<ClassId> {
-        if !self.waiting.load(Relaxed) {
+        let receivers = self.receivers.get(pool)?.load(Relaxed);
+        if receivers & class_bit(dst) == 0 {
             return None;
         }
         let src = self
@@ -115,6 +126,7 @@ mod tests {
                 pages: 2,
             })
         });
+        assert_eq!(grants.receivers[1].load(Relaxed), class_bit(b));
         assert_eq!(grants.take(0, b, |_| true), None, "another pool's grant");
         assert_eq!(grants.take(1, a, |_| true), None, "the donor takes nothing");
         assert_eq!(
@@ -130,7 +142,7 @@ mod tests {
             (Some(0), 2)
         );
         assert_eq!(grants.pages_made(0), 0);
-        assert!(!grants.waiting.load(Relaxed));
+        assert!(grants.receivers.iter().all(|r| r.load(Relaxed) == 0));
         assert_eq!(grants.update(2, |_| ()), None);
     }
 }
