@@ -132,11 +132,13 @@ counted_step "pytest tests/python" pytest.log pytest pytest_run tests/python
 # -o memory_layout=slab). The conformance suite, memcapable and the Python tests run again on epoll and
 # on the log-structured layout:
 # MRCACHED_EXTRA_ARGS is appended to every mrcached the Rust and Python harnesses start.
-# Both also rerun the abusive-client memory bounds (tests/hardening.rs): they live in the session and
-# must hold whatever the layout and on both I/O paths (docs/results.md §4.1).
+# Both also rerun the abusive-client memory bounds (tests/hardening.rs), the connection churn
+# (tests/churn.rs: abortive closes mid-value leave no connection or descriptor behind) and the concurrent
+# clients' lost-update check (tests/concurrency.rs): each must hold whatever the layout and on both I/O
+# paths.
 for extra in "-o io=epoll" "-o memory_layout=log"; do
     tag="${extra#-o }"
-    tests=(--test conformance --test memcapable --test hardening)
+    tests=(--test conformance --test memcapable --test hardening --test churn --test concurrency)
     export MRCACHED_EXTRA_ARGS="$extra"
     counted_step "${tests[*]//--test /} ($extra)" "cargo-$tag.log" '^test result:' \
         cargo test --release -p mrcache-server "${tests[@]}"

@@ -14,7 +14,9 @@
 //!
 //! One thread serves requests one at a time (they are rare and cheap) and takes the history's samples
 //! between them; it never touches the request path except through the engine's own snapshot calls,
-//! which take each shard lock briefly. It stops when the server shuts down.
+//! which take each shard lock briefly. It stops when the server shuts down. The HTTP server under it
+//! (`http`) bounds everything a client can make it hold: connections, request heads, time; it reads no
+//! request body at all, so nothing sent to this port can grow the process or stall the cache.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -26,15 +28,17 @@ use crate::context::ServerContext;
 use crate::mrc_report;
 
 pub mod history;
+pub mod http;
 
 use history::History;
+use http::{HttpServer, Response};
 
 /// The dashboard page, its script and its style (served as they are; no build step).
 const DASHBOARD_HTML: &str = include_str!("admin/dashboard.html");
 const DASHBOARD_JS: &str = include_str!("admin/dashboard.js");
 const DASHBOARD_CSS: &str = include_str!("admin/dashboard.css");
 
-/// How often the admin thread checks for shutdown while idle.
+/// How often the admin thread checks for shutdown (and samples the history) while idle.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(200);
 
 /// Why the admin port could not start.
@@ -46,11 +50,9 @@ pub enum AdminError {
         addr: String,
         /// The port asked for (`--admin-port`).
         port: u16,
-        /// tiny_http's error.
-        source: Box<dyn std::error::Error + Send + Sync>,
+        /// Why it could not be bound.
+        source: std::io::Error,
     },
-    /// The listener is not on an IP address (tiny_http can also listen on a Unix socket).
-    NotIp,
     /// The serving thread could not be started.
     Thread(std::io::Error),
 }
@@ -61,7 +63,6 @@ impl std::fmt::Display for AdminError {
             AdminError::Bind { addr, port, source } => {
                 write!(f, "admin port {addr}:{port}: {source}")
             }
-            AdminError::NotIp => write!(f, "admin port: not an IP listener"),
             AdminError::Thread(e) => write!(f, "admin thread: {e}"),
         }
     }
@@ -70,8 +71,7 @@ impl std::fmt::Display for AdminError {
 impl std::error::Error for AdminError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            AdminError::Bind { source, .. } => Some(source.as_ref()),
-            AdminError::NotIp => None,
+            AdminError::Bind { source, .. } => Some(source),
             AdminError::Thread(e) => Some(e),
         }
     }
@@ -87,15 +87,20 @@ pub struct Admin {
 impl Admin {
     /// Binds `addr:port` and starts serving.
     pub fn start(ctx: Arc<ServerContext>, addr: &str, port: u16) -> Result<Admin, AdminError> {
-        let server = tiny_http::Server::http((addr, port)).map_err(|source| AdminError::Bind {
+        let bind_error = |source| AdminError::Bind {
             addr: addr.to_string(),
             port,
             source,
-        })?;
-        let local_addr = server.server_addr().to_ip().ok_or(AdminError::NotIp)?;
+        };
+        let sockaddr = std::net::ToSocketAddrs::to_socket_addrs(&(addr, port))
+            .map_err(bind_error)?
+            .next()
+            .ok_or_else(|| bind_error(std::io::ErrorKind::AddrNotAvailable.into()))?;
+        let server = HttpServer::bind(sockaddr).map_err(bind_error)?;
+        let local_addr = server.local_addr().map_err(bind_error)?;
         let thread = std::thread::Builder::new()
             .name("mrcached-admin".into())
-            .spawn(move || serve(&ctx, &server))
+            .spawn(move || serve(&ctx, server))
             .map_err(AdminError::Thread)?;
         Ok(Admin { local_addr, thread })
     }
@@ -106,21 +111,22 @@ impl Admin {
     }
 }
 
-fn serve(ctx: &ServerContext, server: &tiny_http::Server) {
+fn serve(ctx: &ServerContext, mut server: HttpServer) {
     let mut history = History::new();
     while !ctx.is_shutting_down() {
         history.poll(ctx, Instant::now());
-        let Ok(Some(request)) = server.recv_timeout(SHUTDOWN_POLL) else {
-            continue;
-        };
-        let (status, content_type, body) = route(ctx, &history, request.method(), request.url());
-        let response = tiny_http::Response::from_string(body)
-            .with_status_code(status)
-            .with_header(
-                tiny_http::Header::from_bytes(&b"Content-Type"[..], content_type.as_bytes())
-                    .expect("static header"),
-            );
-        let _ = request.respond(response);
+        let turn = server.turn(SHUTDOWN_POLL, |method, target| {
+            let (status, content_type, body) = route(ctx, &history, method, target);
+            Response {
+                status,
+                content_type,
+                body,
+            }
+        });
+        if let Err(e) = turn {
+            eprintln!("mrcached: admin port: {e}");
+            std::thread::sleep(SHUTDOWN_POLL);
+        }
     }
 }
 
@@ -128,10 +134,10 @@ fn serve(ctx: &ServerContext, server: &tiny_http::Server) {
 pub fn route(
     ctx: &ServerContext,
     history: &History,
-    method: &tiny_http::Method,
+    method: &str,
     url: &str,
 ) -> (u16, &'static str, String) {
-    if *method != tiny_http::Method::Get {
+    if method != "GET" && method != "HEAD" {
         return (405, "text/plain", "only GET\n".into());
     }
     let (path, query) = url.split_once('?').unwrap_or((url, ""));

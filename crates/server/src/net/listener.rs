@@ -398,9 +398,8 @@ impl Listener {
                 if res >= 0 {
                     // SAFETY: the accept completion hands over a new descriptor that nothing else owns.
                     let stream = unsafe { std::net::TcpStream::from_raw_fd(res) };
-                    if let Ok(peer) = stream.peer_addr() {
-                        self.dispatch(mio::net::TcpStream::from_std(stream), peer);
-                    }
+                    let peer = stream.peer_addr();
+                    self.dispatch(mio::net::TcpStream::from_std(stream), peer);
                     continue;
                 }
                 if res == -libc::ECANCELED {
@@ -522,7 +521,7 @@ impl Listener {
     fn accept_all(&mut self, i: usize) -> bool {
         loop {
             match self.listeners[i].accept() {
-                Ok((stream, peer)) => self.dispatch(stream, peer),
+                Ok((stream, peer)) => self.dispatch(stream, Ok(peer)),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -552,7 +551,9 @@ impl Listener {
         exhausted
     }
 
-    fn dispatch(&mut self, mut stream: mio::net::TcpStream, peer: SocketAddr) {
+    /// Hands an accepted connection to the next worker. `peer` is an error (ENOTCONN) when the client
+    /// reset the connection before it was accepted: it is counted as accepted and closed at once.
+    fn dispatch(&mut self, mut stream: mio::net::TcpStream, peer: io::Result<SocketAddr>) {
         let conns = &self.ctx.conns;
         if conns.curr_connections.load(Relaxed) >= self.ctx.settings.max_connections {
             // Best effort: a fresh socket's send buffer takes 33 bytes without blocking.
@@ -560,13 +561,15 @@ impl Listener {
             conns.rejected_connections.fetch_add(1, Relaxed);
             return;
         }
+        // Counted as accepted whatever happens next, as memcached counts every accepted descriptor
+        // (a client that reset the connection before this point was accepted all the same).
+        conns.total_connections.fetch_add(1, Relaxed);
         let _ = stream.set_nodelay(true);
-        let local = match stream.local_addr() {
-            Ok(a) => a,
-            Err(_) => return,
+        let (Ok(peer), Ok(local)) = (peer, stream.local_addr()) else {
+            // Reset by the peer already: nothing to serve.
+            return;
         };
         let curr = conns.curr_connections.fetch_add(1, Relaxed) + 1;
-        conns.total_connections.fetch_add(1, Relaxed);
         conns.connection_structures.fetch_max(curr, Relaxed);
         let w = &self.workers[self.next_worker];
         self.next_worker = (self.next_worker + 1) % self.workers.len();

@@ -26,6 +26,15 @@
 //! `Conn`'s write buffer, whose size stops reading past the high-water mark); on top of it the socket
 //! stages at most [`MAX_SEND_BYTES`] for the send in flight, released when the connection goes idle.
 //!
+//! The peer's end: besides the multishot receive, the worker keeps a one-shot poll for `POLLRDHUP`,
+//! `POLLHUP` and `POLLERR` on every open connection. A multishot receive can miss a reset or a shutdown
+//! that races with its re-arming in the kernel (seen on 6.18 when a client resets a connection in the
+//! middle of a large value: the receive stayed armed for good, the connection in `conn_nread` with its
+//! descriptor held). When that poll fires the socket is [`UringSocket::peer_gone`]: the worker cancels
+//! the receive, and once it has ended (no completion can then be outstanding, so order is kept) `read`
+//! takes what is left straight from the socket with non-blocking `recv(2)` calls, down to the end of
+//! stream or the error, which closes the connection as on the epoll path.
+//!
 //! Invariants: `send_buf` is neither moved nor resized while `send_in_flight` (the kernel reads it).
 //! Every buffer id in `held` is owned by this socket: read from, then recycled exactly once (by `read`,
 //! `park` or on drop).
@@ -68,6 +77,12 @@ pub struct UringSocket {
     pub(super) send_in_flight: bool,
     pub(super) recv_armed: bool,
     pub(super) recv_cancelling: bool,
+    /// The peer-gone poll is in flight.
+    pub(super) hup_armed: bool,
+    pub(super) hup_cancelling: bool,
+    /// The peer-gone poll fired: the peer shut down or reset. No receive is armed again; once the one in
+    /// flight has ended, `read` reads the socket directly.
+    pub(super) peer_gone: bool,
     /// A `write` returned `WouldBlock` since the last send completion: `Conn` holds output and needs a
     /// turn when the send completes (otherwise a completed send needs no turn at all).
     write_blocked: bool,
@@ -90,6 +105,9 @@ impl UringSocket {
             send_in_flight: false,
             recv_armed: false,
             recv_cancelling: false,
+            hup_armed: false,
+            hup_cancelling: false,
+            peer_gone: false,
             write_blocked: false,
         }
     }
@@ -126,14 +144,53 @@ impl UringSocket {
         self.error.get_or_insert(errno);
     }
 
-    /// The receive should be (re-)armed: not at end of stream, no error, backlog under the bound.
+    /// The receive should be (re-)armed: not at end of stream, no error, the peer still there, backlog
+    /// under the bound.
     pub(super) fn wants_recv(&self) -> bool {
-        !self.recv_armed && !self.eof && self.error.is_none() && self.unread() < RECV_PAUSE_BYTES
+        !self.recv_armed
+            && !self.eof
+            && !self.peer_gone
+            && self.error.is_none()
+            && self.unread() < RECV_PAUSE_BYTES
     }
 
-    /// The staged bytes to send next (empty when none, or while a send is in flight).
+    /// Whether anything of the worker's is in flight on this socket (it may be closed only when not).
+    pub(super) fn in_flight(&self) -> bool {
+        self.recv_armed || self.send_in_flight || self.hup_armed
+    }
+
+    /// After the peer went: reads the socket itself, without waiting (see the module notes).
+    fn read_directly(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes; the descriptor is this socket's own.
+        let n = unsafe {
+            libc::recv(
+                self.stream.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        match n {
+            0 => {
+                self.eof = true;
+                Ok(0)
+            }
+            n if n > 0 => Ok(n as usize),
+            _ => {
+                let e = io::Error::last_os_error();
+                if !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) {
+                    self.error = e.raw_os_error();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The staged bytes to send next (empty when none, while a send is in flight, or once the socket
+    /// has failed: a send on a reset connection fails again forever, so nothing is retried after an
+    /// error and a closing connection is not kept alive by its unsendable output).
     pub(super) fn to_send(&self) -> &[u8] {
-        if self.send_in_flight {
+        if self.send_in_flight || self.error.is_some() {
             &[]
         } else {
             &self.send_buf[self.send_pos..]
@@ -253,6 +310,9 @@ impl Read for UringSocket {
         }
         if self.eof {
             return Ok(0);
+        }
+        if self.peer_gone && !self.recv_armed && !buf.is_empty() {
+            return self.read_directly(buf);
         }
         Err(ErrorKind::WouldBlock.into())
     }

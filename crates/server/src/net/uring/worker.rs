@@ -20,6 +20,10 @@
 //! keeps the `mio::Poll` the waker is registered with, and a multishot poll on that epoll descriptor turns
 //! a wake-up into a completion.
 //!
+//! Beside its receive, each connection has a one-shot poll for the peer's shutdown or reset (`KIND_HUP`),
+//! because a multishot receive can miss one (see `socket.rs`); when it fires the receive is cancelled and
+//! the connection reads what is left directly, so a connection whose client went away is always closed.
+//!
 //! Invariants: a connection's slot is freed (and its descriptor closed) only when it has no operation in
 //! flight, so a completion's user data (kind, slot, generation) never names a reused slot's connection;
 //! the generation guards against it anyway. The ring is declared before the buffers and connections, so it
@@ -55,6 +59,9 @@ const KIND_WAKE: u64 = 1;
 const KIND_RECV: u64 = 2;
 const KIND_SEND: u64 = 3;
 const KIND_CANCEL: u64 = 4;
+const KIND_HUP: u64 = 5;
+/// What the peer-gone poll waits for: the peer shut down its side, or the connection failed or was reset.
+const PEER_GONE_EVENTS: u32 = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as u32;
 
 fn user_data(kind: u64, slot: usize, gen: u32) -> u64 {
     (kind << 56) | ((gen as u64 & 0xff_ffff) << 32) | (slot as u64 & 0xffff_ffff)
@@ -236,10 +243,27 @@ where
                 }
                 KIND_RECV => self.on_recv(slot, gen, res, flags),
                 KIND_SEND => self.on_send(slot, gen, res),
+                KIND_HUP => self.on_hup(slot, gen, res),
                 _ => {}
             }
         }
         self.completions = completions;
+    }
+
+    /// The peer-gone poll completed: with the events that fired, or cancelled (the connection closes).
+    fn on_hup(&mut self, slot: usize, gen: u32, res: i32) {
+        let Some(s) = self.live_slot(slot, gen) else {
+            return;
+        };
+        let sock = s.conn.stream_mut();
+        sock.hup_armed = false;
+        sock.hup_cancelling = false;
+        if res > 0 {
+            sock.peer_gone = true;
+            // Read on to the end of stream or the error (directly, once the receive has ended).
+            s.conn.on_event(true, false, true);
+        }
+        self.schedule(slot);
     }
 
     fn live_slot(&mut self, slot: usize, gen: u32) -> Option<&mut Slot<S>> {
@@ -271,6 +295,8 @@ where
                 self.bufs.recycle(bid);
             }
         }
+        // Once the receive has ended after the peer went, what is left is read directly (`socket.rs`).
+        let read_rest = !cqueue::more(flags) && sock.peer_gone;
         if !cqueue::more(flags) {
             sock.recv_armed = false;
             sock.recv_cancelling = false;
@@ -284,6 +310,9 @@ where
             // Out of buffers, cancelled (backpressure) or interrupted: re-armed after the next turn.
             sock.set_error(-res);
             s.conn.on_event(true, true, true);
+        }
+        if read_rest {
+            s.conn.on_event(true, false, true);
         }
         self.schedule(slot);
     }
@@ -364,7 +393,7 @@ where
         let not_reading = s.conn.not_reading();
         let sock = s.conn.stream_mut();
         let fd = types::Fd(sock.as_raw_fd());
-        let mut entries: [Option<squeue::Entry>; 2] = [None, None];
+        let mut entries: [Option<squeue::Entry>; 3] = [None, None, None];
         let to_send = sock.to_send();
         if !to_send.is_empty() {
             entries[0] = Some(
@@ -377,7 +406,7 @@ where
             self.send_queued = true;
         }
         let pause = not_reading || sock.unread() >= RECV_PAUSE_BYTES;
-        if sock.recv_armed && !sock.recv_cancelling && (closing || pause) {
+        if sock.recv_armed && !sock.recv_cancelling && (closing || pause || sock.peer_gone) {
             entries[1] = Some(
                 opcode::AsyncCancel2::new(types::CancelBuilder::user_data(user_data(
                     KIND_RECV, slot, gen,
@@ -394,7 +423,24 @@ where
             );
             sock.recv_armed = true;
         }
-        let release = closing && !sock.recv_armed && !sock.send_in_flight;
+        if closing && sock.hup_armed && !sock.hup_cancelling {
+            entries[2] = Some(
+                opcode::AsyncCancel2::new(types::CancelBuilder::user_data(user_data(
+                    KIND_HUP, slot, gen,
+                )))
+                .build()
+                .user_data(user_data(KIND_CANCEL, slot, gen)),
+            );
+            sock.hup_cancelling = true;
+        } else if !closing && !sock.hup_armed && !sock.peer_gone {
+            entries[2] = Some(
+                opcode::PollAdd::new(fd, PEER_GONE_EVENTS)
+                    .build()
+                    .user_data(user_data(KIND_HUP, slot, gen)),
+            );
+            sock.hup_armed = true;
+        }
+        let release = closing && !sock.in_flight();
         for e in entries.into_iter().flatten() {
             self.push(e);
         }
@@ -479,6 +525,7 @@ where
                     match kind {
                         KIND_RECV if !cqueue::more(flags) => sock.recv_armed = false,
                         KIND_SEND => sock.send_in_flight = false,
+                        KIND_HUP => sock.hup_armed = false,
                         _ => {}
                     }
                 }
@@ -493,10 +540,10 @@ where
     }
 
     fn in_flight(&self) -> bool {
-        self.conns.iter().flatten().any(|s| {
-            let sock = s.conn.stream();
-            sock.recv_armed || sock.send_in_flight
-        })
+        self.conns
+            .iter()
+            .flatten()
+            .any(|s| s.conn.stream().in_flight())
     }
 }
 
