@@ -665,3 +665,5 @@ fn memory_layout_option_picks_the_engine_layout() {
     };
     assert!(help.contains("memory_layout"));
 }
+
+mod options;
