@@ -18,57 +18,12 @@ use mrcache_units::{format_size, parse_size, SizeSyntax, Unit};
 
 use super::*;
 use crate::tenants::TenantsConfig;
-use mrcache_engine::profiling;
 
-/// `-h`'s text after the flags: the `-o` options and the flags accepted or refused for compatibility.
+/// `-h`'s text after the flags: the `-o` options (from their table) and the flags accepted or refused
+/// for compatibility.
 fn after_help() -> String {
     format!(
-        "\
-Extended options (-o key[=value],...):
-   slab_reassign           allow `slabs reassign` (default: on)
-   slab_automove=N         memcached's movers instead of the default {DEFAULT_SLAB_POLICY} (see --slab-policy):
-                           0: manual only, 1: memcached's age balancer, 2: move on eviction
-   slab_automove_ratio=F   youngest/oldest age ratio that triggers a move (default: {DEFAULT_SLAB_AUTOMOVE_RATIO})
-   slab_automove_window=N  seconds of samples per class (default: {DEFAULT_SLAB_AUTOMOVE_WINDOW})
-   slab_chunk_max=N        only the default (half a page) is supported
-   lru_crawler, no_lru_crawler  reap expired items in the background (default: on)
-   modern, no_modern       no_modern turns slab_reassign and automove off, as in memcached
-   shards=N                mrcached: engine lock domains, a power of two (default: threads rounded up
-                           to a power of two, at most one per {MIN_PAGES_PER_DEFAULT_SHARD} pages of -m)
-   item_accounting=A       mrcached: how an item's size picks its slab class: compact (the bytes it
-                           occupies; class 1 is 80 B; default) or memcached (memcached's item header and
-                           classes, as in the simulator). -I limits items as memcached does either way
-   memory_layout=L         mrcached: slab (memcached's slab classes; default) or log (Memshare's
-                           log-structured memory: items of every size appended to 1 MiB segments per
-                           tenant, a cleaner that keeps the highest-ranked items; memory moves between
-                           sizes and tenants in bytes). Under log, `stats slabs` shows one class (1)
-                           whose pages are the segments, and `slabs reassign` answers NOSPARE for
-                           any two classes (no class holds pages), SAME and BADCLASS as memcached
-   mrc_sample_rate=F       mrcached: initial sampling rate of the per-class miss-ratio-curve profilers,
-                           in [0, 1]; 0 turns profiling off (default: {}: every key until a profiler's
-                           key bound lowers its rate; profilers use at most {share}% of -m, or {floor} MiB
-                           where that is more, up to 1/{fraction} of -m)
-   worker_cpus=LIST        mrcached: pin worker i to the i-th CPU of LIST (taskset syntax: 0,2,4-7; in
-                           turn when -t is larger, which makes workers time-share: a warning says so).
-                           Every CPU must be one this process may run on (Leverich & Kozyrakis §2.5)
-   service_cpus=LIST|any   mrcached: CPUs of the listener and maintenance threads (default: the
-                           workers' CPUs when worker_cpus is given; any: unpinned)
-   sched=POLICY            mrcached: the workers' scheduling policy: fifo:PRIO or rr:PRIO (real time,
-                           PRIO 1-99: a batch job on the same CPU cannot make them time-share; needs
-                           root, CAP_SYS_NICE or RLIMIT_RTPRIO >= PRIO, else start-up fails naming the
-                           option) or other (the normal scheduler). Default: the policy mrcached started
-                           with (e.g. from chrt)
-   io=P                    mrcached: the network I/O path: uring (io_uring: multishot accept and receive
-                           into provided buffers, sends batched into one system call per event-loop turn),
-                           epoll, or auto (the default: io_uring where the kernel runs it, else epoll,
-                           saying why; io_uring measured no more CPU per request than epoll at any load,
-                           more throughput and a lower tail; the path in use is logged with -v and shown
-                           as `io` in `stats settings`)
-   ignored for compatibility: hashpower=N, no_hashexpand, hash_algorithm, maxconns_fast,
-                           lru_maintainer, no_lru_maintainer, lru_crawler_sleep, lru_crawler_tocrawl,
-                           hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor,
-                           worker_logbuf_size, watcher_logbuf_size
-
+        "{}
 Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P.
 Binary protocol and SASL: under -B auto (the default) a connection whose first byte is 0x80 speaks
 memcached's binary protocol, any other the text and meta protocols; -B binary and -B ascii allow only
@@ -79,10 +34,7 @@ users and passwords the text protocol's auth uses); like memcached, -S alone mea
 memcached does with -Y.
 
 Not supported: -d (use your service manager), -s/-a (UNIX sockets), -Z (TLS), -U other than 0 (UDP).",
-        mrcache_engine::profiling::DEFAULT_SAMPLE_RATE,
-        share = profiling::PROFILE_MEMORY_SHARE * 100.0,
-        floor = profiling::PROFILE_MEMORY_FLOOR_BYTES >> 20,
-        fraction = profiling::PROFILE_FLOOR_MAX_FRACTION,
+        options::help()
     )
 }
 
@@ -357,8 +309,8 @@ impl Settings {
             slab_policy: cli.slab_policy,
             slab_automove_given: false,
             lru_crawler: true,
-            hashpower_init: 0,
-            // Set below, once `-m`, `-I` and `-t` are known.
+            recorded: RecordedOptions::default(),
+            // Set below from `-m`, `-I` and `-t`, unless `-o shards` is given.
             shards: 1,
             item_accounting: DEFAULT_ITEM_ACCOUNTING,
             memory_layout: MemoryLayout::Slab,
@@ -373,39 +325,17 @@ impl Settings {
             tenant_policy: cli.tenant_policy,
             isolation: Default::default(),
         };
-        let mut shards = None;
+        s.shards = default_shards(s.threads, s.page_budget());
         for group in &cli.extended {
-            for opt in extended_options(group) {
-                s.apply_extended(&opt, &mut shards)?;
-            }
+            options::apply_group(&mut s, group)?;
         }
         s.validate()?;
         memory::check_settings(&s)?;
-        s.shards = match shards {
-            Some(n) => n,
-            None => default_shards(s.threads, s.page_budget()),
-        };
         s.engine_config()
             .validate()
             .map_err(|e| SettingsError::Engine(e.to_string()))?;
         Ok(s)
     }
-}
-
-/// The options of one `-o` group: comma-separated, except that a piece starting with a digit continues
-/// the option before it (no option name starts with one), so `worker_cpus=0,2-3` is one option.
-fn extended_options(group: &str) -> Vec<String> {
-    let mut opts: Vec<String> = Vec::new();
-    for piece in group.split(',').map(str::trim).filter(|o| !o.is_empty()) {
-        match opts.last_mut() {
-            Some(last) if piece.starts_with(|c: char| c.is_ascii_digit()) => {
-                last.push(',');
-                last.push_str(piece);
-            }
-            _ => opts.push(piece.to_string()),
-        }
-    }
-    opts
 }
 
 /// `-m` in bytes; `-h` shows it in the largest exact unit (`64MiB`), which [`parse_memory_limit`] reads.

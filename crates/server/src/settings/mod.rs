@@ -3,7 +3,8 @@
 //!
 //! - `cli` — the clap command line: each flag once, with its `-h` text and its default;
 //!   `Settings::default()` is what an empty command line gives
-//! - `extended` — memcached's `-o key[=value]` options
+//! - `options` — memcached's `-o key[=value]` options and ours, one table that generates their
+//!   parsing, their `-h` text, their `--print-config` rows and their `stats settings` rows
 //! - `listen` — `-l` ([`ListenSpec`]) and `-B` ([`Protocol`])
 //! - `error` — [`SettingsError`], each variant naming the flag
 //! - `rlimit` — the open-files limit raised to what `-c` needs (at start-up, by the binary)
@@ -17,8 +18,8 @@
 
 mod cli;
 mod error;
-mod extended;
 mod listen;
+pub(crate) mod options;
 pub mod rlimit;
 
 use std::path::PathBuf;
@@ -28,8 +29,9 @@ use mrcache_engine::{EngineConfig, ItemAccounting, MemoryLayout};
 use mrcache_policy::class::LamaParams;
 use mrcache_policy::{ClassPolicySpec, TenantPolicySpec};
 
-pub use error::SettingsError;
+pub use error::{OptionError, SettingsError};
 pub use listen::{ListenSpec, Protocol};
+pub use options::RecordedOptions;
 
 use crate::isolation::Isolation;
 use crate::memory;
@@ -73,8 +75,6 @@ pub const DEFAULT_SLAB_AUTOMOVE_RATIO: f64 = mrcache_policy::class::automove::DE
 /// automove policy's own default).
 pub const DEFAULT_SLAB_AUTOMOVE_WINDOW: u32 =
     mrcache_policy::class::automove::DEFAULT_WINDOW as u32;
-/// memcached's `hashpower` limits; we accept the option for compatibility and ignore it.
-pub(crate) const HASHPOWER_RANGE: std::ops::RangeInclusive<u32> = 12..=64;
 /// Each default shard should own at least this many pages of `-m`. A shard takes pages on its own, and
 /// every slab class in use holds at least one page in every shard, so each extra shard costs up to one
 /// page per class (about 40 classes in the default geometry). Measured with ETC values and `-t 2`, a
@@ -155,8 +155,9 @@ pub struct Settings {
     pub slab_automove_given: bool,
     /// `-o lru_crawler` / `no_lru_crawler`: the maintenance thread reaps expired items.
     pub lru_crawler: bool,
-    /// `-o hashpower=N`: accepted and ignored (our index grows by itself); shown in `stats settings`.
-    pub hashpower_init: u32,
+    /// The `-o` options accepted, recorded and shown that change nothing else (`hashpower`; see
+    /// `options`).
+    pub recorded: RecordedOptions,
     /// `-o shards=N` (ours): independent engine lock domains; see `default_shards`.
     pub shards: usize,
     /// `-o item_accounting=compact|memcached` (ours): how item sizes pick slab classes.
@@ -354,7 +355,8 @@ impl Settings {
         }
     }
 
-    /// The effective configuration as `name value` pairs (`--print-config`), one per field.
+    /// The effective configuration as `name value` pairs (`--print-config`), one per field: the
+    /// flags', then the `-o` options' in their table's order.
     pub fn describe(&self) -> Vec<(&'static str, String)> {
         let listen = if self.listen.is_empty() {
             "0.0.0.0".to_string()
@@ -388,21 +390,7 @@ impl Settings {
             ("dump_enabled", self.dump_enabled.to_string()),
             ("watch_enabled", self.watch_enabled.to_string()),
             ("verbose", self.verbose.to_string()),
-            ("slab_reassign", self.slab_reassign.to_string()),
-            ("slab_automove", self.slab_automove.to_string()),
-            ("slab_automove_ratio", self.slab_automove_ratio.to_string()),
-            (
-                "slab_automove_window",
-                self.slab_automove_window.to_string(),
-            ),
             ("slab_policy", self.slab_policy_spec().to_string()),
-            ("lru_crawler", self.lru_crawler.to_string()),
-            ("hashpower_init", self.hashpower_init.to_string()),
-            ("shards", self.shards.to_string()),
-            ("item_accounting", self.item_accounting.name().to_string()),
-            ("memory_layout", self.memory_layout.name().to_string()),
-            ("mrc_sample_rate", self.mrc_sample_rate.to_string()),
-            ("io", self.io.name().to_string()),
             (
                 "admin",
                 self.admin_port
@@ -442,16 +430,10 @@ impl Settings {
                 memory::describe_spec(self.tenant_policy_spec().as_ref()),
             ),
             ("tenant_pools", self.tenant_pools().to_string()),
-            (
-                "worker_cpus",
-                self.isolation
-                    .worker_cpus
-                    .as_ref()
-                    .map_or("any".to_string(), ToString::to_string),
-            ),
-            ("service_cpus", self.isolation.service_cpus.to_string()),
-            ("sched", self.isolation.sched.to_string()),
         ]
+        .into_iter()
+        .chain(options::print_rows(self))
+        .collect()
     }
 }
 

@@ -1,28 +1,21 @@
 //! `stats settings`: the effective configuration under memcached's names, in memcached 1.6.18's order
 //! (the build-dependent extstore and TLS groups are left out, as in a memcached built without them),
-//! then ours. Settings are configuration, not measurements, so they are not in the metrics registry.
+//! then ours. The rows of the flags up to `item_size_max` are written here; from `maxconns_fast` on,
+//! the rows come from the `-o` table (`crate::settings::options::OPTIONS`, in the same order), whose
+//! [`Live`] values are read here from the running server. Settings are configuration, not
+//! measurements, so they are not in the metrics registry.
 
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::stat;
 use crate::context::ServerContext;
-
-/// memcached's default `slab_chunk_max` is half a page.
-const SLAB_CHUNK_MAX_DIVISOR: usize = 2;
+use crate::settings::options::{yes_no, Live, StatsValue, OPTIONS};
 
 fn on_off(b: bool) -> &'static str {
     if b {
         "on"
     } else {
         "off"
-    }
-}
-
-fn yes_no(b: bool) -> &'static str {
-    if b {
-        "yes"
-    } else {
-        "no"
     }
 }
 
@@ -74,65 +67,34 @@ pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
     };
     stat(out, "auth_enabled_ascii", auth);
     stat(out, "item_size_max", s.item_size_max_bytes);
-    stat(out, "maxconns_fast", "yes");
-    stat(out, "hashpower_init", s.hashpower_init);
-    stat(out, "slab_reassign", yes_no(s.slab_reassign));
-    stat(out, "slab_automove", ctx.automove_mode.load(Relaxed));
-    stat(
-        out,
-        "slab_automove_ratio",
-        format!("{:.2}", ctx.automove_ratio()),
-    );
-    stat(out, "slab_automove_window", s.slab_automove_window);
-    stat(
-        out,
-        "slab_chunk_max",
-        s.page_size_bytes() / SLAB_CHUNK_MAX_DIVISOR,
-    );
-    stat(out, "lru_crawler", yes_no(s.lru_crawler));
-    stat(out, "lru_crawler_sleep", 100);
-    stat(out, "lru_crawler_tocrawl", 0);
-    stat(out, "tail_repair_time", 0);
-    stat(out, "flush_enabled", yes_no(s.flush_enabled));
-    stat(out, "dump_enabled", yes_no(s.dump_enabled));
-    stat(out, "hash_algorithm", "xxh3");
-    stat(out, "lru_maintainer_thread", "yes");
-    stat(out, "lru_segmented", "no");
-    stat(out, "hot_lru_pct", 20);
-    stat(out, "warm_lru_pct", 40);
-    stat(out, "hot_max_factor", "0.20");
-    stat(out, "warm_max_factor", "2.00");
-    stat(out, "temp_lru", "no");
-    stat(out, "temporary_ttl", 61);
-    stat(out, "idle_timeout", 0);
-    stat(out, "watcher_logbuf_size", 262144);
-    stat(out, "worker_logbuf_size", 65536);
-    stat(out, "read_buf_mem_limit", 0);
-    stat(out, "track_sizes", "no");
-    stat(out, "inline_ascii_response", "no");
-    stat(out, "num_napi_ids", "(null)");
-    // memcached prints `(null)` without `-e`.
-    match &s.memory_file {
-        Some(path) => stat(out, "memory_file", path.display()),
-        None => stat(out, "memory_file", "(null)"),
+    for spec in OPTIONS {
+        let Some(row) = &spec.stats else { continue };
+        match &row.value {
+            StatsValue::Setting(show) => stat(out, row.name, show(s)),
+            StatsValue::Fixed(value) => stat(out, row.name, value),
+            StatsValue::Recorded => stat(out, row.name, spec.recorded(s)),
+            StatsValue::Live(live) => stat(out, row.name, live_value(ctx, *live)),
+        }
     }
-    stat(out, "shards", ctx.engine.shard_count());
-    // The path the workers run (`-o io=auto` resolved); the same probe result the server started with.
-    let io = crate::net::resolve_io(s.io).map_or("unavailable", |b| b.name());
-    stat(out, "io", io);
-    stat(out, "slab_policy", ctx.slab_policy());
-    stat(
-        out,
-        "item_accounting",
-        ctx.engine.config().item_accounting.name(),
-    );
-    stat(out, "memory_layout", ctx.engine.memory_layout().name());
-    stat(
-        out,
-        "tenant_policy",
-        ctx.tenant_policy
+    super::end(out);
+}
+
+/// The running server's value of a [`Live`] row.
+fn live_value(ctx: &ServerContext, live: Live) -> String {
+    match live {
+        Live::AutomoveMode => ctx.automove_mode.load(Relaxed).to_string(),
+        Live::AutomoveRatio => format!("{:.2}", ctx.automove_ratio()),
+        Live::Shards => ctx.engine.shard_count().to_string(),
+        // `-o io=auto` resolved: the same probe result the server started with.
+        Live::Io => crate::net::resolve_io(ctx.settings.io)
+            .map_or("unavailable", |b| b.name())
+            .to_string(),
+        Live::ItemAccounting => ctx.engine.config().item_accounting.name().to_string(),
+        Live::MemoryLayout => ctx.engine.memory_layout().name().to_string(),
+        Live::SlabPolicy => ctx.slab_policy().to_string(),
+        Live::TenantPolicy => ctx
+            .tenant_policy
             .lock()
             .map_or_else(|e| e.into_inner().clone(), |s| s.clone()),
-    );
-    super::end(out);
+    }
 }

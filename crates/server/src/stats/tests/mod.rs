@@ -285,3 +285,4 @@ fn tenant_miss_entropy_spreads_with_the_classes_missed() {
     set("large0".to_string(), 5000);
     assert!((entropy(&ctx) - 1.0).abs() < 1e-9);
 }
+mod pinned;

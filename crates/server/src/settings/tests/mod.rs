@@ -152,7 +152,10 @@ fn extended_options() {
         ),
         (2, 0.5, 10)
     );
-    assert_eq!((s.hashpower_init, s.lru_crawler, s.shards), (20, false, 16));
+    assert_eq!(
+        (s.recorded.get("hashpower"), s.lru_crawler, s.shards),
+        (Some("20"), false, 16)
+    );
     let s = run(&["-o", "item_accounting=memcached"]).unwrap();
     assert_eq!(s.item_accounting, ItemAccounting::Memcached);
     assert_eq!(s.engine_config().item_accounting, ItemAccounting::Memcached);
@@ -665,3 +668,5 @@ fn memory_layout_option_picks_the_engine_layout() {
     };
     assert!(help.contains("memory_layout"));
 }
+
+mod options;

@@ -1,0 +1,500 @@
+//! [`OPTIONS`]: every `-o` option and the `stats settings` rows around them, in memcached 1.6.18's
+//! order of those rows (see the parent module for what each field generates and the invariants).
+
+use mrcache_engine::profiling;
+use mrcache_engine::{ItemAccounting, MemoryLayout};
+
+use super::Effect::{Ignored, Records, RowOnly, Sets};
+use super::PrintValue as Print;
+use super::StatsValue::{Fixed, Live, Recorded, Setting};
+use super::{yes_no, Live as L, OptionSpec, PrintValue, Row, StatsValue, ValueSyntax};
+use crate::isolation::{allowed_cpus, CpuList, SchedPolicy, ServiceCpus};
+use crate::settings::{
+    IoMode, OptionError, DEFAULT_SLAB_AUTOMOVE_RATIO, DEFAULT_SLAB_AUTOMOVE_WINDOW,
+    DEFAULT_SLAB_POLICY, MAX_SHARDS, MIN_PAGES_PER_DEFAULT_SHARD,
+};
+
+/// `-o hashpower=N`: memcached's range of exponents.
+const HASHPOWER_RANGE: std::ops::RangeInclusive<u32> = 12..=64;
+/// `-o slab_automove_window=N`: memcached's range of seconds.
+const SLAB_AUTOMOVE_WINDOW_RANGE: std::ops::RangeInclusive<u32> = 3..=1800;
+/// memcached's default `slab_chunk_max` is half a page; our engine fixes it there.
+const SLAB_CHUNK_MAX_DIVISOR: usize = 2;
+
+/// What the entries below leave out.
+const NONE: OptionSpec = OptionSpec {
+    keys: &[],
+    value: None,
+    help: "",
+    default: None,
+    effect: RowOnly,
+    stats: None,
+    print: None,
+};
+
+const fn value(metavar: &'static str, expects: &'static str) -> Option<ValueSyntax> {
+    Some(ValueSyntax { metavar, expects })
+}
+
+const fn stat(name: &'static str, value: StatsValue) -> Option<Row<StatsValue>> {
+    Some(Row { name, value })
+}
+
+const fn print(name: &'static str, value: PrintValue) -> Option<Row<PrintValue>> {
+    Some(Row { name, value })
+}
+
+/// A `stats settings` row that no `-o` key sets.
+const fn row(name: &'static str, value: StatsValue) -> OptionSpec {
+    OptionSpec {
+        stats: stat(name, value),
+        ..NONE
+    }
+}
+
+/// An option memcached tunes its internals with: accepted with any value (shown as `metavar` in
+/// `-h`) or none; its row, if memcached prints one, shows memcached's default.
+const fn ignored(
+    keys: &'static [&'static str],
+    metavar: Option<&'static str>,
+    help: &'static str,
+    shown: Option<(&'static str, &'static str)>,
+) -> OptionSpec {
+    OptionSpec {
+        keys,
+        value: match metavar {
+            Some(metavar) => value(metavar, ""),
+            None => None,
+        },
+        help,
+        effect: Ignored,
+        stats: match shown {
+            Some((name, default)) => stat(name, Fixed(default)),
+            None => None,
+        },
+        ..NONE
+    }
+}
+
+/// The options, with the `stats settings` rows between them, in memcached's order of the rows.
+// Every entry ends in `..NONE`, even one that sets every field, so that a field added to
+// `OptionSpec` changes only the entries that use it.
+#[allow(clippy::needless_update)]
+pub(crate) static OPTIONS: &[OptionSpec] = &[
+    ignored(
+        &["maxconns_fast", "no_maxconns_fast"],
+        None,
+        "memcached: refuse connections past -c at once; mrcached always does (one more is \
+         accepted, told why and closed)",
+        Some(("maxconns_fast", "yes")),
+    ),
+    OptionSpec {
+        keys: &["hashpower"],
+        value: value("N", "a power of two exponent"),
+        help:
+            "memcached: the hash table's starting size, 2^N (12 to 64); mrcached's index grows by \
+               itself. Shown as hashpower_init",
+        effect: Records {
+            check: |arg| Ok(arg.number_in(HASHPOWER_RANGE)?.to_string()),
+            default: "0",
+        },
+        stats: stat("hashpower_init", Recorded),
+        print: print("hashpower_init", Print::Recorded),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["slab_reassign", "no_slab_reassign"],
+        help: "allow `slabs reassign`",
+        default: Some(|| "on".into()),
+        effect: Sets(|s, arg| {
+            s.slab_reassign = !arg.negated();
+            Ok(())
+        }),
+        stats: stat("slab_reassign", Setting(|s| yes_no(s.slab_reassign).into())),
+        print: print(
+            "slab_reassign",
+            Print::Setting(|s| s.slab_reassign.to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["slab_automove"],
+        value: value("N", "0, 1 or 2"),
+        help: "memcached's movers instead of the default class policy (see --slab-policy): 0: \
+               manual only, 1: memcached's age balancer, 2: move on eviction",
+        default: Some(|| format!("not given, so {DEFAULT_SLAB_POLICY} runs")),
+        effect: Sets(|s, arg| {
+            let mode: u32 = arg
+                .value()?
+                .parse()
+                .map_err(|_| OptionError::Expected("0, 1 or 2"))?;
+            if mode > 2 {
+                return Err(OptionError::Expected("0, 1 or 2"));
+            }
+            s.slab_automove = mode;
+            s.slab_automove_given = true;
+            Ok(())
+        }),
+        stats: stat("slab_automove", Live(L::AutomoveMode)),
+        print: print(
+            "slab_automove",
+            Print::Setting(|s| s.slab_automove.to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["slab_automove_ratio"],
+        value: value("F", "a ratio"),
+        help: "youngest/oldest age ratio that triggers a move",
+        default: Some(|| DEFAULT_SLAB_AUTOMOVE_RATIO.to_string()),
+        effect: Sets(|s, arg| {
+            let ratio: f64 = arg.number()?;
+            if !(ratio > 0.0 && ratio <= 1.0) {
+                return Err(OptionError::Expected("greater than 0 and at most 1"));
+            }
+            s.slab_automove_ratio = ratio;
+            Ok(())
+        }),
+        stats: stat("slab_automove_ratio", Live(L::AutomoveRatio)),
+        print: print(
+            "slab_automove_ratio",
+            Print::Setting(|s| s.slab_automove_ratio.to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["slab_automove_window"],
+        value: value("N", "seconds"),
+        help: "seconds of samples per class",
+        default: Some(|| DEFAULT_SLAB_AUTOMOVE_WINDOW.to_string()),
+        effect: Sets(|s, arg| {
+            s.slab_automove_window = arg.number_in(SLAB_AUTOMOVE_WINDOW_RANGE)?;
+            Ok(())
+        }),
+        stats: stat(
+            "slab_automove_window",
+            Setting(|s| s.slab_automove_window.to_string()),
+        ),
+        print: print(
+            "slab_automove_window",
+            Print::Setting(|s| s.slab_automove_window.to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["slab_chunk_max"],
+        value: value("N", "kilobytes"),
+        help: "largest slab chunk, in kilobytes (or bytes): only the default, half a page, is \
+               supported",
+        // memcached takes kilobytes (and, for compatibility, bytes).
+        effect: Sets(|s, arg| {
+            let given: usize = arg.number()?;
+            let supported = s.page_size_bytes() / SLAB_CHUNK_MAX_DIVISOR;
+            if given != supported / 1024 && given != supported {
+                return Err(OptionError::OnlyDefaultChunkMax {
+                    kilobytes: supported / 1024,
+                });
+            }
+            Ok(())
+        }),
+        stats: stat(
+            "slab_chunk_max",
+            Setting(|s| (s.page_size_bytes() / SLAB_CHUNK_MAX_DIVISOR).to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["lru_crawler", "no_lru_crawler"],
+        help: "reap expired items in the background",
+        default: Some(|| "on".into()),
+        effect: Sets(|s, arg| {
+            s.lru_crawler = !arg.negated();
+            Ok(())
+        }),
+        stats: stat("lru_crawler", Setting(|s| yes_no(s.lru_crawler).into())),
+        print: print("lru_crawler", Print::Setting(|s| s.lru_crawler.to_string())),
+        ..NONE
+    },
+    ignored(
+        &["lru_crawler_sleep"],
+        Some("N"),
+        "memcached: microseconds the LRU crawler sleeps between items",
+        Some(("lru_crawler_sleep", "100")),
+    ),
+    ignored(
+        &["lru_crawler_tocrawl"],
+        Some("N"),
+        "memcached: items the LRU crawler checks per class and run (0: all)",
+        Some(("lru_crawler_tocrawl", "0")),
+    ),
+    row("tail_repair_time", Fixed("0")),
+    row("flush_enabled", Setting(|s| yes_no(s.flush_enabled).into())),
+    row("dump_enabled", Setting(|s| yes_no(s.dump_enabled).into())),
+    ignored(
+        &["hash_algorithm"],
+        Some("A"),
+        "memcached: the key hash (murmur3, jenkins); mrcached hashes with xxh3",
+        Some(("hash_algorithm", "xxh3")),
+    ),
+    ignored(
+        &["lru_maintainer", "no_lru_maintainer"],
+        None,
+        "memcached: its LRU maintainer thread; mrcached's maintenance thread always runs",
+        Some(("lru_maintainer_thread", "yes")),
+    ),
+    row("lru_segmented", Fixed("no")),
+    ignored(
+        &["hot_lru_pct"],
+        Some("N"),
+        "memcached: the hot LRU's percentage of a class (mrcached's LRU is not segmented)",
+        Some(("hot_lru_pct", "20")),
+    ),
+    ignored(
+        &["warm_lru_pct"],
+        Some("N"),
+        "memcached: the warm LRU's percentage of a class",
+        Some(("warm_lru_pct", "40")),
+    ),
+    ignored(
+        &["hot_max_factor"],
+        Some("F"),
+        "memcached: items idle longer than this times the cold LRU's age leave the hot LRU",
+        Some(("hot_max_factor", "0.20")),
+    ),
+    ignored(
+        &["warm_max_factor"],
+        Some("F"),
+        "memcached: the same for the warm LRU",
+        Some(("warm_max_factor", "2.00")),
+    ),
+    row("temp_lru", Fixed("no")),
+    row("temporary_ttl", Fixed("61")),
+    row("idle_timeout", Fixed("0")),
+    ignored(
+        &["watcher_logbuf_size"],
+        Some("N"),
+        "memcached: each watcher's log buffer, kilobytes",
+        Some(("watcher_logbuf_size", "262144")),
+    ),
+    ignored(
+        &["worker_logbuf_size"],
+        Some("N"),
+        "memcached: each worker's log buffer, kilobytes",
+        Some(("worker_logbuf_size", "65536")),
+    ),
+    row("read_buf_mem_limit", Fixed("0")),
+    row("track_sizes", Fixed("no")),
+    row("inline_ascii_response", Fixed("no")),
+    row("num_napi_ids", Fixed("(null)")),
+    // `-e`; memcached prints `(null)` without it.
+    row(
+        "memory_file",
+        Setting(|s| {
+            s.memory_file
+                .as_ref()
+                .map_or("(null)".into(), |p| p.display().to_string())
+        }),
+    ),
+    OptionSpec {
+        keys: &["shards"],
+        value: value("N", "a power of two"),
+        help: "mrcached: engine lock domains, a power of two",
+        default: Some(|| {
+            format!(
+                "threads rounded up to a power of two, at most one per \
+                 {MIN_PAGES_PER_DEFAULT_SHARD} pages of -m"
+            )
+        }),
+        effect: Sets(|s, arg| {
+            let n: usize = arg.number()?;
+            if n == 0 || !n.is_power_of_two() || n > MAX_SHARDS {
+                return Err(OptionError::NotPowerOfTwo { max: MAX_SHARDS });
+            }
+            s.shards = n;
+            Ok(())
+        }),
+        stats: stat("shards", Live(L::Shards)),
+        print: print("shards", Print::Setting(|s| s.shards.to_string())),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["io"],
+        value: value("P", "auto, uring or epoll"),
+        help: "mrcached: the network I/O path: uring (io_uring: multishot accept and receive into \
+               provided buffers, sends batched into one system call per event-loop turn), epoll, \
+               or auto (the default: io_uring where the kernel runs it, else epoll, saying why; \
+               io_uring measured no more CPU per request than epoll at any load, more throughput \
+               and a lower tail; the path in use is logged with -v and shown as `io` in `stats \
+               settings`)",
+        effect: Sets(|s, arg| {
+            s.io =
+                IoMode::parse(arg.value()?).ok_or(OptionError::Expected("auto, uring or epoll"))?;
+            Ok(())
+        }),
+        stats: stat("io", Live(L::Io)),
+        print: print("io", Print::Setting(|s| s.io.name().into())),
+        ..NONE
+    },
+    row("slab_policy", Live(L::SlabPolicy)),
+    OptionSpec {
+        keys: &["item_accounting"],
+        value: value("A", "compact or memcached"),
+        help: "mrcached: how an item's size picks its slab class: compact (the bytes it occupies; \
+               class 1 is 80 B; default) or memcached (memcached's item header and classes, as in \
+               the simulator). -I limits items as memcached does either way",
+        effect: Sets(|s, arg| {
+            s.item_accounting = ItemAccounting::parse(arg.value()?)
+                .ok_or(OptionError::Expected("compact or memcached"))?;
+            Ok(())
+        }),
+        stats: stat("item_accounting", Live(L::ItemAccounting)),
+        print: print(
+            "item_accounting",
+            Print::Setting(|s| s.item_accounting.name().into()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["memory_layout"],
+        value: value("L", "slab or log"),
+        help: "mrcached: slab (memcached's slab classes; default) or log (Memshare's \
+               log-structured memory: items of every size appended to 1 MiB segments per tenant, a \
+               cleaner that keeps the highest-ranked items; memory moves between sizes and \
+               tenants in bytes). Under log, `stats slabs` shows one class (1) whose pages are the \
+               segments, and `slabs reassign` answers NOSPARE for any two classes (no class holds \
+               pages), SAME and BADCLASS as memcached",
+        effect: Sets(|s, arg| {
+            s.memory_layout =
+                MemoryLayout::parse(arg.value()?).ok_or(OptionError::Expected("slab or log"))?;
+            Ok(())
+        }),
+        stats: stat("memory_layout", Live(L::MemoryLayout)),
+        print: print(
+            "memory_layout",
+            Print::Setting(|s| s.memory_layout.name().into()),
+        ),
+        ..NONE
+    },
+    row("tenant_policy", Live(L::TenantPolicy)),
+    // Options memcached prints no row for.
+    OptionSpec {
+        keys: &["modern", "no_modern"],
+        help: "no_modern turns slab_reassign and automove off, as in memcached",
+        effect: Sets(|s, arg| {
+            if arg.negated() {
+                s.slab_reassign = false;
+                s.slab_automove = 0;
+                s.slab_automove_given = true;
+            }
+            Ok(())
+        }),
+        ..NONE
+    },
+    ignored(
+        &["no_hashexpand"],
+        None,
+        "memcached: keep the hash table at its starting size",
+        None,
+    ),
+    OptionSpec {
+        keys: &["mrc_sample_rate"],
+        value: value("F", "a rate in [0, 1]"),
+        help: "mrcached: initial sampling rate of the per-class miss-ratio-curve profilers, in \
+               [0, 1]; 0 turns profiling off",
+        default: Some(|| {
+            format!(
+                "{}: every key until a profiler's key bound lowers its rate; profilers use at most \
+                 {}% of -m, or {} MiB where that is more, up to 1/{} of -m",
+                profiling::DEFAULT_SAMPLE_RATE,
+                profiling::PROFILE_MEMORY_SHARE * 100.0,
+                profiling::PROFILE_MEMORY_FLOOR_BYTES >> 20,
+                profiling::PROFILE_FLOOR_MAX_FRACTION,
+            )
+        }),
+        effect: Sets(|s, arg| {
+            let rate: f64 = arg.number()?;
+            if !(0.0..=1.0).contains(&rate) {
+                return Err(OptionError::Expected("in [0, 1]"));
+            }
+            s.mrc_sample_rate = rate;
+            Ok(())
+        }),
+        print: print(
+            "mrc_sample_rate",
+            Print::Setting(|s| s.mrc_sample_rate.to_string()),
+        ),
+        ..NONE
+    },
+    // Latency isolation (crate::isolation): CPU lists must lie in the process's allowed set.
+    OptionSpec {
+        keys: &["worker_cpus"],
+        value: value("LIST", "a CPU list"),
+        help: "mrcached: pin worker i to the i-th CPU of LIST (taskset syntax: 0,2,4-7; in turn \
+               when -t is larger, which makes workers time-share: a warning says so). Every CPU \
+               must be one this process may run on (Leverich & Kozyrakis §2.5)",
+        effect: Sets(|s, arg| {
+            s.isolation.worker_cpus = Some(allowed_cpu_list(arg.value()?)?);
+            Ok(())
+        }),
+        print: print(
+            "worker_cpus",
+            Print::Setting(|s| {
+                s.isolation
+                    .worker_cpus
+                    .as_ref()
+                    .map_or("any".into(), ToString::to_string)
+            }),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["service_cpus"],
+        value: value("LIST|any", "a CPU list or any"),
+        help: "mrcached: CPUs of the listener and maintenance threads (default: the workers' CPUs \
+               when worker_cpus is given; any: unpinned)",
+        effect: Sets(|s, arg| {
+            s.isolation.service_cpus = match arg.value()? {
+                "any" => ServiceCpus::Any,
+                list => ServiceCpus::List(allowed_cpu_list(list)?),
+            };
+            Ok(())
+        }),
+        print: print(
+            "service_cpus",
+            Print::Setting(|s| s.isolation.service_cpus.to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["sched"],
+        value: value("POLICY", "fifo:PRIO, rr:PRIO or other"),
+        help: "mrcached: the workers' scheduling policy: fifo:PRIO or rr:PRIO (real time, PRIO \
+               1-99: a batch job on the same CPU cannot make them time-share; needs root, \
+               CAP_SYS_NICE or RLIMIT_RTPRIO >= PRIO, else start-up fails naming the option) or \
+               other (the normal scheduler). Default: the policy mrcached started with (e.g. from \
+               chrt)",
+        effect: Sets(|s, arg| {
+            s.isolation.sched = SchedPolicy::parse(arg.value()?).map_err(OptionError::Invalid)?;
+            Ok(())
+        }),
+        print: print("sched", Print::Setting(|s| s.isolation.sched.to_string())),
+        ..NONE
+    },
+];
+
+/// A CPU list whose every CPU this process may run on.
+fn allowed_cpu_list(text: &str) -> Result<CpuList, OptionError> {
+    let list = CpuList::parse(text).map_err(OptionError::Invalid)?;
+    let allowed = allowed_cpus().map_err(|e| OptionError::AllowedCpusUnreadable(e.to_string()))?;
+    match list.outside(&allowed).as_slice() {
+        [] => Ok(list),
+        outside => Err(OptionError::CpusNotAllowed {
+            outside: outside
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            allowed: allowed.to_string(),
+        }),
+    }
+}
