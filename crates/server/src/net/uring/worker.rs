@@ -92,6 +92,8 @@ pub(crate) struct UringWorker<S, F> {
     free_slots: Vec<usize>,
     ready: VecDeque<usize>,
     completions: Vec<(u64, i32, u32)>,
+    /// Submissions that did not fit the submission queue, oldest first (see `push`).
+    overflow: VecDeque<squeue::Entry>,
     /// Whether a send was queued since the last enter (see `enter`).
     send_queued: bool,
     base: WorkerBase<F>,
@@ -128,6 +130,7 @@ where
             free_slots: Vec::new(),
             ready: VecDeque::new(),
             completions: Vec::with_capacity(RING_ENTRIES as usize),
+            overflow: VecDeque::new(),
             send_queued: false,
             base,
             events: Events::with_capacity(64),
@@ -145,9 +148,10 @@ where
     fn event_loop(&mut self) -> io::Result<()> {
         loop {
             self.bufs.commit();
+            self.flush_overflow();
             // Block only when no connection is waiting for another turn (as the epoll path polls with a
-            // zero timeout then).
-            if let Err(e) = self.enter(self.ready.is_empty()) {
+            // zero timeout then) and every submission is queued.
+            if let Err(e) = self.enter(self.ready.is_empty() && self.overflow.is_empty()) {
                 match e.raw_os_error() {
                     Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => {}
                     _ => return Err(e),
@@ -193,22 +197,33 @@ where
         }
     }
 
-    /// Queues one submission, handing the queue to the kernel first when it is full.
+    /// Queues one submission. When the submission queue is full it is handed to the kernel once; if it
+    /// is still full (the kernel refused it) the entry waits in `overflow`, in order, for the next turn
+    /// (`flush_overflow`), so a persistent failure surfaces as the next enter's error instead of a spin.
     fn push(&mut self, entry: squeue::Entry) {
-        loop {
+        if self.overflow.is_empty() {
             // SAFETY: every buffer an entry points at outlives the operation (see the module notes).
             if unsafe { self.ring.submission().push(&entry) }.is_ok() {
                 return;
             }
-            if let Err(e) = self.ring.submit() {
-                if !matches!(
-                    e.raw_os_error(),
-                    Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN)
-                ) {
-                    eprintln!("mrcached: io_uring submit failed: {e}");
-                    std::thread::sleep(Duration::from_millis(1));
-                }
+            // Errors are the next enter's to report (EBUSY and EAGAIN pass, anything else ends the worker).
+            let _ = self.ring.submit();
+            // SAFETY: as above.
+            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+                return;
             }
+        }
+        self.overflow.push_back(entry);
+    }
+
+    /// Moves the entries `push` could not queue into the submission queue, as many as fit.
+    fn flush_overflow(&mut self) {
+        while let Some(entry) = self.overflow.front() {
+            // SAFETY: as in `push`.
+            if unsafe { self.ring.submission().push(entry) }.is_err() {
+                return;
+            }
+            self.overflow.pop_front();
         }
     }
 
@@ -506,6 +521,7 @@ where
         );
         let deadline = Instant::now() + SHUTDOWN_DRAIN;
         while self.in_flight() && Instant::now() < deadline {
+            self.flush_overflow();
             let ts = types::Timespec::new().nsec(10_000_000);
             let args = types::SubmitArgs::new().timespec(&ts);
             let _ = self.ring.submitter().submit_with_args(1, &args);
