@@ -1,6 +1,7 @@
 //! `mrcache`: the offline tool. Each subcommand lives in its own module and owns its arguments;
 //! `main` only parses, dispatches, and turns an error into a message and a non-zero exit.
 //! Later subcommands (`trace`) slot into [`Command`].
+#![forbid(unsafe_code)]
 
 mod bench;
 mod figures;

@@ -24,6 +24,7 @@
 //! allocation policies that drive page moves (memcached's automove among them) live in `mrcache-policy`.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod clock;
 pub mod config;

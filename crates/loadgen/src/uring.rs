@@ -97,7 +97,8 @@ impl Ring {
     /// # Safety
     /// Every buffer the entry points at must stay valid until its completion (see the module notes).
     pub unsafe fn push(&mut self, entry: squeue::Entry) {
-        while self.ring.submission().push(&entry).is_err() {
+        // SAFETY: the caller keeps every buffer the entry points at valid until its completion.
+        while unsafe { self.ring.submission().push(&entry) }.is_err() {
             let _ = self.ring.submit();
         }
     }

@@ -17,6 +17,7 @@
 //!   ratio it gives (eq. 3), without running the cache.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod arbitrate;
 pub mod class;

@@ -14,6 +14,7 @@
 //! bytes, evaluated where a [`MrcQuery`] asks.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod exact;
 mod fenwick;

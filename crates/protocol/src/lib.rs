@@ -21,6 +21,7 @@
 //! as in memcached, but only up to [`Limits::max_get_line_bytes`]; memcached buffers it without bound.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod admin;
 mod arith;

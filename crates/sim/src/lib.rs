@@ -7,6 +7,7 @@
 //! stream give the same report, bit for bit.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod error;
 pub mod oracle;

@@ -19,6 +19,7 @@
 //! which [`parse_size`] reads back to the same number whatever the bare unit.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::fmt;
 

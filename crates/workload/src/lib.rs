@@ -9,6 +9,7 @@
 //! workload fails with a [`WorkloadError`].
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod dist;
 mod error;
