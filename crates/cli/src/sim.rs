@@ -67,6 +67,11 @@ pub struct SimArgs {
     /// Log layout: segments one cleaning pass takes (Memshare's n; survivors go into n - 1), 2-16.
     #[arg(long, default_value_t = mrcache_engine::config::DEFAULT_LOG_CLEAN_SEGMENTS)]
     clean_segments: usize,
+    /// Log layout: remember evicted keys (a ghost), so a key written again soon after its eviction
+    /// starts with one access counted and outranks keys written once: on or off (the default, as the
+    /// server).
+    #[arg(long, default_value = "off", value_parser = ["on", "off"])]
+    log_ghost: String,
     /// Tenant arbiters (the upper memory level), each NAME[:key=value,...]: static (reserve plus a share
     /// of the rest by weight), pooled (one LRU per class for everyone), memshare (shadow-queue credits;
     /// credit=,shadow=,tax=,idle=,interval=,seed=), mpart (DP over tenant MRCs; interval=,step=,
@@ -140,6 +145,7 @@ impl SimArgs {
                 profile_sample_rate: self.mrc_sample_rate,
                 log_ranking,
                 log_clean_segments: self.clean_segments,
+                log_ghost: self.log_ghost == "on",
                 ..self.slab.engine_config(memory)?
             },
             window_requests: self.window_requests,

@@ -81,9 +81,9 @@ fn accounting() -> impl Strategy<Value = ItemAccounting> {
 }
 
 /// A memory layout and, for the log, its ranking function and segments per cleaning pass.
-fn layout() -> impl Strategy<Value = (MemoryLayout, Ranking, usize)> {
+fn layout() -> impl Strategy<Value = (MemoryLayout, Ranking, usize, bool)> {
     prop_oneof![
-        Just((MemoryLayout::Slab, Ranking::Lru, 2)),
+        Just((MemoryLayout::Slab, Ranking::Lru, 2, false)),
         (
             prop_oneof![
                 Just(Ranking::Lru),
@@ -91,9 +91,10 @@ fn layout() -> impl Strategy<Value = (MemoryLayout, Ranking, usize)> {
                 Just(Ranking::Slru),
                 Just(Ranking::Density)
             ],
-            2usize..5
+            2usize..5,
+            any::<bool>()
         )
-            .prop_map(|(r, n)| (MemoryLayout::Log, r, n)),
+            .prop_map(|(r, n, ghost)| (MemoryLayout::Log, r, n, ghost)),
     ]
 }
 
@@ -347,14 +348,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn matches_model_with_room_to_spare(ops in prop::collection::vec(op().prop_filter("no page moves", |o| !matches!(o, Op::Reassign { .. })), 1..300), item_accounting in accounting(), (memory_layout, log_ranking, log_clean_segments) in layout()) {
-        let config = EngineConfig { memory_limit_bytes: 512 << 20, item_accounting, memory_layout, log_ranking, log_clean_segments, ..EngineConfig::default() };
+    fn matches_model_with_room_to_spare(ops in prop::collection::vec(op().prop_filter("no page moves", |o| !matches!(o, Op::Reassign { .. })), 1..300), item_accounting in accounting(), (memory_layout, log_ranking, log_clean_segments, log_ghost) in layout()) {
+        let config = EngineConfig { memory_limit_bytes: 512 << 20, item_accounting, memory_layout, log_ranking, log_clean_segments, log_ghost, ..EngineConfig::default() };
         run(&ops, config, true)?;
     }
 
     #[test]
-    fn sound_under_pressure_and_page_moves(ops in prop::collection::vec(op(), 1..400), shards in prop_oneof![Just(1usize), Just(2), Just(4)], item_accounting in accounting(), (memory_layout, log_ranking, log_clean_segments) in layout()) {
-        let config = EngineConfig { memory_limit_bytes: 3 << 20, shards, item_accounting, memory_layout, log_ranking, log_clean_segments, ..EngineConfig::default() };
+    fn sound_under_pressure_and_page_moves(ops in prop::collection::vec(op(), 1..400), shards in prop_oneof![Just(1usize), Just(2), Just(4)], item_accounting in accounting(), (memory_layout, log_ranking, log_clean_segments, log_ghost) in layout()) {
+        let config = EngineConfig { memory_limit_bytes: 3 << 20, shards, item_accounting, memory_layout, log_ranking, log_clean_segments, log_ghost, ..EngineConfig::default() };
         run(&ops, config, false)?;
     }
 }

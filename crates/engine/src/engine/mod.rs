@@ -110,11 +110,8 @@ impl Engine {
                     MemoryLayout::Log => AnyShard::Log(LogShard::new(
                         geometry.clone(),
                         globals.clone(),
-                        config.evict_when_full,
                         &profiling,
-                        config.log_ranking,
-                        config.log_clean_segments,
-                        config.shards,
+                        &config,
                     )),
                 })
             })

@@ -32,7 +32,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::config::Ranking;
+use crate::config::{EngineConfig, Ranking};
 use crate::geometry::{ClassId, Geometry};
 use crate::globals::Globals;
 use crate::item::{bits, Item, ItemMut, HEADER_BYTES};
@@ -44,6 +44,7 @@ use crate::Clock;
 
 mod alloc;
 mod clean;
+mod ghost;
 mod report;
 
 /// Bytes before the item in a record.
@@ -54,6 +55,9 @@ const ALIGN: usize = 8;
 const LEN_BITS: u32 = 27;
 /// The access count saturates here (5 bits).
 const FREQ_MAX: u32 = (1 << (32 - LEN_BITS)) - 1;
+
+/// The access count a key recalled by the ghost starts with (one use: it outranks items never read).
+const GHOST_FREQ: u32 = 1;
 
 /// The one class the log reports everything under (`stats slabs` shows class 1: the log).
 pub(crate) const LOG_CLASS: ClassId = ClassId(1);
@@ -122,6 +126,8 @@ pub(crate) struct LogShard {
     spares: Vec<u32>,
     /// The cleaning pass under way, if any (`clean`).
     pass: Option<clean::Pass>,
+    /// Keys evicted lately, when `log_ghost` is on (`ghost`).
+    ghost: Option<Box<ghost::Ghost>>,
     /// Where the reaper resumes: segment slot and offset.
     reap_at: (u32, usize),
     /// Bytes the cleaner copied and passes it ran, since start (not reset by `stats reset`).
@@ -150,15 +156,15 @@ fn make_prefix(len: usize, freq: u32) -> u32 {
 }
 
 impl LogShard {
+    /// One shard of the log as `config` describes it (`evict_when_full`, `shards` and the `log_*` fields).
     pub(crate) fn new(
         geometry: Arc<Geometry>,
         globals: Arc<Globals>,
-        evict_when_full: bool,
         profiling: &ShardProfiling,
-        ranking: Ranking,
-        clean_segments: usize,
-        shards: usize,
+        config: &EngineConfig,
     ) -> LogShard {
+        let (evict_when_full, ranking) = (config.evict_when_full, config.log_ranking);
+        let (clean_segments, shards) = (config.log_clean_segments, config.shards);
         let seg_bytes = geometry.page_size_bytes();
         assert!(seg_bytes / ALIGN < 1 << LEN_BITS, "segment too large");
         let units = seg_bytes.div_ceil(ALIGN);
@@ -189,6 +195,7 @@ impl LogShard {
             globals,
             spares: Vec::new(),
             pass: None,
+            ghost: config.log_ghost.then(Box::default),
             reap_at: (0, 0),
             cleaned_bytes: 0,
             clean_passes: 0,
@@ -445,6 +452,9 @@ impl LogShard {
         let h = self.append(pool, rec, clock)?;
         if let Some(old) = old.and_then(|_| self.index_find(key, hash)) {
             self.unlink(old, hash);
+        } else if old.is_none() && self.ghost.as_mut().is_some_and(|g| g.recall(hash)) {
+            // Back soon after its eviction: it has been used before, unlike a key written for the first time.
+            self.set_prefix(h, make_prefix(rec, GHOST_FREQ));
         }
         Ok(h)
     }
@@ -460,6 +470,10 @@ impl LogShard {
     }
 
     fn remember_evicted(&mut self, h: u32, hash: u64) {
+        let live_items = self.index.len();
+        if let Some(g) = self.ghost.as_mut() {
+            g.remember(hash, live_items);
+        }
         let pool = self.pool_of_handle(h);
         if self.meters.remembers_evictions(pool) {
             let size = self.accounted(self.item(h)) as u64;
