@@ -31,7 +31,10 @@ Extended options (-o key[=value],...):
    slab_automove_ratio=F   youngest/oldest age ratio that triggers a move (default: {DEFAULT_SLAB_AUTOMOVE_RATIO})
    slab_automove_window=N  seconds of samples per class (default: {DEFAULT_SLAB_AUTOMOVE_WINDOW})
    slab_chunk_max=N        only the default (half a page) is supported
-   lru_crawler, no_lru_crawler  reap expired items in the background (default: on)
+   lru_crawler, no_lru_crawler  the LRU crawler and the background reaper (default: on)
+   lru_crawler_sleep=N     microseconds the crawler sleeps after each batch, up to 1000000
+                           (default: {DEFAULT_LRU_CRAWLER_SLEEP_US})
+   lru_crawler_tocrawl=N   items of each class one crawl inspects at most; 0: all (default: 0)
    modern, no_modern       no_modern turns slab_reassign and automove off, as in memcached
    shards=N                mrcached: engine lock domains, a power of two (default: threads rounded up
                            to a power of two, at most one per {MIN_PAGES_PER_DEFAULT_SHARD} pages of -m)
@@ -65,8 +68,7 @@ Extended options (-o key[=value],...):
                            more throughput and a lower tail; the path in use is logged with -v and shown
                            as `io` in `stats settings`)
    ignored for compatibility: hashpower=N, no_hashexpand, hash_algorithm, maxconns_fast,
-                           lru_maintainer, no_lru_maintainer, lru_crawler_sleep, lru_crawler_tocrawl,
-                           hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor,
+                           lru_maintainer, no_lru_maintainer, hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor,
                            worker_logbuf_size, watcher_logbuf_size
 
 Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P.
@@ -357,6 +359,8 @@ impl Settings {
             slab_policy: cli.slab_policy,
             slab_automove_given: false,
             lru_crawler: true,
+            lru_crawler_sleep_us: DEFAULT_LRU_CRAWLER_SLEEP_US,
+            lru_crawler_tocrawl: 0,
             hashpower_init: 0,
             // Set below, once `-m`, `-I` and `-t` are known.
             shards: 1,

@@ -5,7 +5,7 @@
 
 use mrcache_engine::{ItemAccounting, MemoryLayout};
 
-use super::{Settings, SettingsError, HASHPOWER_RANGE, MAX_SHARDS};
+use super::{Settings, SettingsError, HASHPOWER_RANGE, MAX_LRU_CRAWLER_SLEEP_US, MAX_SHARDS};
 use crate::isolation::{allowed_cpus, CpuList, SchedPolicy, ServiceCpus};
 
 /// `-o slab_automove_window=N` accepts memcached's range of seconds.
@@ -92,6 +92,20 @@ impl Settings {
             }
             "lru_crawler" => self.lru_crawler = true,
             "no_lru_crawler" => self.lru_crawler = false,
+            "lru_crawler_sleep" => {
+                let n: u32 = need("microseconds")?
+                    .parse()
+                    .map_err(|_| bad("must be a number"))?;
+                if n > MAX_LRU_CRAWLER_SLEEP_US {
+                    return Err(bad("must be between 0 and 1 second"));
+                }
+                self.lru_crawler_sleep_us = n;
+            }
+            "lru_crawler_tocrawl" => {
+                self.lru_crawler_tocrawl = need("items per class")?
+                    .parse()
+                    .map_err(|_| bad("must be a number"))?;
+            }
             "modern" => {}
             "no_modern" => {
                 self.slab_reassign = false;
@@ -151,8 +165,6 @@ impl Settings {
             | "no_maxconns_fast"
             | "lru_maintainer"
             | "no_lru_maintainer"
-            | "lru_crawler_sleep"
-            | "lru_crawler_tocrawl"
             | "hot_lru_pct"
             | "warm_lru_pct"
             | "hot_max_factor"

@@ -73,6 +73,10 @@ pub const DEFAULT_SLAB_AUTOMOVE_RATIO: f64 = mrcache_policy::class::automove::DE
 /// automove policy's own default).
 pub const DEFAULT_SLAB_AUTOMOVE_WINDOW: u32 =
     mrcache_policy::class::automove::DEFAULT_WINDOW as u32;
+/// `-o lru_crawler_sleep=100`: memcached's default microseconds the crawler sleeps between batches.
+pub const DEFAULT_LRU_CRAWLER_SLEEP_US: u32 = 100;
+/// memcached's bound on `lru_crawler_sleep` (option and command): one second.
+pub const MAX_LRU_CRAWLER_SLEEP_US: u32 = 1_000_000;
 /// memcached's `hashpower` limits; we accept the option for compatibility and ignore it.
 pub(crate) const HASHPOWER_RANGE: std::ops::RangeInclusive<u32> = 12..=64;
 /// Each default shard should own at least this many pages of `-m`. A shard takes pages on its own, and
@@ -153,8 +157,15 @@ pub struct Settings {
     pub slab_policy: Option<ClassPolicySpec>,
     /// `-o slab_automove` (or `no_modern`) was given: the operator asked for memcached's mover.
     pub slab_automove_given: bool,
-    /// `-o lru_crawler` / `no_lru_crawler`: the maintenance thread reaps expired items.
+    /// `-o lru_crawler` / `no_lru_crawler`: the crawler starts on (`crate::crawler`; `lru_crawler
+    /// enable|disable` turn it on and off at run time, and the maintenance thread reaps only while on).
     pub lru_crawler: bool,
+    /// `-o lru_crawler_sleep=N`: the crawler's pause after each batch, in microseconds (`lru_crawler
+    /// sleep` changes the live value).
+    pub lru_crawler_sleep_us: u32,
+    /// `-o lru_crawler_tocrawl=N`: items of each class one crawl inspects at most, 0 for all
+    /// (`lru_crawler tocrawl` changes the live value).
+    pub lru_crawler_tocrawl: u32,
     /// `-o hashpower=N`: accepted and ignored (our index grows by itself); shown in `stats settings`.
     pub hashpower_init: u32,
     /// `-o shards=N` (ours): independent engine lock domains; see `default_shards`.
@@ -397,6 +408,8 @@ impl Settings {
             ),
             ("slab_policy", self.slab_policy_spec().to_string()),
             ("lru_crawler", self.lru_crawler.to_string()),
+            ("lru_crawler_sleep", self.lru_crawler_sleep_us.to_string()),
+            ("lru_crawler_tocrawl", self.lru_crawler_tocrawl.to_string()),
             ("hashpower_init", self.hashpower_init.to_string()),
             ("shards", self.shards.to_string()),
             ("item_accounting", self.item_accounting.name().to_string()),

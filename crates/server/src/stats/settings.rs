@@ -89,9 +89,9 @@ pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
         "slab_chunk_max",
         s.page_size_bytes() / SLAB_CHUNK_MAX_DIVISOR,
     );
-    stat(out, "lru_crawler", yes_no(s.lru_crawler));
-    stat(out, "lru_crawler_sleep", 100);
-    stat(out, "lru_crawler_tocrawl", 0);
+    stat(out, "lru_crawler", yes_no(ctx.crawler.enabled()));
+    stat(out, "lru_crawler_sleep", ctx.crawler.sleep_us());
+    stat(out, "lru_crawler_tocrawl", ctx.crawler.tocrawl());
     stat(out, "tail_repair_time", 0);
     stat(out, "flush_enabled", yes_no(s.flush_enabled));
     stat(out, "dump_enabled", yes_no(s.dump_enabled));
