@@ -14,7 +14,7 @@ use crate::item::{Item, ItemMut};
 use crate::log::LogShard;
 use crate::profiling::ClassProfilers;
 use crate::shard::{
-    AllocError, Miss, PageMoveOutcome, Part, Shard, ShardMeters, Violation, WalkPosition,
+    AllocError, KeyIndex, Miss, PageMoveOutcome, Part, Shard, ShardMeters, Violation, WalkPosition,
 };
 use crate::stats::{ClassCounters, ClassSnapshot, GlobalCounters, TenantCounters};
 use crate::tenant::{Key, TenantId};
@@ -122,6 +122,10 @@ impl AnyShard {
     }
     pub(crate) fn len(&self) -> usize {
         each!(self, s => s.len())
+    }
+    /// The hash index of the linked items: what an item walk steps through.
+    pub(crate) fn index(&self) -> &KeyIndex {
+        each!(self, s => s.index())
     }
     pub(crate) fn geometry(&self) -> &Geometry {
         each!(self, s => s.geometry())

@@ -201,10 +201,13 @@ pub(crate) fn parse_lru<'a>(line: &Line<'a>) -> Parsed<'a> {
 }
 
 /// `lru_crawler enable|disable|sleep <us>|tocrawl <n>|crawl <ids|all>|metadump <ids|all|hash>`.
+/// memcached reads no `noreply` here: a trailing one is an extra token (`ERROR`), and every reply is
+/// sent (measured on 1.6.18: `lru_crawler crawl all noreply` → `ERROR`, `lru_crawler crawl noreply` →
+/// `BADCLASS invalid class id`).
 pub(crate) fn parse_lru_crawler<'a>(line: &Line<'a>) -> Parsed<'a> {
     let t = &line.tokens;
     let n = t.ntokens();
-    let noreply = t.noreply();
+    let noreply = false;
     let request = match (n, t.get(1)) {
         (4, b"crawl") => LruCrawlerRequest::Crawl {
             classes: t.get(2),
@@ -475,5 +478,21 @@ mod tests {
             error_of(b"lru_crawler tocrawl x\r\n").line,
             "CLIENT_ERROR bad command line format"
         );
+        // No `noreply` on these commands (memcached 1.6.18): an extra token, or a class list.
+        for extra in [
+            &b"lru_crawler crawl all noreply\r\n"[..],
+            b"lru_crawler sleep 5 noreply\r\n",
+        ] {
+            let e = error_of(extra);
+            assert_eq!((e.line, e.noreply), ("ERROR", false));
+        }
+        assert_eq!(
+            crawler(b"lru_crawler crawl noreply\r\n"),
+            LruCrawlerRequest::Crawl {
+                classes: b"noreply",
+                noreply: false
+            }
+        );
+        assert!(!error_of(b"lru_crawler sleep noreply\r\n").noreply);
     }
 }

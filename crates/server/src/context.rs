@@ -126,6 +126,8 @@ pub struct ServerContext {
     pub listeners: OnceLock<Vec<ListenerInfo>>,
     /// What the maintenance thread has done (`stats`).
     pub maintenance: MaintenanceStats,
+    /// The LRU crawler: its run-time settings, its one job slot and its thread's mailbox.
+    pub crawler: crate::crawler::Crawler,
     /// `stats detail`: per-prefix counts, off until `stats detail on`.
     pub detail: crate::stats::detail::DetailStats,
     /// `watch`: the log streams and their watchers.
@@ -175,6 +177,11 @@ impl ServerContext {
         let prefix_delimiter = settings.prefix_delimiter;
         let log = crate::watch::LogBus::new();
         install_eviction_log(&engine, &log);
+        let crawler = crate::crawler::Crawler::new(
+            settings.lru_crawler,
+            settings.lru_crawler_sleep_us,
+            settings.lru_crawler_tocrawl,
+        );
         ServerContext {
             verbosity: AtomicU32::new(settings.verbose),
             automove_mode: AtomicU32::new(settings.slab_automove),
@@ -206,6 +213,7 @@ impl ServerContext {
             connections: ConnRegistry::new(workers),
             listeners: OnceLock::new(),
             maintenance: MaintenanceStats::new(),
+            crawler,
             detail: crate::stats::detail::DetailStats::new(prefix_delimiter),
             log,
             shutdown_waker: OnceLock::new(),

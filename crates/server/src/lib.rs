@@ -2,6 +2,7 @@
 //!
 //! - `settings` — the command line (memcached's flags) and the effective configuration
 //! - `context`  — what every thread shares: engine, settings, clock, counters
+//! - `crawler`  — memcached's LRU crawler: `lru_crawler` settings, its job slot, its thread
 //! - `net`      — listener, workers, connections, maintenance thread, shutdown
 //! - `session`  — one connection's protocol state: bytes in, replies out
 //! - `dispatch` — one function per command family, over the engine
@@ -17,6 +18,7 @@
 
 pub mod admin;
 pub mod context;
+pub mod crawler;
 pub mod dispatch;
 pub mod isolation;
 pub mod memory;

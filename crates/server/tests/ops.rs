@@ -1,6 +1,7 @@
 //! End to end, the operator's side of `mrcached`: a SIGHUP reload is validated exactly as start-up (a
 //! tenant on the main port, reserves above `-m`); server-wide commands are for operators (routed
-//! connections, `admin = true` tenants) and a tenant sees only its own figures and connections; the
+//! connections, `admin = true` tenants) and a tenant sees only its own figures, connections and keys
+//! (dumps); the
 //! automove ratio is applied; an expired item's memory is reused before a live item is evicted, and the
 //! crawler counts what it reclaims; the open-files limit is raised to what `-c` needs or start-up is
 //! refused; `stats slabs`/`stats items` are consistent under compact accounting and memcached's under
@@ -153,12 +154,12 @@ fn server_wide_commands_are_for_operators_and_tenants_see_their_own() {
         ("stats sizes\r\n", "stats sizes"),
         ("stats detail on\r\n", "stats detail"),
         ("stats detail dump\r\n", "stats detail"),
-        ("stats cachedump 1 1\r\n", "stats cachedump"),
         ("slabs automove 1\r\n", "slabs automove"),
         ("slabs automove ratio 0.5\r\n", "slabs automove"),
         ("slabs reassign 1 2\r\n", "slabs reassign"),
         ("lru_crawler crawl all\r\n", "lru_crawler"),
-        ("lru_crawler metadump all\r\n", "lru_crawler"),
+        ("lru_crawler sleep 10\r\n", "lru_crawler"),
+        ("lru_crawler enable\r\n", "lru_crawler"),
         ("lru mode flat\r\n", "lru"),
         ("verbosity 1\r\n", "verbosity"),
         ("watch\r\n", "watch"),
@@ -206,6 +207,16 @@ fn server_wide_commands_are_for_operators_and_tenants_see_their_own() {
         "CLIENT_ERROR stats mrc <class> not allowed for tenant alice"
     );
 
+    // Dumps: a tenant lists its own keys only; the admin tenant lists everyone's.
+    assert_eq!(dump(&mut alice, "lru_crawler metadump all\r\n"), ["a"]);
+    assert_eq!(dump(&mut alice, "stats cachedump 1 0\r\n"), ["a"]);
+    let bobs: Vec<String> = (0..10).map(|i| format!("b{i}")).collect();
+    assert_eq!(dump(&mut bob, "lru_crawler metadump 1\r\n"), bobs);
+    let mut everyone = bobs.clone();
+    everyone.insert(0, "a".to_string());
+    assert_eq!(dump(&mut ops, "lru_crawler metadump hash\r\n"), everyone);
+    assert_eq!(dump(&mut ops, "stats cachedump 1 0\r\n"), everyone);
+
     // `stats conns`: alice sees her two connections, no listener and nobody else's.
     let conns = alice.call("stats conns\r\n");
     let addrs = conns.lines().filter(|l| l.contains(":addr ")).count();
@@ -223,6 +234,35 @@ fn server_wide_commands_are_for_operators_and_tenants_see_their_own() {
     assert_eq!(ops.call("cache_memlimit 64\r\n"), "OK");
     assert!(ops.call("stats slabs\r\n").contains("STAT active_slabs "));
     assert_eq!(ops.call("stats reset\r\n"), "RESET");
+}
+
+/// The keys of a metadump or cachedump reply, sorted.
+fn dump(c: &mut Client, cmd: &str) -> Vec<String> {
+    c.send(cmd.as_bytes());
+    let mut keys = Vec::new();
+    loop {
+        let line = c.line();
+        if line == "END" {
+            keys.sort();
+            return keys;
+        }
+        let key = line
+            .strip_prefix("key=")
+            .or_else(|| line.strip_prefix("ITEM "))
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap_or_else(|| panic!("not a dump line: {line:?}"));
+        keys.push(key.to_string());
+    }
+}
+
+/// Waits (bounded) until no crawl holds the crawler: `lru_crawler crawl` answers at once and crawls
+/// in the background.
+fn wait_for_crawl(c: &mut Client) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stat(&c.call("stats\r\n"), "lru_crawler_running").as_deref() != Some("0") {
+        assert!(Instant::now() < deadline, "the crawl never ended");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 #[test]
@@ -457,6 +497,7 @@ fn the_crawler_reclaims_expired_items_and_counts_them() {
         assert_eq!(c.call(&format!("set gone{i} 0 -1 1\r\ng\r\n")), "STORED");
     }
     assert_eq!(c.call("lru_crawler crawl all\r\n"), "OK");
+    wait_for_crawl(&mut c);
     let stats = c.call("stats\r\n");
     assert_eq!(
         stat(&stats, "crawler_reclaimed").as_deref(),

@@ -14,8 +14,9 @@
 //!
 //! Files, one concern each: `store` (storage commands), `arith` (incr/decr), `entry` (an item under its
 //! shard lock, for get-type and meta commands), `pages` (page moves and memory limits), `pools` (tenant
-//! pools), `profiles` (the online curves), `report` (stats and the invariant check) and `restart`
-//! (walking live items and restoring saved ones, for a warm restart).
+//! pools), `profiles` (the online curves), `report` (stats and the invariant check), `restart`
+//! (walking live items and restoring saved ones, for a warm restart) and `walk` (item walks under
+//! concurrent requests: metadump, cachedump and the LRU crawler).
 
 use std::sync::Arc;
 
@@ -39,6 +40,7 @@ mod profiles;
 mod report;
 mod restart;
 mod store;
+mod walk;
 
 pub use arith::{parse_decimal, ArithOutcome, Delta};
 use entry::count_get;
@@ -47,6 +49,10 @@ pub use pages::ReassignOutcome;
 pub use profiles::{ClassHistogram, ClassMrc};
 pub use restart::{ItemCursor, ItemMarks, RestoreOutcome, SavedItem};
 pub use store::{StoreArgs, StoreMode, StoreOutcome};
+pub use walk::{
+    ClassSet, CrawlBatch, CrawlQuota, ItemBatch, WalkCursor, WalkFilter, WalkedItem,
+    MAX_SHARD_RESTARTS,
+};
 
 /// The storage engine: shards, geometry and shared state.
 pub struct Engine {

@@ -7,6 +7,10 @@
 //!   that key (a lookup compares the tag first, then the tenant and key bytes in the item).
 //! - The table probes with `spread(tag)`, so resizing rehashes from the entries alone and never touches
 //!   item memory.
+//! - An entry stays in its bucket until it is removed, or until an insertion rehashes the table (grows
+//!   it, or rehashes it in place to clear tombstones); `repoint` rewrites it where it is. Every
+//!   insertion that may rehash first bumps `layout_epoch`, so an item walk (`crate::engine::walk`)
+//!   that resumes at a bucket index knows whether the index still means what it meant.
 
 use hashbrown::HashTable;
 
@@ -38,6 +42,8 @@ fn entry_of(tag: u32, h: u32) -> u64 {
 #[derive(Default)]
 pub(crate) struct KeyIndex {
     table: HashTable<u64>,
+    /// Bumped before every insertion that may move entries between buckets (see the invariants).
+    layout_epoch: u64,
 }
 
 impl KeyIndex {
@@ -54,6 +60,11 @@ impl KeyIndex {
 
     #[inline]
     pub(crate) fn insert(&mut self, hash: u64, h: u32) {
+        // hashbrown rehashes (grows, or rehashes in place) only on an insertion that finds no growth
+        // left; counting every such insertion over-approximates by the few that reuse a tombstone.
+        if self.table.len() == self.table.capacity() {
+            self.layout_epoch += 1;
+        }
         let tag = hash as u32;
         self.table
             .insert_unique(spread(tag), entry_of(tag, h), |&e| spread((e >> 32) as u32));
@@ -91,6 +102,22 @@ impl KeyIndex {
     /// Linked items.
     pub(crate) fn len(&self) -> usize {
         self.table.len()
+    }
+
+    /// Buckets of the table: the positions an item walk steps through.
+    pub(crate) fn bucket_count(&self) -> usize {
+        self.table.num_buckets()
+    }
+
+    /// The handle indexed in bucket `bucket`, if that bucket holds an entry.
+    #[inline]
+    pub(crate) fn handle_at(&self, bucket: usize) -> Option<u32> {
+        self.table.get_bucket(bucket).map(|&e| e as u32)
+    }
+
+    /// Changes whenever entries may have moved between buckets (see the invariants).
+    pub(crate) fn layout_epoch(&self) -> u64 {
+        self.layout_epoch
     }
 }
 

@@ -286,6 +286,11 @@ impl Shard {
         self.index.len()
     }
 
+    /// The hash index of the linked items (an item walk steps through its buckets).
+    pub(crate) fn index(&self) -> &KeyIndex {
+        &self.index
+    }
+
     pub(crate) fn geometry(&self) -> &Geometry {
         &self.geometry
     }

@@ -1,7 +1,7 @@
 //! Administrative commands: flush_all, version, verbosity, shutdown, cache_memlimit, stats, slabs, lru,
-//! lru_crawler, watch. Replies are memcached 1.6.18's; where our design has no counterpart (segmented LRU
-//! tuning, the crawler's thread) the command is validated and acknowledged as memcached would
-//! acknowledge it.
+//! watch (`lru_crawler` and `stats cachedump` are `crawler.rs`'s). Replies are memcached 1.6.18's; where
+//! our design has no counterpart (segmented LRU tuning) the command is validated and acknowledged as
+//! memcached would acknowledge it.
 //!
 //! Scope (`crate::tenants::Scope`): every server-wide command here is an operator's; a tenant's
 //! connection gets `CLIENT_ERROR <command> not allowed for tenant <name>`, and its `stats` and `stats
@@ -12,9 +12,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use mrcache_engine::{ClassId, ReassignOutcome};
 use mrcache_policy::class::AutomoveParams;
 use mrcache_policy::ClassPolicySpec;
-use mrcache_protocol::{
-    response, LruCrawlerRequest, LruRequest, ShutdownMode, SlabsRequest, StatsRequest,
-};
+use mrcache_protocol::{response, LruRequest, ShutdownMode, SlabsRequest, StatsRequest};
 
 use super::{Ctx, Flow};
 use crate::settings::MEMCACHED_COMPAT_VERSION;
@@ -29,16 +27,11 @@ const MIN_MEMLIMIT_MB: u32 = 8;
 const MAX_MEMLIMIT_MB: u32 = 1_000_000_000;
 /// Page moves one `cache_memlimit` may make inline; the maintenance thread gives back the rest.
 const MEMLIMIT_PAGES_PER_CALL: usize = 16;
-/// memcached's `MAX_NUMBER_OF_SLAB_CLASSES`: `stats cachedump` refuses class ids at or above it.
-const MAX_NUMBER_OF_SLAB_CLASSES: u32 = 64;
-/// memcached's default `lru_crawler tocrawl` (0: no limit); a crawl inspects at most this many items per
-/// class here.
-const CRAWL_ITEMS_PER_CLASS: usize = 1_000_000;
 
 /// The connection's right to a server-wide command: `true` for an operator (see
 /// [`crate::tenants::Scope`]); for a tenant writes memcached-style `CLIENT_ERROR <what> not allowed for
 /// tenant <name>` (unless `noreply`) and returns `false`.
-fn operator(ctx: &Ctx<'_>, what: &str, noreply: bool, out: &mut Vec<u8>) -> bool {
+pub(super) fn operator(ctx: &Ctx<'_>, what: &str, noreply: bool, out: &mut Vec<u8>) -> bool {
     match ctx.tenancy.scope(&ctx.server.tenants) {
         Scope::Operator => true,
         Scope::Tenant(_, name) => {
@@ -154,7 +147,7 @@ pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Fl
         StatsRequest::DetailOn | StatsRequest::DetailOff | StatsRequest::DetailDump => {
             Some("stats detail")
         }
-        StatsRequest::Cachedump { .. } => Some("stats cachedump"),
+        // A tenant's `stats cachedump` lists its own keys (`crawler::cachedump`).
         _ => None,
     };
     if let Some(what) = what {
@@ -191,15 +184,8 @@ pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Fl
             response::line(out, "OK");
         }
         StatsRequest::DetailDump => server.detail.dump(out),
-        StatsRequest::Cachedump { class, .. } => {
-            if !server.settings.dump_enabled {
-                response::line(out, "CLIENT_ERROR stats cachedump not allowed");
-            } else if class >= MAX_NUMBER_OF_SLAB_CLASSES {
-                response::line(out, "CLIENT_ERROR Illegal slab id");
-            } else {
-                // The engine offers no per-class item walk yet: an empty dump.
-                response::end(out);
-            }
+        StatsRequest::Cachedump { class, limit } => {
+            return super::crawler::cachedump(ctx, class, limit, out);
         }
         StatsRequest::Other { sub: b"mrc", args } => stats_mrc(ctx, args, out),
         StatsRequest::Other {
@@ -315,65 +301,6 @@ pub(crate) fn lru(ctx: &Ctx<'_>, r: LruRequest, out: &mut Vec<u8>) -> Flow {
         ctx.reply(out, noreply, "OK");
     }
     Flow::Continue
-}
-
-pub(crate) fn lru_crawler(ctx: &Ctx<'_>, r: LruCrawlerRequest<'_>, out: &mut Vec<u8>) -> Flow {
-    let noreply = match r {
-        LruCrawlerRequest::Crawl { noreply, .. }
-        | LruCrawlerRequest::Enable { noreply }
-        | LruCrawlerRequest::Disable { noreply }
-        | LruCrawlerRequest::Sleep { noreply, .. }
-        | LruCrawlerRequest::ToCrawl { noreply, .. } => noreply,
-        LruCrawlerRequest::Metadump { .. } => false,
-    };
-    if !operator(ctx, "lru_crawler", noreply, out) {
-        return Flow::Continue;
-    }
-    match r {
-        LruCrawlerRequest::Crawl { classes, noreply } => {
-            let text = if !ctx.server.settings.lru_crawler {
-                "CLIENT_ERROR lru crawler disabled"
-            } else if !valid_class_list(ctx, classes) {
-                "BADCLASS invalid class id"
-            } else {
-                // Our crawl is synchronous: it has finished by the time we answer.
-                ctx.server
-                    .engine
-                    .reap_expired(ctx.clock, CRAWL_ITEMS_PER_CLASS);
-                "OK"
-            };
-            ctx.reply(out, noreply, text);
-        }
-        LruCrawlerRequest::Metadump { classes } => {
-            if !ctx.server.settings.dump_enabled {
-                response::line(out, "ERROR metadump not allowed");
-            } else if classes != b"hash" && !valid_class_list(ctx, classes) {
-                response::line(out, "BADCLASS invalid class id");
-            } else {
-                // The engine offers no item walk yet: an empty dump.
-                response::end(out);
-            }
-        }
-        LruCrawlerRequest::Enable { noreply }
-        | LruCrawlerRequest::Disable { noreply }
-        | LruCrawlerRequest::Sleep { noreply, .. }
-        | LruCrawlerRequest::ToCrawl { noreply, .. } => ctx.reply(out, noreply, "OK"),
-    }
-    Flow::Continue
-}
-
-/// `all`, or comma-separated class ids that all exist.
-fn valid_class_list(ctx: &Ctx<'_>, classes: &[u8]) -> bool {
-    if classes == b"all" {
-        return true;
-    }
-    let geometry = ctx.server.engine.geometry();
-    classes.split(|&b| b == b',').all(|id| {
-        std::str::from_utf8(id)
-            .ok()
-            .and_then(|s| s.parse::<i64>().ok())
-            .is_some_and(|id| geometry.is_valid(id))
-    })
 }
 
 /// `watch [streams]`: memcached's `-W` refusal when watching is disabled, `ERROR` for an unknown

@@ -19,7 +19,9 @@
 mod admin;
 mod arith;
 mod binary;
+mod crawler;
 mod delete_touch;
+mod dump;
 mod meta;
 mod retrieval;
 mod storage;
@@ -33,9 +35,10 @@ use crate::context::{ServerContext, ThreadStats};
 use crate::tenants::Tenancy;
 
 pub use binary::dispatch_binary;
+pub use dump::{Stream, DUMP_BATCH_SLOTS};
 
 /// What the session does after a request.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Flow {
     /// Go on with the next request.
     Continue,
@@ -53,6 +56,10 @@ pub enum Flow {
     /// `watch`: the connection becomes a watcher of these log streams (`crate::watch::stream` bits);
     /// the session registers it with the log bus, which then sends it `OK` and the streams' lines.
     Watch(u32),
+    /// A dump (`lru_crawler metadump`, `stats cachedump`) whose reply is produced in steps: the
+    /// session keeps the request unconsumed and runs no other until [`Stream::step`] has finished it,
+    /// one step per turn, so that the worker's other connections are served in between.
+    Stream(Stream),
 }
 
 /// What a handler works with.
@@ -152,7 +159,8 @@ pub fn dispatch(
     dispatch_conn(server, stats, tenancy, -1, request, out)
 }
 
-/// Runs one request of connection `fd`.
+/// Runs one request of connection `fd`; a dump is run to its end at once (unbounded output: callers
+/// that must bound it drive [`Flow::Stream`] themselves, as the session does).
 pub fn dispatch_conn(
     server: &ServerContext,
     stats: &ThreadStats,
@@ -161,7 +169,13 @@ pub fn dispatch_conn(
     request: Request<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
-    dispatch_from(server, stats, tenancy, fd, request, 0, out)
+    match dispatch_from(server, stats, tenancy, fd, request, 0, out) {
+        Flow::Stream(mut stream) => {
+            while !stream.step(server, out) {}
+            Flow::Continue
+        }
+        flow => flow,
+    }
 }
 
 /// Runs one request of connection `fd`, a multi-key retrieval from its key `resume_at` (0: a request
@@ -208,7 +222,7 @@ pub fn dispatch_from(
         Request::Stats(r) => admin::stats(&ctx, r, out),
         Request::Slabs(r) => admin::slabs(&ctx, r, out),
         Request::Lru(r) => admin::lru(&ctx, r, out),
-        Request::LruCrawler(r) => admin::lru_crawler(&ctx, r, out),
+        Request::LruCrawler(r) => crawler::lru_crawler(&ctx, r, out),
         Request::Watch { streams } => admin::watch(&ctx, streams, out),
     }
 }

@@ -2,7 +2,8 @@
 //! once a second.
 //!
 //! Each tick it (1) reaps expired and flushed items, at most [`REAP_ITEMS_PER_CLASS`] inspections per class
-//! and shard, unless `-o no_lru_crawler`; (2) gives back pages over the memory limit (after
+//! and shard from each LRU's tail, while the crawler is on (`-o no_lru_crawler`, `lru_crawler
+//! disable`); `lru_crawler crawl` runs on the crawler's own thread (`crate::crawler`); (2) gives back pages over the memory limit (after
 //! `cache_memlimit` lowered it), at most [`RELEASE_PAGES_PER_TICK`]; (3) drives the memory model
 //! (`crate::memory::MemoryModel`): follows a reloaded tenant configuration and a new slab policy, runs
 //! the tenant arbiter when a round is due (it sets pool targets; allocations then move the pages), and
@@ -63,7 +64,8 @@ impl Maintenance {
         let ctx = &self.ctx;
         let m = &ctx.maintenance;
         m.runs.fetch_add(1, Relaxed);
-        if ctx.settings.lru_crawler {
+        // memcached's automatic crawling; `lru_crawler disable` stops it too.
+        if ctx.crawler.enabled() {
             m.reaper_starts.fetch_add(1, Relaxed);
             let reaped = ctx.engine.reap_expired(ctx.clock(), REAP_ITEMS_PER_CLASS);
             m.reaped_items.fetch_add(reaped as u64, Relaxed);

@@ -10,6 +10,8 @@
 //!   and io_uring (`uring/`, a ring per worker, one `io_uring_enter` per event-loop turn).
 //! - **maintenance** (`maintenance.rs`, one thread): reaper, page release, tenant arbiter and automove, once
 //!   a second.
+//! - **crawler** (`crate::crawler`, one thread): runs `lru_crawler crawl` jobs in bounded batches; idle
+//!   otherwise.
 //!
 //! Placement (`crate::isolation`, `-o worker_cpus/service_cpus/sched`): each thread pins itself and sets
 //! its policy first thing, and [`Server::start`] waits for that before it goes on, so a placement the
@@ -151,6 +153,7 @@ pub struct Server {
     listener: JoinHandle<io::Result<()>>,
     workers: Vec<JoinHandle<io::Result<()>>>,
     maintenance: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
+    crawler: JoinHandle<()>,
     signal_ids: Vec<signal_hook::SigId>,
 }
 
@@ -331,6 +334,24 @@ impl Server {
             }
             None => None,
         };
+        let crawler_ctx = ctx.clone();
+        let crawler = match spawn_placed(
+            "mrcached-crawler".into(),
+            service.clone(),
+            || (),
+            move || Ok(crawler_ctx),
+            |ctx| ctx.crawler.run(&ctx),
+        ) {
+            Ok(handle) => handle,
+            Err(e) => {
+                stop_workers(&ctx, &wakers, workers);
+                if let Some((stop, handle)) = maintenance {
+                    drop(stop);
+                    let _ = handle.join();
+                }
+                return Err(e);
+            }
+        };
         let listener = match spawn_placed(
             "mrcached-listener".into(),
             service,
@@ -345,6 +366,8 @@ impl Server {
                     drop(stop);
                     let _ = handle.join();
                 }
+                ctx.crawler.stop();
+                let _ = crawler.join();
                 return Err(e);
             }
         };
@@ -356,6 +379,7 @@ impl Server {
             listener,
             workers,
             maintenance,
+            crawler,
             signal_ids,
         })
     }
@@ -390,6 +414,8 @@ impl Server {
             drop(stop);
             let _ = handle.join();
         }
+        self.ctx.crawler.stop();
+        let _ = self.crawler.join();
         for id in self.signal_ids {
             signal_hook::low_level::unregister(id);
         }

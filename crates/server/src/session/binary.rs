@@ -157,8 +157,8 @@ impl Session {
                     // Only multi-key text retrievals suspend; a binary get is one key per packet and
                     // the session's output bound is checked before every packet.
                     Flow::Suspended { .. } => false,
-                    // `watch` is a text command; no binary opcode asks for it.
-                    Flow::Watch(_) => false,
+                    // `watch` and the dumps are text commands; no binary opcode asks for them.
+                    Flow::Watch(_) | Flow::Stream(_) => false,
                 }
             }
         }

@@ -26,13 +26,19 @@
 //!   already answered; the request stays unconsumed and is run again from there). `out` grows past the
 //!   bound by at most one reply, or one value of a retrieval. The transport runs the session again once
 //!   the output has drained ([`Progress::output_full`]).
+//! - Dumps (`lru_crawler metadump`, `stats cachedump`): the reply is produced in steps (`stream`, see
+//!   `crate::dispatch::Stream`), one per call, each stopping at the output bound (plus one batch of
+//!   lines) or at its bound of work; after each the session yields ([`Progress::yielded`], counted in
+//!   `conn_yields` like a connection that used its `-R` turn), so the worker's other connections are
+//!   served between steps. The dump's request stays unconsumed, and nothing after it runs, until the
+//!   last step has written `END`.
 //! - Input: a storage request larger than `partial::FREE_BYTES` whose value is still arriving holds a
 //!   grant from the server-wide [`PartialValueBudget`] (`partial`), or is refused as memcached refuses a
 //!   store it cannot allocate (see `partial.rs`).
 //!
 //! Invariants: `consumed` never exceeds `input.len()`; replies are only appended; a request is run only
-//! once complete, so a partial request costs nothing but its buffered bytes; `resume` and `partial`
-//! always belong to the request at the front of the unconsumed input.
+//! once complete, so a partial request costs nothing but its buffered bytes; `resume`, `partial` and
+//! `stream` always belong to the request at the front of the unconsumed input.
 
 mod auth;
 mod binary;
@@ -49,7 +55,7 @@ use mrcache_protocol::binary::REQUEST_MAGIC;
 use mrcache_protocol::{parse, response, Limits, Parsed};
 
 use crate::context::{ServerContext, ThreadStats};
-use crate::dispatch::{dispatch_from, refuse_store, Flow};
+use crate::dispatch::{dispatch_from, refuse_store, Flow, Stream};
 use crate::net::registry::ConnInfo;
 use crate::settings::Protocol;
 use crate::tenants::Tenancy;
@@ -113,6 +119,9 @@ pub struct Session {
     /// Set once `watch` made the connection a log watcher (`crate::watch`): from then on its input is
     /// read and ignored, and the log bus writes to it.
     watcher: Option<u64>,
+    /// A dump under way ([`Flow::Stream`]) and the length of its request, which stays at the front of
+    /// the input until the dump is done.
+    stream: Option<(Stream, usize)>,
 }
 
 impl Session {
@@ -165,6 +174,7 @@ impl Session {
             resume: 0,
             partial: 0,
             watcher: None,
+            stream: None,
         };
         if session.auth == Auth::Done {
             session.publish_tenant();
@@ -262,6 +272,20 @@ impl Session {
         self.flushed = out.len();
         loop {
             let rest = &input[progress.consumed..];
+            if let Some((stream, request_bytes)) = &mut self.stream {
+                // One step of the dump per call, like one request: then the worker serves others.
+                if out.len() >= OUTPUT_BOUND_BYTES {
+                    progress.output_full = true;
+                    return progress;
+                }
+                if !stream.step(&self.ctx, out) {
+                    progress.yielded = true;
+                    return progress;
+                }
+                progress.consumed += *request_bytes;
+                self.stream = None;
+                continue;
+            }
             if self.swallow > 0 {
                 let take = self.swallow.min(rest.len());
                 self.swallow -= take;
@@ -375,6 +399,7 @@ impl Session {
                             progress.output_full = true;
                             return progress;
                         }
+                        Flow::Stream(stream) => self.stream = Some((stream, consumed)),
                         Flow::Watch(mask) => {
                             progress.consumed += consumed;
                             self.start_watching(mask, out);

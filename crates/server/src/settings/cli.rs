@@ -309,6 +309,8 @@ impl Settings {
             slab_policy: cli.slab_policy,
             slab_automove_given: false,
             lru_crawler: true,
+            lru_crawler_sleep_us: DEFAULT_LRU_CRAWLER_SLEEP_US,
+            lru_crawler_tocrawl: 0,
             recorded: RecordedOptions::default(),
             // Set below from `-m`, `-I` and `-t`, unless `-o shards` is given.
             shards: 1,

@@ -75,6 +75,10 @@ pub const DEFAULT_SLAB_AUTOMOVE_RATIO: f64 = mrcache_policy::class::automove::DE
 /// automove policy's own default).
 pub const DEFAULT_SLAB_AUTOMOVE_WINDOW: u32 =
     mrcache_policy::class::automove::DEFAULT_WINDOW as u32;
+/// `-o lru_crawler_sleep=100`: memcached's default microseconds the crawler sleeps between batches.
+pub const DEFAULT_LRU_CRAWLER_SLEEP_US: u32 = 100;
+/// memcached's bound on `lru_crawler_sleep` (option and command): one second.
+pub const MAX_LRU_CRAWLER_SLEEP_US: u32 = 1_000_000;
 /// Each default shard should own at least this many pages of `-m`. A shard takes pages on its own, and
 /// every slab class in use holds at least one page in every shard, so each extra shard costs up to one
 /// page per class (about 40 classes in the default geometry). Measured with ETC values and `-t 2`, a
@@ -153,8 +157,15 @@ pub struct Settings {
     pub slab_policy: Option<ClassPolicySpec>,
     /// `-o slab_automove` (or `no_modern`) was given: the operator asked for memcached's mover.
     pub slab_automove_given: bool,
-    /// `-o lru_crawler` / `no_lru_crawler`: the maintenance thread reaps expired items.
+    /// `-o lru_crawler` / `no_lru_crawler`: the crawler starts on (`crate::crawler`; `lru_crawler
+    /// enable|disable` turn it on and off at run time, and the maintenance thread reaps only while on).
     pub lru_crawler: bool,
+    /// `-o lru_crawler_sleep=N`: the crawler's pause after each batch, in microseconds (`lru_crawler
+    /// sleep` changes the live value).
+    pub lru_crawler_sleep_us: u32,
+    /// `-o lru_crawler_tocrawl=N`: items of each class one crawl inspects at most, 0 for all
+    /// (`lru_crawler tocrawl` changes the live value).
+    pub lru_crawler_tocrawl: u32,
     /// The `-o` options accepted, recorded and shown that change nothing else (`hashpower`; see
     /// `options`).
     pub recorded: RecordedOptions,

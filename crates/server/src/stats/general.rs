@@ -32,7 +32,6 @@ const ALWAYS_ACCEPTING: &str = "memcached stops accepting at -c; we refuse the c
 const NO_HASH_EXPANSION: &str = "memcached's global hash table; our per-shard index sizes itself";
 const NO_CHUNKED_ITEMS: &str = "memcached's chunked items and inline reclaim during slab moves";
 const PAGE_MOVES_ARE_INLINE: &str = "a page move runs to completion under its shard lock";
-const NO_BACKGROUND_CRAWLER: &str = "the reaper runs on the maintenance thread, not as a crawler";
 const NO_MALLOC: &str = "every page is counted against -m up front";
 const NO_LOG_WORKER_BUFFER: &str =
     "memcached's per-thread log buffers; lines go straight to each watcher's bounded buffer";
@@ -114,6 +113,9 @@ pub(crate) struct General {
     pub profiler_memory_bytes: usize,
     pub maintainer_runs: u64,
     pub reaper_starts: u64,
+    /// The LRU crawler: whether a job holds it, and crawls and metadumps started.
+    pub crawler_running: bool,
+    pub crawler_starts: u64,
     pub policy_rounds: u64,
     pub policy_pages_moved: u64,
     /// Pages the policy granted that their receivers have not yet taken (lama's `pace=true`).
@@ -174,6 +176,8 @@ impl General {
             profiler_memory_bytes: ctx.engine.profile_memory_bytes(),
             maintainer_runs: load(&m.runs),
             reaper_starts: load(&m.reaper_starts),
+            crawler_running: ctx.crawler.is_running(),
+            crawler_starts: ctx.crawler.starts(),
             policy_rounds: load(&m.policy_rounds),
             policy_pages_moved: load(&m.automove_moves),
             policy_pages_granted: ctx.engine.pages_granted(),
@@ -269,8 +273,10 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
     fixed("slab_reassign_busy_deletes", 0, PAGE_MOVES_ARE_INLINE),
     fixed("slab_reassign_running", 0, PAGE_MOVES_ARE_INLINE),
     counter("slabs_moved", "slabs_moved_total", "Pages moved between slab classes.", |s| s.engine.counters.slabs_moved.into()),
-    fixed("lru_crawler_running", 0, NO_BACKGROUND_CRAWLER),
-    counter("lru_crawler_starts", "lru_crawler_starts_total", "Reaper passes started.", |s| s.reaper_starts.into()),
+    gauge("lru_crawler_running", "lru_crawler_running", "1 while a crawl or a metadump holds the LRU crawler.",
+        |s| u64::from(s.crawler_running).into()),
+    counter("lru_crawler_starts", "lru_crawler_starts_total", "Crawls, metadumps and reaper passes started.",
+        |s| (s.reaper_starts + s.crawler_starts).into()),
     counter("lru_maintainer_juggles", "lru_maintainer_juggles_total", "Maintenance thread ticks.", |s| s.maintainer_runs.into()),
     fixed("malloc_fails", 0, NO_MALLOC),
     fixed("log_worker_dropped", 0, NO_LOG_WORKER_BUFFER),

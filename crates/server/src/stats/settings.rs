@@ -92,6 +92,9 @@ fn live_value(ctx: &ServerContext, live: Live) -> String {
         Live::ItemAccounting => ctx.engine.config().item_accounting.name().to_string(),
         Live::MemoryLayout => ctx.engine.memory_layout().name().to_string(),
         Live::SlabPolicy => ctx.slab_policy().to_string(),
+        Live::LruCrawler => yes_no(ctx.crawler.enabled()).to_string(),
+        Live::LruCrawlerSleep => ctx.crawler.sleep_us().to_string(),
+        Live::LruCrawlerTocrawl => ctx.crawler.tocrawl().to_string(),
         Live::TenantPolicy => ctx
             .tenant_policy
             .lock()

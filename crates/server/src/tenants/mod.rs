@@ -388,13 +388,15 @@ impl Tenancy {
 /// What a connection may do beyond its own keys.
 ///
 /// - [`Scope::Operator`]: every command, server-wide (`stats` of everything, `stats reset`,
-///   `cache_memlimit`, `slabs`, `lru`, `lru_crawler`, `verbosity`, `shutdown`, `watch`, `stats detail`,
-///   dumps). Routed connections (the main port when no tenant has a password: whoever reaches it can
-///   reach every prefix tenant's keys anyway) and connections of a tenant with `admin = true`.
+///   `cache_memlimit`, `slabs`, `lru`, `lru_crawler`, `verbosity`, `shutdown`, `watch`, `stats detail`),
+///   and dumps of every tenant's keys. Routed connections (the main port when no tenant has a
+///   password: whoever reaches it can reach every prefix tenant's keys anyway) and connections of a
+///   tenant with `admin = true`.
 /// - [`Scope::Tenant`]: its own figures only (`stats` shows the process identity and its own counters,
 ///   `stats conns` its own connections, `stats tenants`/`stats mrc` its own row), its own `flush_all`,
-///   and the read-only `stats settings`; every server-wide command is refused with `CLIENT_ERROR <command>
-///   not allowed for tenant <name>`.
+///   dumps of its own keys (`lru_crawler metadump`, `stats cachedump`), and the read-only `stats
+///   settings`; every server-wide command is refused with `CLIENT_ERROR <command> not allowed for
+///   tenant <name>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Scope {
     /// May run server-wide commands.

@@ -88,9 +88,3 @@ fn a_large_value_arriving_needs_a_grant_or_is_refused_as_out_of_memory() {
     drop(uploads);
     assert_eq!(a.ctx.partial_values.in_use(), 0);
 }
-
-/// Another session on the same server as `s`.
-fn session_sharing(s: &Session) -> Session {
-    let stats = s.ctx.thread_stats[0].clone();
-    Session::new(s.ctx.clone(), stats, &test_conn(11211))
-}

@@ -7,6 +7,7 @@ use mrcache_engine::{Engine, EngineConfig};
 mod auth;
 mod binary;
 mod bounds;
+mod dump;
 mod meta;
 mod text;
 
@@ -53,6 +54,11 @@ fn tenant_server() -> Arc<ServerContext> {
 fn session_on(ctx: &Arc<ServerContext>, port: u16) -> Session {
     let stats = ctx.thread_stats[0].clone();
     Session::new(ctx.clone(), stats, &test_conn(port))
+}
+
+/// Another session on the same server as `s`.
+fn session_sharing(s: &Session) -> Session {
+    session_on(&s.ctx, 11211)
 }
 
 /// Runs `input` to completion and returns the replies.

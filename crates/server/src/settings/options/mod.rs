@@ -128,6 +128,12 @@ pub(crate) enum Live {
     SlabPolicy,
     /// The tenant arbiter in force.
     TenantPolicy,
+    /// Whether the crawler is on, as `lru_crawler enable|disable` left it.
+    LruCrawler,
+    /// The crawler's sleep, as `lru_crawler sleep` left it.
+    LruCrawlerSleep,
+    /// The crawler's bound per class, as `lru_crawler tocrawl` left it.
+    LruCrawlerTocrawl,
 }
 
 /// One `-o` option as given: the key and its value, if any.

@@ -10,8 +10,9 @@ use super::StatsValue::{Fixed, Live, Recorded, Setting};
 use super::{yes_no, Live as L, OptionSpec, PrintValue, Row, StatsValue, ValueSyntax};
 use crate::isolation::{allowed_cpus, CpuList, SchedPolicy, ServiceCpus};
 use crate::settings::{
-    IoMode, OptionError, DEFAULT_SLAB_AUTOMOVE_RATIO, DEFAULT_SLAB_AUTOMOVE_WINDOW,
-    DEFAULT_SLAB_POLICY, MAX_SHARDS, MIN_PAGES_PER_DEFAULT_SHARD,
+    IoMode, OptionError, DEFAULT_LRU_CRAWLER_SLEEP_US, DEFAULT_SLAB_AUTOMOVE_RATIO,
+    DEFAULT_SLAB_AUTOMOVE_WINDOW, DEFAULT_SLAB_POLICY, MAX_LRU_CRAWLER_SLEEP_US, MAX_SHARDS,
+    MIN_PAGES_PER_DEFAULT_SHARD,
 };
 
 /// `-o hashpower=N`: memcached's range of exponents.
@@ -205,28 +206,48 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
     },
     OptionSpec {
         keys: &["lru_crawler", "no_lru_crawler"],
-        help: "reap expired items in the background",
+        help: "the LRU crawler and the background reaper",
         default: Some(|| "on".into()),
         effect: Sets(|s, arg| {
             s.lru_crawler = !arg.negated();
             Ok(())
         }),
-        stats: stat("lru_crawler", Setting(|s| yes_no(s.lru_crawler).into())),
+        stats: stat("lru_crawler", Live(L::LruCrawler)),
         print: print("lru_crawler", Print::Setting(|s| s.lru_crawler.to_string())),
         ..NONE
     },
-    ignored(
-        &["lru_crawler_sleep"],
-        Some("N"),
-        "memcached: microseconds the LRU crawler sleeps between items",
-        Some(("lru_crawler_sleep", "100")),
-    ),
-    ignored(
-        &["lru_crawler_tocrawl"],
-        Some("N"),
-        "memcached: items the LRU crawler checks per class and run (0: all)",
-        Some(("lru_crawler_tocrawl", "0")),
-    ),
+    OptionSpec {
+        keys: &["lru_crawler_sleep"],
+        value: value("N", "microseconds"),
+        help: "microseconds the crawler sleeps after each batch, up to 1000000",
+        default: Some(|| DEFAULT_LRU_CRAWLER_SLEEP_US.to_string()),
+        effect: Sets(|s, arg| {
+            s.lru_crawler_sleep_us = arg.number_in(0..=MAX_LRU_CRAWLER_SLEEP_US)?;
+            Ok(())
+        }),
+        stats: stat("lru_crawler_sleep", Live(L::LruCrawlerSleep)),
+        print: print(
+            "lru_crawler_sleep",
+            Print::Setting(|s| s.lru_crawler_sleep_us.to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["lru_crawler_tocrawl"],
+        value: value("N", "items per class"),
+        help: "items of each class one crawl inspects at most; 0: all",
+        default: Some(|| "0".into()),
+        effect: Sets(|s, arg| {
+            s.lru_crawler_tocrawl = arg.number()?;
+            Ok(())
+        }),
+        stats: stat("lru_crawler_tocrawl", Live(L::LruCrawlerTocrawl)),
+        print: print(
+            "lru_crawler_tocrawl",
+            Print::Setting(|s| s.lru_crawler_tocrawl.to_string()),
+        ),
+        ..NONE
+    },
     row("tail_repair_time", Fixed("0")),
     row("flush_enabled", Setting(|s| yes_no(s.flush_enabled).into())),
     row("dump_enabled", Setting(|s| yes_no(s.dump_enabled).into())),

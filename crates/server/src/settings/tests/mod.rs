@@ -180,6 +180,24 @@ fn extended_options() {
 }
 
 #[test]
+fn lru_crawler_options_set_the_crawlers_pace_and_bound() {
+    let s = run(&[]).unwrap();
+    assert_eq!(
+        (s.lru_crawler_sleep_us, s.lru_crawler_tocrawl),
+        (100, 0),
+        "memcached's"
+    );
+    let s = run(&["-o", "lru_crawler_sleep=1000000,lru_crawler_tocrawl=500"]).unwrap();
+    assert_eq!(
+        (s.lru_crawler_sleep_us, s.lru_crawler_tocrawl),
+        (1_000_000, 500)
+    );
+    assert!(err(&["-o", "lru_crawler_sleep=1000001"]).contains("lru_crawler_sleep"));
+    assert!(err(&["-o", "lru_crawler_tocrawl=-1"]).contains("lru_crawler_tocrawl"));
+    assert!(err(&["-o", "lru_crawler_sleep"]).contains("needs a value"));
+}
+
+#[test]
 fn refusals_name_the_flag() {
     assert!(err(&["-U", "11211"]).contains("-U"));
     assert!(err(&["-B", "bogus"]).contains("-B"));

@@ -184,8 +184,6 @@ const IGNORED: &[&str] = &[
     "no_maxconns_fast",
     "lru_maintainer",
     "no_lru_maintainer",
-    "lru_crawler_sleep",
-    "lru_crawler_tocrawl",
     "hot_lru_pct",
     "warm_lru_pct",
     "hot_max_factor",
