@@ -103,11 +103,6 @@ pub enum OptionError {
         /// The most accepted.
         max: usize,
     },
-    /// `slab_chunk_max`: only the engine's fixed chunk limit is accepted.
-    OnlyDefaultChunkMax {
-        /// That limit in kilobytes (half a page).
-        kilobytes: usize,
-    },
     /// The process's allowed CPUs could not be read.
     AllowedCpusUnreadable(String),
     /// CPUs outside the process's allowed set.
@@ -131,10 +126,6 @@ impl fmt::Display for OptionError {
             OptionError::NotPowerOfTwo { max } => {
                 write!(f, "must be a power of two between 1 and {max}")
             }
-            OptionError::OnlyDefaultChunkMax { kilobytes } => write!(
-                f,
-                "only the default ({kilobytes} kilobytes, half a page) is supported"
-            ),
             OptionError::AllowedCpusUnreadable(why) => {
                 write!(f, "cannot read the allowed CPUs: {why}")
             }

@@ -291,6 +291,7 @@ impl Settings {
         if self.item_size_max_bytes as u64 > self.memory_limit_bytes / 2 {
             return err("-I/--max-item-size", "cannot be larger than half of -m");
         }
+        options::check_slab_chunk_max(self)?;
         if let Err(e) = self.tenants.check_server(&self.server_bounds()) {
             let flag = if self.config_file.is_some() {
                 "--config"

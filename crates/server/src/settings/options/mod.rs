@@ -10,9 +10,11 @@
 //!   of `Settings` it changes.
 //! - `Records`: accepted, recorded, no effect: the value is checked, kept in `Settings::recorded` and
 //!   shown by the entry's rows (memcached's `hashpower`, which tunes a table mrcached does not have).
+//!   memcached reads some values with C's number parsers and checks nothing more; [`OptionArg`]'s
+//!   `atoi`, `strtol` and `strtoul` read them the same way, so the rows show what memcached shows.
 //! - `Ignored`: accepted with any value or none, not kept; the row shows memcached's default.
 //! - `RowOnly`: no `-o` key: a row a flag sets (`flush_enabled` is `-F`), kept here for memcached's
-//!   order, or memcached's value for an option mrcached does not accept yet (`idle_timeout`).
+//!   order, or memcached's value for an option mrcached does not accept yet (`track_sizes`).
 //!
 //! So a memcached option is one entry: a `RowOnly` row gains its key and becomes `Records` (checked,
 //! shown, no effect) or `Sets` (with the field it sets), or a new entry is added where memcached
@@ -30,7 +32,7 @@ use std::fmt::Write as _;
 use std::ops::RangeInclusive;
 use std::str::FromStr;
 
-pub(crate) use table::OPTIONS;
+pub(crate) use table::{check_slab_chunk_max, OPTIONS};
 
 use super::{OptionError, Settings, SettingsError};
 
@@ -143,6 +145,11 @@ impl<'a> OptionArg<'a> {
         self.key.starts_with("no_")
     }
 
+    /// The value, or `None` when the option was given bare.
+    pub fn optional_value(&self) -> Option<&'a str> {
+        self.value
+    }
+
     /// The value; refused when missing.
     pub fn value(&self) -> Result<&'a str, OptionError> {
         self.value.ok_or(OptionError::NeedsValue {
@@ -153,6 +160,49 @@ impl<'a> OptionArg<'a> {
     /// The value as a number.
     pub fn number<T: FromStr>(&self) -> Result<T, OptionError> {
         self.value()?.parse().map_err(|_| OptionError::NotANumber)
+    }
+
+    /// The value as memcached reads it with C's `atoi` (`temporary_ttl`): blanks, a
+    /// sign and the digits after them, the rest ignored; no digits read as 0, and a number beyond an
+    /// `int` keeps its low 32 bits, as glibc's does.
+    pub fn atoi(&self) -> Result<i32, OptionError> {
+        let text = self.value()?.trim_start_matches(C_BLANKS);
+        let (negative, digits) = match text.as_bytes().first() {
+            Some(b'-') => (true, &text[1..]),
+            Some(b'+') => (false, &text[1..]),
+            _ => (false, text),
+        };
+        // strtol's `long`, held at its bounds on overflow, then cut to an `int`.
+        let mut n: i64 = 0;
+        for digit in digits.bytes().take_while(u8::is_ascii_digit) {
+            let digit = i64::from(digit - b'0');
+            n = n.saturating_mul(10);
+            n = if negative {
+                n.saturating_sub(digit)
+            } else {
+                n.saturating_add(digit)
+            };
+        }
+        Ok(n as i32)
+    }
+
+    /// The value as memcached's `safe_strtol` reads it (`slab_chunk_max`): a whole decimal number, with
+    /// blanks and a sign before it and nothing but a blank after it, cut to 32 bits.
+    pub fn strtol(&self) -> Result<i32, OptionError> {
+        let (negative, digits) = c_number(self.value()?).ok_or(OptionError::NotANumber)?;
+        let n: i64 = digits.parse().map_err(|_| OptionError::NotANumber)?;
+        Ok((if negative { -n } else { n }) as i32)
+    }
+
+    /// The value as memcached's `safe_strtoul` reads it (`read_buf_mem_limit`): [`OptionArg::strtol`]'s
+    /// syntax without a minus (but `-0`), cut to 32 bits.
+    pub fn strtoul(&self) -> Result<u32, OptionError> {
+        let (negative, digits) = c_number(self.value()?).ok_or(OptionError::NotANumber)?;
+        let n: u64 = digits.parse().map_err(|_| OptionError::NotANumber)?;
+        if negative && n != 0 {
+            return Err(OptionError::NotANumber);
+        }
+        Ok(n as u32)
     }
 
     /// The value as a number in `range` (memcached's limits for the option).
@@ -169,6 +219,25 @@ impl<'a> OptionArg<'a> {
         }
         Ok(n)
     }
+}
+
+/// What C's `isspace` calls blank.
+const C_BLANKS: &[char] = &[' ', '\t', '\n', '\x0b', '\x0c', '\r'];
+
+/// A decimal number as C's `strtol` and `strtoul` take it whole: blanks, a sign, digits, and then
+/// the end or a blank (after which anything goes); the sign and the digits, or `None`.
+fn c_number(text: &str) -> Option<(bool, &str)> {
+    let text = text.trim_start_matches(C_BLANKS);
+    let (negative, rest) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let ends_well = rest[end..].is_empty() || rest[end..].starts_with(C_BLANKS);
+    (end > 0 && ends_well).then(|| (negative, &rest[..end]))
 }
 
 /// The values of `Records` options given on the command line, by key.

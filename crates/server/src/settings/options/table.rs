@@ -10,16 +10,19 @@ use super::StatsValue::{Fixed, Live, Recorded, Setting};
 use super::{yes_no, Live as L, OptionSpec, PrintValue, Row, StatsValue, ValueSyntax};
 use crate::isolation::{allowed_cpus, CpuList, SchedPolicy, ServiceCpus};
 use crate::settings::{
-    IoMode, OptionError, DEFAULT_SLAB_AUTOMOVE_RATIO, DEFAULT_SLAB_AUTOMOVE_WINDOW,
-    DEFAULT_SLAB_POLICY, MAX_SHARDS, MIN_PAGES_PER_DEFAULT_SHARD,
+    IoMode, OptionError, Settings, SettingsError, DEFAULT_SLAB_AUTOMOVE_RATIO,
+    DEFAULT_SLAB_AUTOMOVE_WINDOW, DEFAULT_SLAB_POLICY, MAX_SHARDS, MIN_PAGES_PER_DEFAULT_SHARD,
 };
 
 /// `-o hashpower=N`: memcached's range of exponents.
 const HASHPOWER_RANGE: std::ops::RangeInclusive<u32> = 12..=64;
 /// `-o slab_automove_window=N`: memcached's range of seconds.
 const SLAB_AUTOMOVE_WINDOW_RANGE: std::ops::RangeInclusive<u32> = 3..=1800;
-/// memcached's default `slab_chunk_max` is half a page; our engine fixes it there.
-const SLAB_CHUNK_MAX_DIVISOR: usize = 2;
+/// memcached 1.6.18 cuts chunks from 1 MiB pages whatever `-I` is (larger items are chained);
+/// `slab_chunk_max` must divide it.
+const MEMCACHED_SLAB_PAGE_BYTES: i64 = 1 << 20;
+/// `read_buf_mem_limit` is given in megabytes.
+const READ_BUF_MEM_LIMIT_UNIT_BYTES: u32 = 1 << 20;
 
 /// What the entries below leave out.
 const NONE: OptionSpec = OptionSpec {
@@ -121,13 +124,17 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
         keys: &["slab_automove"],
         value: value("N", "0, 1 or 2"),
         help: "memcached's movers instead of the default class policy (see --slab-policy): 0: \
-               manual only, 1: memcached's age balancer, 2: move on eviction",
+               manual only, 1 (or no value, as in memcached): memcached's age balancer, 2: move on \
+               eviction",
         default: Some(|| format!("not given, so {DEFAULT_SLAB_POLICY} runs")),
         effect: Sets(|s, arg| {
-            let mode: u32 = arg
-                .value()?
-                .parse()
-                .map_err(|_| OptionError::Expected("0, 1 or 2"))?;
+            let mode: u32 = match arg.optional_value() {
+                // memcached: a bare slab_automove is mode 1.
+                None => 1,
+                Some(mode) => mode
+                    .parse()
+                    .map_err(|_| OptionError::Expected("0, 1 or 2"))?,
+            };
             if mode > 2 {
                 return Err(OptionError::Expected("0, 1 or 2"));
             }
@@ -183,24 +190,21 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
     },
     OptionSpec {
         keys: &["slab_chunk_max"],
-        value: value("N", "kilobytes"),
-        help: "largest slab chunk, in kilobytes (or bytes): only the default, half a page, is \
-               supported",
-        // memcached takes kilobytes (and, for compatibility, bytes).
-        effect: Sets(|s, arg| {
-            let given: usize = arg.number()?;
-            let supported = s.page_size_bytes() / SLAB_CHUNK_MAX_DIVISOR;
-            if given != supported / 1024 && given != supported {
-                return Err(OptionError::OnlyDefaultChunkMax {
-                    kilobytes: supported / 1024,
-                });
-            }
-            Ok(())
-        }),
-        stats: stat(
-            "slab_chunk_max",
-            Setting(|s| (s.page_size_bytes() / SLAB_CHUNK_MAX_DIVISOR).to_string()),
-        ),
+        value: value("N", "bytes"),
+        help: "memcached: its largest slab chunk, in bytes (1.6.18 reads bytes although its -h says \
+               kilobytes); it must divide -I and memcached's 1 MiB page, and not exceed -I. mrcached's \
+               largest chunk is half a page",
+        // memcached 1.6.18 crashes on 0 and a value that does not parse; those are refused here.
+        effect: Records {
+            check: |arg| match arg.strtol()? {
+                n if n > 0 => Ok(n.to_string()),
+                _ => Err(OptionError::Expected("greater than 0")),
+            },
+            // Half of memcached's page.
+            default: "524288",
+        },
+        stats: stat("slab_chunk_max", Recorded),
+        print: print("slab_chunk_max", Print::Recorded),
         ..NONE
     },
     OptionSpec {
@@ -267,8 +271,24 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
         "memcached: the same for the warm LRU",
         Some(("warm_max_factor", "2.00")),
     ),
-    row("temp_lru", Fixed("no")),
-    row("temporary_ttl", Fixed("61")),
+    row(
+        "temp_lru",
+        Setting(|s| yes_no(s.recorded.get("temporary_ttl").is_some()).into()),
+    ),
+    OptionSpec {
+        keys: &["temporary_ttl"],
+        value: value("N", "seconds"),
+        help: "memcached: items with a TTL of at most N seconds get an LRU of their own that is never \
+               evicted from (mrcached's LRU is not segmented). Giving it shows temp_lru yes",
+        effect: Records {
+            // memcached reads it with atoi into an unsigned field.
+            check: |arg| Ok((arg.atoi()? as u32).to_string()),
+            default: "61",
+        },
+        stats: stat("temporary_ttl", Recorded),
+        print: print("temporary_ttl", Print::Recorded),
+        ..NONE
+    },
     row("idle_timeout", Fixed("0")),
     ignored(
         &["watcher_logbuf_size"],
@@ -282,7 +302,25 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
         "memcached: each worker's log buffer, kilobytes",
         Some(("worker_logbuf_size", "65536")),
     ),
-    row("read_buf_mem_limit", Fixed("0")),
+    OptionSpec {
+        keys: &["read_buf_mem_limit"],
+        value: value("N", "megabytes"),
+        help: "memcached: megabytes its connections' read buffers may hold together, shown in bytes \
+               (as memcached computes them, in 32 bits). mrcached bounds each connection's buffers \
+               instead",
+        effect: Records {
+            check: |arg| {
+                let megabytes = arg.strtoul()?;
+                Ok(megabytes
+                    .wrapping_mul(READ_BUF_MEM_LIMIT_UNIT_BYTES)
+                    .to_string())
+            },
+            default: "0",
+        },
+        stats: stat("read_buf_mem_limit", Recorded),
+        print: print("read_buf_mem_limit", Print::Recorded),
+        ..NONE
+    },
     row("track_sizes", Fixed("no")),
     row("inline_ascii_response", Fixed("no")),
     row("num_napi_ids", Fixed("(null)")),
@@ -396,6 +434,13 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
         "memcached: keep the hash table at its starting size",
         None,
     ),
+    ignored(
+        &["relaxed_privileges"],
+        None,
+        "memcached (debug builds): loosen its system-call sandbox for its test suite; mrcached \
+         has no sandbox",
+        None,
+    ),
     OptionSpec {
         keys: &["mrc_sample_rate"],
         value: value("F", "a rate in [0, 1]"),
@@ -481,6 +526,31 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
         ..NONE
     },
 ];
+
+/// memcached's checks of `slab_chunk_max` against `-I`, once every flag is read, in its words.
+pub(crate) fn check_slab_chunk_max(s: &Settings) -> Result<(), SettingsError> {
+    let Some(chunk) = s.recorded.get("slab_chunk_max") else {
+        return Ok(());
+    };
+    let chunk: i64 = chunk.parse().expect("recorded as a positive number");
+    let item = s.item_size_max_bytes as i64;
+    let refusal = if chunk > item {
+        format!("slab_chunk_max (bytes: {chunk}) cannot be larger than -I (item_size_max {item})")
+    } else if item % chunk != 0 {
+        format!("-I (item_size_max: {item}) must be evenly divisible by slab_chunk_max (bytes: {chunk})")
+    } else if MEMCACHED_SLAB_PAGE_BYTES % chunk != 0 {
+        format!(
+            "slab_chunk_max (bytes: {chunk}) must divide evenly into \
+             {MEMCACHED_SLAB_PAGE_BYTES} (slab_page_size)"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(SettingsError::Extended {
+        key: "slab_chunk_max".into(),
+        error: OptionError::Invalid(refusal),
+    })
+}
 
 /// A CPU list whose every CPU this process may run on.
 fn allowed_cpu_list(text: &str) -> Result<CpuList, OptionError> {

@@ -13,10 +13,6 @@ const REFUSALS: &[(&str, &str)] = &[
         "tail_repair_time=0",
         "-o: unknown or unsupported option 'tail_repair_time'",
     ),
-    (
-        "slab_automove",
-        "-o slab_automove: needs a value (0, 1 or 2)",
-    ),
     ("slab_automove=3", "-o slab_automove: must be 0, 1 or 2"),
     ("slab_automove=x", "-o slab_automove: must be 0, 1 or 2"),
     (
@@ -43,15 +39,45 @@ const REFUSALS: &[(&str, &str)] = &[
         "slab_automove_window=x",
         "-o slab_automove_window: must be a number",
     ),
-    (
-        "slab_chunk_max",
-        "-o slab_chunk_max: needs a value (kilobytes)",
-    ),
-    (
-        "slab_chunk_max=256",
-        "-o slab_chunk_max: only the default (512 kilobytes, half a page) is supported",
-    ),
+    ("slab_chunk_max", "-o slab_chunk_max: needs a value (bytes)"),
     ("slab_chunk_max=x", "-o slab_chunk_max: must be a number"),
+    (
+        "slab_chunk_max=16384x",
+        "-o slab_chunk_max: must be a number",
+    ),
+    ("slab_chunk_max=1k", "-o slab_chunk_max: must be a number"),
+    (
+        "slab_chunk_max=0",
+        "-o slab_chunk_max: must be greater than 0",
+    ),
+    (
+        "slab_chunk_max=-1",
+        "-o slab_chunk_max: must be greater than 0",
+    ),
+    // memcached's own words for the checks against -I and its page.
+    (
+        "slab_chunk_max=1000",
+        "-o slab_chunk_max: -I (item_size_max: 1048576) must be evenly divisible by \
+         slab_chunk_max (bytes: 1000)",
+    ),
+    (
+        "slab_chunk_max=2097152",
+        "-o slab_chunk_max: slab_chunk_max (bytes: 2097152) cannot be larger than -I \
+         (item_size_max 1048576)",
+    ),
+    ("temporary_ttl", "-o temporary_ttl: needs a value (seconds)"),
+    (
+        "read_buf_mem_limit",
+        "-o read_buf_mem_limit: needs a value (megabytes)",
+    ),
+    (
+        "read_buf_mem_limit=x",
+        "-o read_buf_mem_limit: must be a number",
+    ),
+    (
+        "read_buf_mem_limit=-1",
+        "-o read_buf_mem_limit: must be a number",
+    ),
     (
         "hashpower",
         "-o hashpower: needs a value (a power of two exponent)",
@@ -161,6 +187,8 @@ const CHECKED: &[&str] = &[
     "slab_automove_window",
     "slab_chunk_max",
     "hashpower",
+    "temporary_ttl",
+    "read_buf_mem_limit",
     "lru_crawler",
     "no_lru_crawler",
     "modern",
@@ -192,6 +220,7 @@ const IGNORED: &[&str] = &[
     "warm_max_factor",
     "worker_logbuf_size",
     "watcher_logbuf_size",
+    "relaxed_privileges",
 ];
 
 /// Ignored options take any value, or none; switches ignore a value.
@@ -228,4 +257,80 @@ fn help_names_every_accepted_option() {
             "{key} in {options}"
         );
     }
+}
+
+/// memcached treats a bare `slab_automove` as `slab_automove=1`.
+#[test]
+fn bare_slab_automove_is_slab_automove_1() {
+    let bare = run(&["-o", "slab_automove"]).unwrap();
+    assert_eq!(bare, run(&["-o", "slab_automove=1"]).unwrap());
+    assert_eq!((bare.slab_automove, bare.slab_automove_given), (1, true));
+    assert_eq!(
+        run(&["-o", "slab_automove=0,slab_automove"])
+            .unwrap()
+            .slab_automove,
+        1
+    );
+}
+
+/// What each option records, for values memcached 1.6.18 was run with (its `stats settings`
+/// shows the same): `atoi` for `temporary_ttl`, `safe_strtol` for
+/// `slab_chunk_max`, `safe_strtoul` megabytes in 32 bits for `read_buf_mem_limit`.
+#[test]
+fn values_are_read_as_memcached_reads_them() {
+    let recorded = |key: &str, given: &str| {
+        let s = run(&["-o", &format!("{key}={given}")]).unwrap();
+        s.recorded.get(key).map(str::to_string)
+    };
+    for (key, given, shown) in [
+        ("temporary_ttl", "30", "30"),
+        ("temporary_ttl", "abc", "0"),
+        ("temporary_ttl", "-5", "4294967291"),
+        ("temporary_ttl", " 30x", "30"),
+        ("temporary_ttl", "99999999999", "1215752191"),
+        ("read_buf_mem_limit", "2", "2097152"),
+        ("read_buf_mem_limit", "5", "5242880"),
+        ("read_buf_mem_limit", "4096", "0"),
+        ("read_buf_mem_limit", "5000", "947912704"),
+        ("read_buf_mem_limit", "-0", "0"),
+        ("slab_chunk_max", "16384", "16384"),
+        ("slab_chunk_max", " 512", "512"),
+        ("slab_chunk_max", "+1024", "1024"),
+    ] {
+        assert_eq!(
+            recorded(key, given).as_deref(),
+            Some(shown),
+            "{key}={given}"
+        );
+    }
+    let d = Settings::default();
+    assert_eq!(
+        ["temporary_ttl", "read_buf_mem_limit", "slab_chunk_max"].map(|k| d.recorded.get(k)),
+        [None; 3]
+    );
+}
+
+/// `slab_chunk_max` is checked against `-I` once every flag is read, wherever `-I` stands.
+#[test]
+fn slab_chunk_max_is_checked_against_the_item_size_limit() {
+    assert!(run(&["-o", "slab_chunk_max=1048576", "-I", "2m"]).is_ok());
+    assert!(run(&["-I", "2k", "-o", "slab_chunk_max=1024"]).is_ok());
+    assert_eq!(
+        err(&["-I", "2m", "-o", "slab_chunk_max=2097152"]),
+        "-o slab_chunk_max: slab_chunk_max (bytes: 2097152) must divide evenly into 1048576 \
+         (slab_page_size)"
+    );
+    assert_eq!(
+        err(&["-I", "1k", "-o", "slab_chunk_max=2048"]),
+        "-o slab_chunk_max: slab_chunk_max (bytes: 2048) cannot be larger than -I \
+         (item_size_max 1024)"
+    );
+}
+
+#[test]
+fn relaxed_privileges_is_accepted_and_changes_nothing() {
+    assert_eq!(
+        run(&["-o", "relaxed_privileges"]).unwrap(),
+        Settings::default()
+    );
 }

@@ -2,7 +2,8 @@
 //! `pinned/` were written by the code before the `-o` table replaced the hand-written rows, so these
 //! tests prove the table prints what the hand-written code printed: `stats settings` byte for byte,
 //! `--print-config` line for line (its `-o` rows now follow the flags' in the table's order, where
-//! they were interleaved with them).
+//! they were interleaved with them). Since then: `slab_chunk_max` shows the value given, in bytes, as
+//! memcached 1.6.18 does, and the rows of the options and flags added later were appended.
 //!
 //! Two things vary by machine and are masked before comparing: the checkout's own path (the tests
 //! name files inside it) becomes `$DIR`, and `io` under `-o io=auto` (the kernel decides) becomes
