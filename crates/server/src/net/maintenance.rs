@@ -1,7 +1,7 @@
 //! The maintenance thread: memcached's LRU crawler and slab rebalancer, and mrcached's tenant arbiter,
 //! once a second.
 //!
-//! Each tick it (1) reaps expired and flushed items, at most [`REAP_ITEMS_PER_CLASS`] inspections per class
+//! Each tick it (0) closes the connections idle longer than `-o idle_timeout` (`idle.rs`), (1) reaps expired and flushed items, at most [`REAP_ITEMS_PER_CLASS`] inspections per class
 //! and shard, unless `-o no_lru_crawler`; (2) gives back pages over the memory limit (after
 //! `cache_memlimit` lowered it), at most [`RELEASE_PAGES_PER_TICK`]; (3) drives the memory model
 //! (`crate::memory::MemoryModel`): follows a reloaded tenant configuration and a new slab policy, runs
@@ -63,6 +63,7 @@ impl Maintenance {
         let ctx = &self.ctx;
         let m = &ctx.maintenance;
         m.runs.fetch_add(1, Relaxed);
+        super::idle::close_idle(ctx);
         if ctx.settings.lru_crawler {
             m.reaper_starts.fetch_add(1, Relaxed);
             let reaped = ctx.engine.reap_expired(ctx.clock(), REAP_ITEMS_PER_CLASS);

@@ -9,7 +9,7 @@
 //!   (`-o io=`, resolved once at start by [`resolve_io`]): epoll (`worker.rs`, a `mio::Poll` per worker)
 //!   and io_uring (`uring/`, a ring per worker, one `io_uring_enter` per event-loop turn).
 //! - **maintenance** (`maintenance.rs`, one thread): reaper, page release, tenant arbiter and automove, once
-//!   a second.
+//!   a second; with `-o idle_timeout`, it also closes idle connections (`idle.rs`).
 //!
 //! Placement (`crate::isolation`, `-o worker_cpus/service_cpus/sched`): each thread pins itself and sets
 //! its policy first thing, and [`Server::start`] waits for that before it goes on, so a placement the
@@ -21,6 +21,7 @@
 //! `stats conns`. Everything else shared is atomics in `ServerContext`.
 
 pub mod conn;
+pub mod idle;
 pub mod listener;
 pub mod maintenance;
 pub mod registry;

@@ -321,6 +321,7 @@ impl Settings {
             auth_file: cli.auth_file,
             config_file: cli.config,
             memory_file: cli.memory_file,
+            idle_timeout_secs: 0,
             tenants,
             tenant_policy: cli.tenant_policy,
             isolation: Default::default(),

@@ -181,6 +181,9 @@ pub struct Settings {
     /// `-e` (memcached's `--memory-file`): the warm-restart file, saved at a graceful stop (SIGUSR1,
     /// `shutdown graceful`) and loaded at start-up; see `crate::restart`.
     pub memory_file: Option<PathBuf>,
+    /// `-o idle_timeout=N`: connections waiting for a command more than N seconds are closed
+    /// (`crate::net::idle`); 0, or below 0 as memcached reads it, never.
+    pub idle_timeout_secs: i32,
     /// The tenants the two files above give, as loaded at start-up (SIGHUP reloads them).
     pub tenants: TenantsConfig,
     /// `-o worker_cpus`, `-o service_cpus`, `-o sched` (ours): where the threads run and the workers'

@@ -176,6 +176,7 @@ fn extended_options() {
     assert!(err(&["-o", "slab_chunk_max=1000"]).contains("slab_chunk_max"));
     assert!(err(&["-o", "shards=3"]).contains("shards"));
     assert!(err(&["-o", "hashpower=2"]).contains("hashpower"));
+    assert!(err(&["-o", "idle_timeout"]).contains("needs a value"));
 }
 
 #[test]
