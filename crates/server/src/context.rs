@@ -81,6 +81,9 @@ pub struct ConnCounters {
     pub connection_structures: AtomicUsize,
     /// Times the listener stopped accepting because it ran out of file descriptors.
     pub listen_disabled_num: AtomicU64,
+    /// Connections closed for waiting longer than `-o idle_timeout`, counted by the maintenance
+    /// thread's idle check (`stats idle_kicks`, `crate::net::idle`).
+    pub idle_kicks: AtomicU64,
 }
 
 /// The state shared by the whole server.

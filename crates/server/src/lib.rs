@@ -13,12 +13,14 @@
 //! - `restart`  — warm restart (`-e`): the cache saved at a graceful stop and loaded at start-up
 //! - `isolation` — latency isolation: thread pinning (`-o worker_cpus`) and the workers' policy (`-o sched`)
 //! - `tenants`  — tenant identity (password, prefix, port), the `--config`/`-Y` files, reload
+//! - `daemon`   — `-d` (detaching from the terminal) and `-P` (the pid file)
 
 #![warn(missing_docs)]
 
 pub mod admin;
 pub mod context;
 pub mod crawler;
+pub mod daemon;
 pub mod dispatch;
 pub mod isolation;
 pub mod memory;

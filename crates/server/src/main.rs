@@ -1,11 +1,14 @@
-//! The `mrcached` binary: parse memcached's flags, build the engine and the shared context, load a warm
-//! restart (`-e`), start the listener, workers and maintenance thread, and run until SIGTERM/SIGINT,
-//! SIGUSR1 or `shutdown`; after a graceful stop (SIGUSR1, `shutdown graceful`) with `-e`, save the cache.
+//! The `mrcached` binary: parse memcached's flags, daemonize (`-d`, before any thread starts), build the
+//! engine and the shared context, load a warm restart (`-e`), start the listener, workers and
+//! maintenance thread, write the pid file (`-P`), and run until SIGTERM/SIGINT, SIGUSR1 or `shutdown`;
+//! after a graceful stop (SIGUSR1, `shutdown graceful`) with `-e`, save the cache.
 //!
 //! Stdout carries nothing at start-up except, with `-p 0`, the one line `listening on ADDR:PORT` once the
 //! sockets accept connections (tests read it as the readiness signal), and with `--admin-port 0` a second
 //! line `admin listening on ADDR:PORT`. Diagnostics go to stderr. A bad
-//! command line exits with status 64 (`EX_USAGE`); a failure to start (address in use) with 1.
+//! command line exits with status 64 (`EX_USAGE`); a failure to start (address in use) with 1. Under `-d`
+//! the process that was started exits once the daemon is up, with 0, or with the daemon's status when it
+//! failed to start (`mrcache_server::daemon`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -14,13 +17,14 @@ use std::sync::Arc;
 use mrcache_engine::Engine;
 use mrcache_server::admin::Admin;
 use mrcache_server::context::ServerContext;
+use mrcache_server::daemon::{self, Daemon, Fork, PidFile};
 use mrcache_server::net::{Server, ServerOptions};
 use mrcache_server::restart;
 use mrcache_server::session::Session;
 use mrcache_server::settings::{rlimit, Command, Settings, EXIT_USAGE};
 
 fn main() -> ExitCode {
-    let settings = match Settings::parse_from(std::env::args_os()) {
+    let mut settings = match Settings::parse_from(std::env::args_os()) {
         Ok(Command::Run(s)) => s,
         Ok(Command::PrintConfig(s)) => {
             let mut out = std::io::stdout().lock();
@@ -44,7 +48,27 @@ fn main() -> ExitCode {
         eprintln!("mrcached: {e}");
         return ExitCode::from(rlimit::EXIT_OSERR);
     }
-    match run(settings) {
+    // No thread has started yet: the only moment a fork keeps the whole process.
+    let daemon = if settings.daemonize {
+        let forked = if settings.enable_coredumps {
+            daemon::daemonize(true)
+        } else {
+            settings
+                .resolve_paths()
+                .and_then(|()| daemon::daemonize(false))
+        };
+        match forked {
+            Ok(Fork::Daemon(daemon)) => Some(daemon),
+            Ok(Fork::Starter(status)) => return ExitCode::from(status),
+            Err(e) => {
+                eprintln!("mrcached: -d/--daemon: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
+    match run(settings, daemon) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mrcached: {e}");
@@ -53,14 +77,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
+fn run(settings: Settings, daemon: Option<Daemon>) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(path) = &settings.memory_file {
         restart::check_path(path)?;
     }
     let engine = Engine::new(settings.engine_config())?;
-    let announce = settings.port == 0;
     let threads = settings.threads;
-    let verbose = settings.verbose;
     let ctx = Arc::new(ServerContext::new(engine, settings, threads));
     // A warm restart loads once the memory model is in force and before the first connection.
     let server =
@@ -70,12 +92,45 @@ fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
             }
             Ok(())
         })?;
+    // As memcached, once the sockets are bound.
+    let pid_file = match ctx
+        .settings
+        .pid_file
+        .as_deref()
+        .map(PidFile::write)
+        .transpose()
+    {
+        Ok(file) => file,
+        Err(e) => {
+            server.shutdown();
+            let _ = server.wait();
+            return Err(e.into());
+        }
+    };
+    let served = serve(&ctx, server, daemon);
+    // memcached removes its pid file at exit only when it daemonized.
+    if let (Some(file), true) = (pid_file, ctx.settings.daemonize) {
+        if let Err(e) = file.remove() {
+            eprintln!("mrcached: {e}");
+        }
+    }
+    served
+}
+
+/// Announces the running server, starts the admin port, lets a daemon's starting process go, and
+/// waits for the server to stop (saving the cache after a graceful stop with `-e`).
+fn serve(
+    ctx: &Arc<ServerContext>,
+    server: Server,
+    daemon: Option<Daemon>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let verbose = ctx.settings.verbose;
     if verbose > 0 {
         for a in server.local_addrs() {
             eprintln!("mrcached: listening on {a}");
         }
     }
-    if announce {
+    if ctx.settings.port == 0 {
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening on {}", server.local_addrs()[0])?;
         out.flush()?;
@@ -92,10 +147,13 @@ fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         }
         None => None,
     };
+    if let Some(daemon) = daemon {
+        daemon.started(verbose > 0)?;
+    }
     server.wait()?;
     // Every worker and the maintenance thread have stopped: the file is one moment of the cache.
     if let (Some(path), true) = (&ctx.settings.memory_file, ctx.is_graceful_shutdown()) {
-        let items = restart::save(&ctx, path).map_err(|e| {
+        let items = restart::save(ctx, path).map_err(|e| {
             format!(
                 "warm restart: saving the cache to {} failed: {e}",
                 path.display()

@@ -91,6 +91,10 @@ pub struct Conn<S, T = TcpStream> {
     rend: usize,
     /// Do not run the session again until this many unconsumed bytes are buffered (0: any).
     need_bytes: usize,
+    /// The session waits for a request's data (a value arriving, or one it refused being discarded):
+    /// memcached's `conn_nread` (or `conn_swallow`). An unfinished command line is not this: memcached
+    /// reads it in the state it waits for commands in, which `-o idle_timeout` closes.
+    awaiting_data: bool,
     max_read_buffer_bytes: usize,
     out: Vec<u8>,
     wpos: usize,
@@ -119,6 +123,7 @@ impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
             rstart: 0,
             rend: 0,
             need_bytes: 0,
+            awaiting_data: false,
             max_read_buffer_bytes: max_read_buffer_bytes.max(INITIAL_READ_BUFFER_BYTES),
             out: Vec::new(),
             wpos: 0,
@@ -209,6 +214,7 @@ impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
                     &mut self.out,
                     turn.max_requests,
                 );
+                self.awaiting_data = p.want_bytes.is_some();
                 let consumed = p.consumed.min(unconsumed);
                 self.rstart += consumed;
                 if self.rstart == self.rend {
@@ -351,7 +357,7 @@ impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
         let state = match next {
             Next::Close => ConnState::Closing,
             _ if self.pending_out() > 0 => ConnState::Mwrite,
-            _ if self.need_bytes > 0 => ConnState::Nread,
+            _ if self.awaiting_data => ConnState::Nread,
             Next::Again => ConnState::ParseCmd,
             Next::Wait => ConnState::Waiting,
         };

@@ -1,9 +1,10 @@
 //! The maintenance thread: memcached's LRU crawler and slab rebalancer, and mrcached's tenant arbiter,
 //! once a second.
 //!
-//! Each tick it (1) reaps expired and flushed items, at most [`REAP_ITEMS_PER_CLASS`] inspections per class
-//! and shard from each LRU's tail, while the crawler is on (`-o no_lru_crawler`, `lru_crawler
-//! disable`); `lru_crawler crawl` runs on the crawler's own thread (`crate::crawler`); (2) gives back pages over the memory limit (after
+//! Each tick it (0) closes the connections idle longer than `-o idle_timeout` (`idle.rs`), (1) reaps
+//! expired and flushed items, at most [`REAP_ITEMS_PER_CLASS`] inspections per class and shard from each
+//! LRU's tail, while the crawler is on (`-o no_lru_crawler`, `lru_crawler disable`); `lru_crawler crawl`
+//! runs on the crawler's own thread (`crate::crawler`); (2) gives back pages over the memory limit (after
 //! `cache_memlimit` lowered it), at most [`RELEASE_PAGES_PER_TICK`]; (3) drives the memory model
 //! (`crate::memory::MemoryModel`): follows a reloaded tenant configuration and a new slab policy, runs
 //! the tenant arbiter when a round is due (it sets pool targets; allocations then move the pages), and
@@ -64,6 +65,7 @@ impl Maintenance {
         let ctx = &self.ctx;
         let m = &ctx.maintenance;
         m.runs.fetch_add(1, Relaxed);
+        super::idle::close_idle(ctx);
         // memcached's automatic crawling; `lru_crawler disable` stops it too.
         if ctx.crawler.enabled() {
             m.reaper_starts.fetch_add(1, Relaxed);

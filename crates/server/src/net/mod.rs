@@ -9,7 +9,7 @@
 //!   (`-o io=`, resolved once at start by [`resolve_io`]): epoll (`worker.rs`, a `mio::Poll` per worker)
 //!   and io_uring (`uring/`, a ring per worker, one `io_uring_enter` per event-loop turn).
 //! - **maintenance** (`maintenance.rs`, one thread): reaper, page release, tenant arbiter and automove, once
-//!   a second.
+//!   a second; with `-o idle_timeout`, it also closes idle connections (`idle.rs`).
 //! - **crawler** (`crate::crawler`, one thread): runs `lru_crawler crawl` jobs in bounded batches; idle
 //!   otherwise.
 //!
@@ -23,6 +23,7 @@
 //! `stats conns`. Everything else shared is atomics in `ServerContext`.
 
 pub mod conn;
+pub mod idle;
 pub mod listener;
 pub mod maintenance;
 pub mod registry;

@@ -6,9 +6,13 @@
 //! only when a connection opens or closes and when `stats conns` reads it — never per request, and no
 //! other lock is taken while it is held (it is a leaf). Per request the worker only stores a state byte
 //! and a timestamp with relaxed atomics.
+//!
+//! A worker removes a connection from the registry before it closes the connection's socket, so while
+//! a worker's mutex is held every descriptor it lists is open and is that connection's
+//! ([`ConnRegistry::for_each`]; `-o idle_timeout`'s check shuts idle sockets down under it).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering::Relaxed};
 
 use mrcache_engine::TenantId;
 use std::sync::Arc;
@@ -19,11 +23,11 @@ use parking_lot::Mutex;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum ConnState {
-    /// Waiting for the next command.
+    /// Waiting for the next command (or the rest of its line).
     Waiting = 0,
     /// Running commands.
     ParseCmd = 1,
-    /// A command's data is still arriving.
+    /// A command's data is still arriving (or being discarded).
     Nread = 2,
     /// Replies are queued for the socket.
     Mwrite = 3,
@@ -55,7 +59,8 @@ impl ConnState {
 }
 
 /// One connection as `stats conns` sees it. Immutable fields are set at accept; the atomics are written
-/// only by the owning worker.
+/// by the owning worker, except that the idle check (`crate::net::idle`) moves a waiting connection's
+/// state to closing, and the session marks a watcher.
 #[derive(Debug)]
 pub struct ConnInfo {
     /// The socket's file descriptor (memcached keys `stats conns` lines by it).
@@ -72,6 +77,8 @@ pub struct ConnInfo {
     /// The tenant the connection is fixed to ([`NO_TENANT`] while routed or not yet authenticated), so
     /// that a tenant's `stats conns` lists only its own connections.
     tenant: AtomicU32,
+    /// `watch` made it a log watcher: it sends no more commands, and is never idle.
+    watching: AtomicBool,
 }
 
 /// [`ConnInfo`]'s tenant while the connection is not fixed to one.
@@ -88,7 +95,32 @@ impl ConnInfo {
             read_buf_bytes: AtomicUsize::new(0),
             write_buf_bytes: AtomicUsize::new(0),
             tenant: AtomicU32::new(NO_TENANT),
+            watching: AtomicBool::new(false),
         }
+    }
+
+    /// Records that the connection now watches logs (`watch`).
+    pub(crate) fn set_watching(&self) {
+        self.watching.store(true, Relaxed);
+    }
+
+    /// memcached's idle test: the connection has waited for a command more than `timeout_secs`
+    /// (only a connection waiting for one, or for the rest of its line, with no reply unsent, and not
+    /// a watcher). When
+    /// it has, its state becomes closing, so that it is claimed once, and not at all if its worker
+    /// has just started a command; the caller then closes it.
+    pub(crate) fn claim_idle(&self, now_secs: u32, timeout_secs: u32) -> bool {
+        now_secs.saturating_sub(self.last_cmd_secs()) > timeout_secs
+            && !self.watching.load(Relaxed)
+            && self
+                .state
+                .compare_exchange(
+                    ConnState::Waiting as u8,
+                    ConnState::Closing as u8,
+                    Relaxed,
+                    Relaxed,
+                )
+                .is_ok()
     }
 
     /// Records the tenant the connection is now fixed to.
@@ -173,6 +205,16 @@ impl ConnRegistry {
         }
     }
 
+    /// Runs `visit` on every open connection, holding its worker's mutex meanwhile: the connection's
+    /// descriptor stays open and its own until `visit` returns (see the module notes).
+    pub(crate) fn for_each(&self, mut visit: impl FnMut(&ConnInfo)) {
+        for worker in &self.workers {
+            for info in worker.lock().iter().flatten() {
+                visit(info);
+            }
+        }
+    }
+
     /// Every open connection, in file descriptor order.
     pub fn snapshot(&self) -> Vec<Arc<ConnInfo>> {
         let mut all: Vec<Arc<ConnInfo>> = self
@@ -203,5 +245,23 @@ mod tests {
         let c = &r.snapshot()[0];
         c.set_state(ConnState::Nread);
         assert_eq!(c.state().name(), "conn_nread");
+    }
+
+    #[test]
+    fn only_a_connection_waiting_past_the_timeout_is_claimed_and_only_once() {
+        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let c = ConnInfo::new(7, a, a, 100);
+        assert!(!c.claim_idle(103, 3), "3 s is not more than 3 s");
+        for busy in [ConnState::ParseCmd, ConnState::Nread, ConnState::Mwrite] {
+            c.set_state(busy);
+            assert!(!c.claim_idle(104, 3), "{busy:?}");
+        }
+        c.set_state(ConnState::Waiting);
+        assert!(c.claim_idle(104, 3));
+        assert_eq!(c.state(), ConnState::Closing);
+        assert!(!c.claim_idle(105, 3), "claimed once");
+        let watcher = ConnInfo::new(8, a, a, 100);
+        watcher.set_watching();
+        assert!(!watcher.claim_idle(200, 3));
     }
 }

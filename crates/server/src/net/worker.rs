@@ -120,7 +120,8 @@ impl<F> WorkerBase<F> {
         Conn::new(stream, session, info, self.max_read_buffer_bytes)
     }
 
-    /// The connection in `slot` is closed: no longer listed, no longer current.
+    /// The connection in `slot` is closed: no longer listed, no longer current. Called before its
+    /// socket is closed, so that the registry never lists a closed descriptor (`registry.rs`).
     pub(crate) fn closed(&self, slot: usize) {
         self.ctx.connections.remove(self.id, slot);
         self.ctx.conns.curr_connections.fetch_sub(1, Relaxed);

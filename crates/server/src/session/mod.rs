@@ -46,7 +46,7 @@ mod partial;
 mod verbose;
 
 pub use partial::PartialValueBudget;
-pub(crate) use verbose::log_noreply;
+pub(crate) use verbose::{conn_idle_closing, log_noreply};
 
 use std::sync::Arc;
 
@@ -222,6 +222,7 @@ impl Session {
         match self.ctx.log.add_watcher(self.conn.fd, mask) {
             Ok(id) => {
                 self.watcher = Some(id);
+                self.conn.set_watching();
                 self.ctx.watchers_changed();
             }
             Err(e) => response::line(out, e.reply()),

@@ -103,6 +103,13 @@ pub(super) fn conn_closed(ctx: &ServerContext, fd: i32) {
     }
 }
 
+/// `Closing idle fd FD` when `-o idle_timeout` closes a connection (before its `connection closed.`).
+pub(crate) fn conn_idle_closing(ctx: &ServerContext, fd: i32) {
+    if ctx.verbosity.load(Relaxed) >= LOG_COMMANDS_VERBOSITY {
+        emit(&format!("Closing idle fd {fd}"));
+    }
+}
+
 impl RequestLog {
     /// Logs what `request` writes when the verbosity asks for it; `out` is the connection's output so
     /// far, so that the reply can be found after the request runs.

@@ -24,7 +24,8 @@ use crate::tenants::TenantsConfig;
 fn after_help() -> String {
     format!(
         "{}
-Accepted and ignored: -u (run it under your service manager's user), -r, -k, -L, -P.
+Accepted and ignored: -u (run it under your service manager's user), -k, -L; -r only keeps the
+working directory under -d.
 Binary protocol and SASL: under -B auto (the default) a connection whose first byte is 0x80 speaks
 memcached's binary protocol, any other the text and meta protocols; -B binary and -B ascii allow only
 one. -S makes binary clients authenticate with SASL PLAIN as a tenant of -Y or --config (the same
@@ -33,7 +34,7 @@ users and passwords the text protocol's auth uses); like memcached, -S alone mea
 -S, a server whose connections must authenticate (-Y, or tenant passwords) speaks text only, as
 memcached does with -Y.
 
-Not supported: -d (use your service manager), -s/-a (UNIX sockets), -Z (TLS), -U other than 0 (UDP).",
+Not supported: -s/-a (UNIX sockets), -Z (TLS), -U other than 0 (UDP).",
         options::help()
     )
 }
@@ -148,7 +149,8 @@ pub(super) struct Cli {
     /// ignored: mrcached never changes identity; run it as the user you want
     #[arg(short = 'u', long = "user", hide = true)]
     user: Option<String>,
-    /// ignored: core dump limits are the service manager's business
+    /// ignored, except that under -d the daemon keeps its working directory (memcached's -r raises
+    /// the core file limit; mrcached leaves that to the service manager)
     #[arg(short = 'r', long = "enable-coredumps", hide = true)]
     enable_coredumps: bool,
     /// ignored: memory is not locked
@@ -157,15 +159,20 @@ pub(super) struct Cli {
     /// ignored: no large pages
     #[arg(short = 'L', long = "enable-largepages", hide = true)]
     enable_largepages: bool,
-    /// ignored: only used with -d
-    #[arg(short = 'P', long = "pidfile", hide = true)]
-    pidfile: Option<String>,
+    /// write the process id to FILE once the server accepts connections (FILE.tmp, then renamed); a
+    /// file that cannot be written stops start-up. Under -d it is removed at a clean stop; without
+    /// -d it is left, as memcached leaves it
+    #[arg(short = 'P', long = "pidfile", value_name = "FILE")]
+    pidfile: Option<PathBuf>,
     /// Use <char> as the delimiter between key prefixes and IDs; used for per-prefix stats reporting
     /// (`stats detail on|off|dump`). The default is ":"
     #[arg(short = 'D', value_name = "char")]
     prefix_delimiter: Option<String>,
-    /// not supported
-    #[arg(short = 'd', long = "daemon", hide = true)]
+    /// run as a daemon: fork, start a new session, work in / (unless -r), and once the server accepts
+    /// connections (and -P's file is written) let the starting process exit 0 and send stdin, stdout
+    /// and stderr to /dev/null (kept with -v). A failure to start is reported before that, with the
+    /// starting process's exit status
+    #[arg(short = 'd', long = "daemon")]
     daemon: bool,
     /// not supported
     #[arg(short = 's', long = "unix-socket", hide = true)]
@@ -244,12 +251,6 @@ impl Settings {
 
     fn from_cli(cli: Cli) -> Result<Settings, SettingsError> {
         let refuse = |flag: &'static str, why: &str| Err(SettingsError::flag(flag, why));
-        if cli.daemon {
-            return refuse(
-                "-d/--daemon",
-                "not supported; run mrcached under your service manager",
-            );
-        }
         if cli.unix_socket.is_some() || cli.unix_mask.is_some() {
             return refuse(
                 "-s/--unix-socket",
@@ -323,6 +324,10 @@ impl Settings {
             auth_file: cli.auth_file,
             config_file: cli.config,
             memory_file: cli.memory_file,
+            pid_file: cli.pidfile,
+            daemonize: cli.daemon,
+            enable_coredumps: cli.enable_coredumps,
+            idle_timeout_secs: 0,
             tenants,
             tenant_policy: cli.tenant_policy,
             isolation: Default::default(),

@@ -192,6 +192,16 @@ pub struct Settings {
     /// `-e` (memcached's `--memory-file`): the warm-restart file, saved at a graceful stop (SIGUSR1,
     /// `shutdown graceful`) and loaded at start-up; see `crate::restart`.
     pub memory_file: Option<PathBuf>,
+    /// `-P`: the pid file, written once the server accepts connections (`crate::daemon`).
+    pub pid_file: Option<PathBuf>,
+    /// `-d`: detach from the terminal before any thread starts (`crate::daemon`).
+    pub daemonize: bool,
+    /// `-r`: memcached raises the core file limit (mrcached leaves it to the service manager); under
+    /// `-d` the daemon keeps its working directory, where core files land, as memcached's does.
+    pub enable_coredumps: bool,
+    /// `-o idle_timeout=N`: connections waiting for a command more than N seconds are closed
+    /// (`crate::net::idle`); 0, or below 0 as memcached reads it, never.
+    pub idle_timeout_secs: i32,
     /// The tenants the two files above give, as loaded at start-up (SIGHUP reloads them).
     pub tenants: TenantsConfig,
     /// `-o worker_cpus`, `-o service_cpus`, `-o sched` (ours): where the threads run and the workers'
@@ -410,24 +420,11 @@ impl Settings {
             ),
             ("page_size_bytes", self.page_size_bytes().to_string()),
             ("page_budget", self.page_budget().to_string()),
-            (
-                "auth_file",
-                self.auth_file
-                    .as_ref()
-                    .map_or("none".to_string(), |p| p.display().to_string()),
-            ),
-            (
-                "config_file",
-                self.config_file
-                    .as_ref()
-                    .map_or("none".to_string(), |p| p.display().to_string()),
-            ),
-            (
-                "memory_file",
-                self.memory_file
-                    .as_ref()
-                    .map_or("none".to_string(), |p| p.display().to_string()),
-            ),
+            ("auth_file", show_path(self.auth_file.as_ref())),
+            ("config_file", show_path(self.config_file.as_ref())),
+            ("memory_file", show_path(self.memory_file.as_ref())),
+            ("pid_file", show_path(self.pid_file.as_ref())),
+            ("daemonize", self.daemonize.to_string()),
             (
                 "tenants",
                 self.tenants
@@ -450,6 +447,24 @@ impl Settings {
 }
 
 impl Settings {
+    /// Makes the files the server opens after start-up absolute, against the working directory now:
+    /// a daemon (`-d` without `-r`) works in `/`, and still writes `-P`, saves `-e` and reloads
+    /// `--config` and `-Y` where they were named (memcached would open a relative `-P` in `/`).
+    pub fn resolve_paths(&mut self) -> std::io::Result<()> {
+        for path in [
+            &mut self.pid_file,
+            &mut self.memory_file,
+            &mut self.config_file,
+            &mut self.auth_file,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *path = std::path::absolute(&*path)?;
+        }
+        Ok(())
+    }
+
     /// The class policy to run: `--slab-policy`; else, if `-o slab_automove` was given, the one it names
     /// (0: memcached, no moves; 1: memcached's automove with this window and ratio; 2: automove2); else
     /// LAMA.
@@ -466,6 +481,11 @@ impl Settings {
             self.slab_automove_ratio,
         )
     }
+}
+
+/// A file flag's `--print-config` value.
+fn show_path(path: Option<&PathBuf>) -> String {
+    path.map_or("none".to_string(), |p| p.display().to_string())
 }
 
 #[cfg(test)]

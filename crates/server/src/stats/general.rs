@@ -101,6 +101,9 @@ pub(crate) struct General {
     pub rejected_connections: u64,
     pub connection_structures: usize,
     pub listen_disabled: u64,
+    /// `-o idle_timeout` is not 0 (memcached then prints `idle_kicks`), and the connections it closed.
+    pub idle_timeout_set: bool,
+    pub idle_kicks: u64,
     /// Open client connections (each has one output buffer) and the bytes their buffers hold.
     pub open_connections: usize,
     pub write_buf_bytes: usize,
@@ -166,6 +169,8 @@ impl General {
             rejected_connections: load(&ctx.conns.rejected_connections),
             connection_structures: loadu(&ctx.conns.connection_structures),
             listen_disabled: load(&ctx.conns.listen_disabled_num),
+            idle_timeout_set: ctx.settings.idle_timeout_secs != 0,
+            idle_kicks: load(&ctx.conns.idle_kicks),
             open_connections: registry.len(),
             write_buf_bytes: registry.iter().map(|c| c.write_buf_bytes()).sum(),
             read_buf_count: registry.iter().filter(|c| c.read_buf_bytes() > 0).count(),
@@ -252,6 +257,8 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
     counter("store_no_memory", "store_no_memory_total", "Stores refused for lack of memory.", |s| s.threads.store_no_memory.into()),
     counter("auth_cmds", "auth_cmds_total", "Authentication attempts.", |s| s.threads.auth_cmds.into()),
     counter("auth_errors", "auth_errors_total", "Authentication attempts that failed.", |s| s.threads.auth_errors.into()),
+    counter("idle_kicks", "idle_kicks_total", "Connections closed for waiting longer than -o idle_timeout.", |s: &General| s.idle_kicks.into())
+        .shown_when(|s| s.idle_timeout_set),
     counter("bytes_read", "read_bytes_total", "Bytes read from clients.", |s| s.threads.bytes_read.into()),
     counter("bytes_written", "written_bytes_total", "Bytes written to clients.", |s| s.threads.bytes_written.into()),
     gauge("limit_maxbytes", "limit_max_bytes", "Memory limit for items (-m, or cache_memlimit).", |s| s.limit_bytes().into()),

@@ -92,6 +92,7 @@ pub(crate) fn reset(ctx: &ServerContext) {
     ctx.conns.total_connections.store(0, Relaxed);
     ctx.conns.rejected_connections.store(0, Relaxed);
     ctx.conns.listen_disabled_num.store(0, Relaxed);
+    ctx.conns.idle_kicks.store(0, Relaxed);
 }
 
 #[cfg(test)]

@@ -17,6 +17,9 @@
 //! - [`Kind::Alias`]: the same value as another figure of the same table (memcached prints our one LRU
 //!   per class as its `cold` segment, `number_cold` = `number`); `/metrics` carries it once, in the
 //!   family the alias names.
+//!
+//! A figure memcached prints only while its feature is on ([`Figure::shown_when`]: `idle_kicks`, with
+//! `-o idle_timeout`) is left out of `stats` otherwise; `/metrics` always carries it.
 
 use std::fmt::Write as _;
 
@@ -132,9 +135,18 @@ pub(crate) struct Figure<S> {
     /// The family's `# HELP` (for a fixed figure: why it is constant).
     pub help: &'static str,
     pub read: Read<S>,
+    /// When `stats` prints it, if not always (memcached prints some figures only while their feature
+    /// is on); `/metrics` always carries it.
+    pub shown: Option<fn(&S) -> bool>,
 }
 
 impl<S> Figure<S> {
+    /// The figure, printed by `stats` only when `shown` holds of the snapshot.
+    pub(crate) const fn shown_when(mut self, shown: fn(&S) -> bool) -> Self {
+        self.shown = Some(shown);
+        self
+    }
+
     pub(crate) fn value(&self, snapshot: &S) -> Value {
         match self.read {
             Read::Fixed(v) => Value::Uint(v),
@@ -165,6 +177,7 @@ pub(crate) const fn counter<S>(
         kind: Kind::Counter,
         help,
         read: Read::Snapshot(read),
+        shown: None,
     }
 }
 
@@ -181,6 +194,7 @@ pub(crate) const fn gauge<S>(
         kind: Kind::Gauge,
         help,
         read: Read::Snapshot(read),
+        shown: None,
     }
 }
 
@@ -196,6 +210,7 @@ pub(crate) const fn metrics_gauge<S>(
         kind: Kind::Gauge,
         help,
         read: Read::Snapshot(read),
+        shown: None,
     }
 }
 
@@ -212,6 +227,7 @@ pub(crate) const fn info<S>(
         kind: Kind::Info,
         help,
         read: Read::Snapshot(read),
+        shown: None,
     }
 }
 
@@ -223,6 +239,7 @@ pub(crate) const fn fixed<S>(stats: &'static str, value: u64, why: &'static str)
         kind: Kind::Fixed,
         help: why,
         read: Read::Fixed(value),
+        shown: None,
     }
 }
 
@@ -238,6 +255,7 @@ pub(crate) const fn alias<S>(
         kind: Kind::Alias,
         help: "",
         read: Read::Snapshot(read),
+        shown: None,
     }
 }
 
@@ -245,6 +263,9 @@ pub(crate) const fn alias<S>(
 pub(crate) fn write_stats<S>(out: &mut Vec<u8>, prefix: &str, table: &[Figure<S>], snapshot: &S) {
     for figure in table {
         let Some(name) = figure.stats else { continue };
+        if figure.shown.is_some_and(|shown| !shown(snapshot)) {
+            continue;
+        }
         out.extend_from_slice(b"STAT ");
         out.extend_from_slice(prefix.as_bytes());
         out.extend_from_slice(name.as_bytes());

@@ -505,10 +505,12 @@ where
 
     /// Frees a closed connection's slot (closing its socket); only once nothing is in flight on it.
     fn release(&mut self, slot: usize) {
-        if self.conns[slot].take().is_some() {
+        if let Some(released) = self.conns[slot].take() {
             self.gens[slot] = self.gens[slot].wrapping_add(1) & 0xff_ffff;
             self.base.closed(slot);
             self.free_slots.push(slot);
+            // The socket closes only now, once the registry no longer lists it (`registry.rs`).
+            drop(released);
         }
     }
 

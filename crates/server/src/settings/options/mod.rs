@@ -168,7 +168,7 @@ impl<'a> OptionArg<'a> {
         self.value()?.parse().map_err(|_| OptionError::NotANumber)
     }
 
-    /// The value as memcached reads it with C's `atoi` (`temporary_ttl`): blanks, a
+    /// The value as memcached reads it with C's `atoi` (`idle_timeout`, `temporary_ttl`): blanks, a
     /// sign and the digits after them, the rest ignored; no digits read as 0, and a number beyond an
     /// `int` keeps its low 32 bits, as glibc's does.
     pub fn atoi(&self) -> Result<i32, OptionError> {

@@ -310,7 +310,27 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
         print: print("temporary_ttl", Print::Recorded),
         ..NONE
     },
-    row("idle_timeout", Fixed("0")),
+    OptionSpec {
+        keys: &["idle_timeout"],
+        value: value("N", "seconds"),
+        help: "close connections that have waited more than N seconds for a command (or the rest \
+               of its line), checked once a second; memcached's idle_kicks counts them. One that is \
+               sending a value, has replies its client has not taken, or watches logs is not idle",
+        default: Some(|| "0, never".into()),
+        effect: Sets(|s, arg| {
+            s.idle_timeout_secs = arg.atoi()?;
+            Ok(())
+        }),
+        stats: stat(
+            "idle_timeout",
+            Setting(|s| s.idle_timeout_secs.to_string()),
+        ),
+        print: print(
+            "idle_timeout",
+            Print::Setting(|s| s.idle_timeout_secs.to_string()),
+        ),
+        ..NONE
+    },
     ignored(
         &["watcher_logbuf_size"],
         Some("N"),

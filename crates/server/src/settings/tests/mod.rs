@@ -176,6 +176,7 @@ fn extended_options() {
     assert!(err(&["-o", "slab_chunk_max=1000"]).contains("slab_chunk_max"));
     assert!(err(&["-o", "shards=3"]).contains("shards"));
     assert!(err(&["-o", "hashpower=2"]).contains("hashpower"));
+    assert!(err(&["-o", "idle_timeout"]).contains("needs a value"));
 }
 
 #[test]
@@ -200,7 +201,6 @@ fn lru_crawler_options_set_the_crawlers_pace_and_bound() {
 fn refusals_name_the_flag() {
     assert!(err(&["-U", "11211"]).contains("-U"));
     assert!(err(&["-B", "bogus"]).contains("-B"));
-    assert!(err(&["-d"]).contains("service manager"));
     assert!(err(&["-t", "0"]).contains("-t"));
     assert!(err(&["-c", "0"]).contains("-c"));
     assert!(err(&["-R", "0"]).contains("-R"));
@@ -216,19 +216,43 @@ fn refusals_name_the_flag() {
 
 #[test]
 fn ignored_flags_are_accepted() {
-    let s = run(&[
-        "-u",
-        "memcache",
-        "-r",
-        "-k",
-        "-L",
-        "-P",
-        "/tmp/x.pid",
-        "-U",
-        "0",
-    ])
-    .unwrap();
+    let s = run(&["-u", "memcache", "-k", "-L", "-U", "0"]).unwrap();
     assert_eq!(s.port, DEFAULT_PORT);
+}
+
+#[test]
+fn daemon_flags_map_onto_fields() {
+    let s = run(&[]).unwrap();
+    assert_eq!(
+        (s.daemonize, s.enable_coredumps, s.pid_file),
+        (false, false, None)
+    );
+    let s = run(&["-d", "-r", "-P", "/run/m.pid"]).unwrap();
+    assert!(s.daemonize && s.enable_coredumps);
+    assert_eq!(
+        s.pid_file.as_deref(),
+        Some(std::path::Path::new("/run/m.pid"))
+    );
+    let s = run(&["--daemon", "--pidfile=m.pid"]).unwrap();
+    assert!(s.daemonize);
+    let d = s.describe();
+    assert!(d.contains(&("pid_file", "m.pid".to_string())), "{d:?}");
+    assert!(d.contains(&("daemonize", "true".to_string())), "{d:?}");
+}
+
+/// A daemon works in `/`: the files it opens later are made absolute first, against the directory it
+/// was started in; absolute ones stay as they are.
+#[test]
+fn a_daemon_resolves_its_files_against_the_starting_directory() {
+    let mut s = run(&["-d", "-P", "m.pid", "-e", "/var/cache/m.mem"]).unwrap();
+    s.resolve_paths().unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(s.pid_file, Some(cwd.join("m.pid")));
+    assert_eq!(
+        s.memory_file.as_deref(),
+        Some(std::path::Path::new("/var/cache/m.mem"))
+    );
+    assert_eq!((s.config_file, s.auth_file), (None, None));
 }
 
 #[test]

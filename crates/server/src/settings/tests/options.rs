@@ -66,6 +66,7 @@ const REFUSALS: &[(&str, &str)] = &[
          (item_size_max 1048576)",
     ),
     ("temporary_ttl", "-o temporary_ttl: needs a value (seconds)"),
+    ("idle_timeout", "-o idle_timeout: needs a value (seconds)"),
     (
         "read_buf_mem_limit",
         "-o read_buf_mem_limit: needs a value (megabytes)",
@@ -188,6 +189,7 @@ const CHECKED: &[&str] = &[
     "slab_chunk_max",
     "hashpower",
     "temporary_ttl",
+    "idle_timeout",
     "read_buf_mem_limit",
     "lru_crawler",
     "no_lru_crawler",
@@ -271,8 +273,8 @@ fn bare_slab_automove_is_slab_automove_1() {
     );
 }
 
-/// What each option records, for values memcached 1.6.18 was run with (its `stats settings`
-/// shows the same): `atoi` for `temporary_ttl`, `safe_strtol` for
+/// What each option records or sets, for values memcached 1.6.18 was run with (its `stats settings`
+/// shows the same): `atoi` for `idle_timeout` and `temporary_ttl`, `safe_strtol` for
 /// `slab_chunk_max`, `safe_strtoul` megabytes in 32 bits for `read_buf_mem_limit`.
 #[test]
 fn values_are_read_as_memcached_reads_them() {
@@ -301,11 +303,21 @@ fn values_are_read_as_memcached_reads_them() {
             "{key}={given}"
         );
     }
+    for (given, secs) in [
+        ("3", 3),
+        ("-3", -3),
+        ("abc", 0),
+        ("99999999999", 1215752191),
+    ] {
+        let s = run(&["-o", &format!("idle_timeout={given}")]).unwrap();
+        assert_eq!(s.idle_timeout_secs, secs, "idle_timeout={given}");
+    }
     let d = Settings::default();
     assert_eq!(
         ["temporary_ttl", "read_buf_mem_limit", "slab_chunk_max"].map(|k| d.recorded.get(k)),
         [None; 3]
     );
+    assert_eq!(d.idle_timeout_secs, 0);
 }
 
 /// `slab_chunk_max` is checked against `-I` once every flag is read, wherever `-I` stands.

@@ -6,7 +6,7 @@ use super::*;
 /// A server with a tenant, items in several classes, hits, misses and a reset ratio: every figure
 /// has something to show.
 fn busy_server() -> ServerContext {
-    let server = ctx_with_tenants(
+    let mut server = ctx_with_tenants(
         "[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\ntarget_hit_ratio = 0.9\nweight = 2.5\n\
          rate_limit = 100\nrate_burst = 3\n",
     );
@@ -31,6 +31,9 @@ fn busy_server() -> ServerContext {
         .maintenance
         .policy_predicted_bits
         .store(0.25f64.to_bits(), Relaxed);
+    // `stats` prints `idle_kicks` only under `-o idle_timeout`.
+    server.settings.idle_timeout_secs = 30;
+    server.conns.idle_kicks.store(2, Relaxed);
     server
 }
 

@@ -61,6 +61,35 @@ const MEMCACHED_GENERAL: &str = "pid uptime time version libevent pointer_size r
     crawler_reclaimed crawler_items_checked lrutail_reflocked moves_to_cold moves_to_warm \
     moves_within_lru direct_reclaims lru_bumps_dropped";
 
+/// memcached prints `idle_kicks` after `auth_errors` only while `-o idle_timeout` is not 0 (even
+/// below 0, which closes nothing); `stats reset` zeroes it.
+#[test]
+fn idle_kicks_is_shown_only_with_an_idle_timeout() {
+    let mut out = Vec::new();
+    general(&ctx(), &mut out);
+    assert!(!names(&out).contains(&"idle_kicks".to_string()));
+    for timeout in [5, -3] {
+        let ctx = ctx_with(Settings {
+            idle_timeout_secs: timeout,
+            ..Settings::default()
+        });
+        ctx.conns.idle_kicks.store(4, Relaxed);
+        let mut out = Vec::new();
+        general(&ctx, &mut out);
+        let names = names(&out);
+        let at = names.iter().position(|n| n == "idle_kicks").unwrap();
+        assert_eq!(
+            (names[at - 1].as_str(), names[at + 1].as_str()),
+            ("auth_errors", "bytes_read")
+        );
+        assert_eq!(value(&out, "idle_kicks"), "4");
+        reset(&ctx);
+        let mut out = Vec::new();
+        general(&ctx, &mut out);
+        assert_eq!(value(&out, "idle_kicks"), "0");
+    }
+}
+
 #[test]
 fn general_has_memcached_names_in_order() {
     let ctx = ctx();

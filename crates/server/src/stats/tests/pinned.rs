@@ -76,6 +76,19 @@ const CASES: &[(&str, &[&str])] = &[
             "0",
         ],
     ),
+    // Compared byte for byte with memcached 1.6.18's rows by tests/memcached_flags.rs.
+    (
+        "memcached-1.6.18-flags",
+        &[
+            "-d",
+            "-P",
+            "/run/mrcached.pid",
+            "-o",
+            "idle_timeout=3,temporary_ttl=30,read_buf_mem_limit=2,slab_chunk_max=16384",
+            "-o",
+            "slab_automove,relaxed_privileges",
+        ],
+    ),
     (
         "tenants",
         &[
