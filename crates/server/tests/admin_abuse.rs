@@ -11,20 +11,11 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{free_port, http_get, LineClient, Server, ServerKind};
+use common::{free_port, http_get, proc_status, LineClient, Server, ServerKind};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// The most the server's RSS may grow through any of the abusive requests.
 const RSS_GROWTH_LIMIT_KB: u64 = 16 * 1024;
-
-fn proc_status(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .expect("the server's /proc status")
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("{field} in /proc status"))
-}
 
 /// Sends `request` (as much of it as the server takes) and returns the status line of the reply, or
 /// "" when the server closed without one.

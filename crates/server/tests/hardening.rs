@@ -23,13 +23,7 @@ const BIG: usize = 1_000_000;
 
 /// The server's resident set in KiB.
 fn rss_kb(server: &Server) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid()))
-        .expect("the server's /proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc status")
+    common::proc_status(server.pid(), "VmRSS:")
 }
 
 /// The highest RSS seen while polling for `for_how_long` (the server keeps working meanwhile).

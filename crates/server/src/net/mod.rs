@@ -346,10 +346,7 @@ impl Server {
             Ok(handle) => handle,
             Err(e) => {
                 stop_workers(&ctx, &wakers, workers);
-                if let Some((stop, handle)) = maintenance {
-                    drop(stop);
-                    let _ = handle.join();
-                }
+                stop_maintenance(maintenance);
                 return Err(e);
             }
         };
@@ -363,10 +360,7 @@ impl Server {
             Ok(handle) => handle,
             Err(e) => {
                 stop_workers(&ctx, &wakers, workers);
-                if let Some((stop, handle)) = maintenance {
-                    drop(stop);
-                    let _ = handle.join();
-                }
+                stop_maintenance(maintenance);
                 ctx.crawler.stop();
                 let _ = crawler.join();
                 return Err(e);
@@ -437,6 +431,14 @@ fn stop_workers(
     }
     for w in workers {
         let _ = join(w);
+    }
+}
+
+/// Stops the maintenance thread of a server whose start-up failed (dropping its channel ends its loop).
+fn stop_maintenance(maintenance: Option<(mpsc::Sender<()>, JoinHandle<()>)>) {
+    if let Some((stop, handle)) = maintenance {
+        drop(stop);
+        let _ = handle.join();
     }
 }
 

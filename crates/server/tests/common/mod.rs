@@ -516,6 +516,16 @@ impl LineClient {
     }
 }
 
+/// A numeric field of `/proc/PID/status` (`VmRSS:` in kB, `Threads:`); panics naming it when absent.
+pub fn proc_status(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("the server's /proc status")
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc status"))
+}
+
 /// The value of `STAT <name> <value>` in a reply of `stats` lines.
 pub fn stat_value(reply: &str, name: &str) -> Option<String> {
     let name = format!("STAT {name} ");
