@@ -72,6 +72,12 @@ pub struct SimArgs {
     /// server).
     #[arg(long, default_value = "off", value_parser = ["on", "off"])]
     log_ghost: String,
+    /// Log layout: the share of each pool's segments where keys written for the first time wait on
+    /// probation (S3-FIFO's small queue): cleaning it keeps only the keys read since, moving them to
+    /// the main queue; the rest are evicted into the ghost, and a key the ghost recalls enters the
+    /// main queue directly. 0 (the default) for none; S3-FIFO uses 0.1. Turns the ghost on.
+    #[arg(long, default_value_t = 0.0)]
+    log_probation: f64,
     /// Tenant arbiters (the upper memory level), each NAME[:key=value,...]: static (reserve plus a share
     /// of the rest by weight), pooled (one LRU per class for everyone), memshare (shadow-queue credits;
     /// credit=,shadow=,tax=,idle=,interval=,seed=), mpart (DP over tenant MRCs; interval=,step=,
@@ -146,6 +152,7 @@ impl SimArgs {
                 log_ranking,
                 log_clean_segments: self.clean_segments,
                 log_ghost: self.log_ghost == "on",
+                log_probation: self.log_probation,
                 ..self.slab.engine_config(memory)?
             },
             window_requests: self.window_requests,

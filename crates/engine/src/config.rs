@@ -114,11 +114,16 @@ pub enum Ranking {
     /// ranks last, so that small items of a past phase do not stay for their size.
     #[default]
     Density,
+    /// A clock over the log (S3-FIFO's main queue): items read since their last pass outrank the
+    /// others, by reads (counted up to 3), then the younger first; a survivor's count goes down by one
+    /// each pass, so an item read once survives once.
+    Clock,
 }
 
 impl Ranking {
     /// The names `parse` accepts, for error messages.
-    pub const EXPECTED: &'static str = "lru, lfu, slru (segmented LRU) or density (hits per byte)";
+    pub const EXPECTED: &'static str =
+        "lru, lfu, slru (segmented LRU), density (hits per byte) or clock";
 
     /// The spelling in `--config` (`ranking = "lru"`).
     pub fn name(self) -> &'static str {
@@ -127,6 +132,7 @@ impl Ranking {
             Ranking::Lfu => "lfu",
             Ranking::Slru => "slru",
             Ranking::Density => "density",
+            Ranking::Clock => "clock",
         }
     }
 
@@ -137,6 +143,7 @@ impl Ranking {
             "lfu" => Some(Ranking::Lfu),
             "slru" | "segmented-lru" => Some(Ranking::Slru),
             "density" | "hits-per-byte" => Some(Ranking::Density),
+            "clock" => Some(Ranking::Clock),
             _ => None,
         }
     }
@@ -147,6 +154,9 @@ impl Ranking {
 pub const DEFAULT_LOG_CLEAN_SEGMENTS: usize = 2;
 /// Most segments a pass may take (`n`): the bytes it copies under one lock grow with it.
 pub const MAX_LOG_CLEAN_SEGMENTS: usize = 16;
+
+/// The largest share of a pool's log segments that may be probationary (`log_probation`).
+pub const MAX_LOG_PROBATION: f64 = 0.9;
 
 /// How the engine is sized and how it behaves when full.
 #[derive(Clone, Debug, PartialEq)]
@@ -194,6 +204,12 @@ pub struct EngineConfig {
     /// the shared traces it saves up to 3.3% of the density ranking's misses in small caches and
     /// costs up to 0.8% in one (docs/results.md §15.7); a candidate for a chooser, not yet a default.
     pub log_ghost: bool,
+    /// Log layout: the share of each pool's segments that new keys enter on probation (S3-FIFO's small
+    /// queue, `log` module doc), 0 for none: a key written for the first time goes to a probationary
+    /// queue of segments, and its cleaning moves only the items read since to the main queue; the
+    /// rest are evicted and remembered in the ghost, so a key that returns soon after enters the main
+    /// queue directly. Turns the ghost on. 0..0.9.
+    pub log_probation: f64,
 }
 
 impl Default for EngineConfig {
@@ -215,6 +231,7 @@ impl Default for EngineConfig {
             log_ranking: Ranking::default(),
             log_clean_segments: DEFAULT_LOG_CLEAN_SEGMENTS,
             log_ghost: false,
+            log_probation: 0.0,
         }
     }
 }
@@ -255,6 +272,9 @@ pub enum ConfigError {
         "log cleaning pass must take between 2 and {MAX_LOG_CLEAN_SEGMENTS} segments, got {0}"
     )]
     LogCleanSegments(usize),
+    /// `log_probation` outside 0..=`MAX_LOG_PROBATION`.
+    #[error("log probation share must be between 0 and {MAX_LOG_PROBATION}, got {0}")]
+    LogProbation(f64),
     /// `-m` holds more pages than the shards can address (each shard addresses `2^32` chunks).
     #[error("memory limit (-m) of {pages} pages exceeds the {max_pages} pages {shards} shards can address")]
     TooManyPages {
@@ -330,6 +350,9 @@ impl EngineConfig {
         }
         if !(2..=MAX_LOG_CLEAN_SEGMENTS).contains(&self.log_clean_segments) {
             return Err(ConfigError::LogCleanSegments(self.log_clean_segments));
+        }
+        if !(0.0..=MAX_LOG_PROBATION).contains(&self.log_probation) {
+            return Err(ConfigError::LogProbation(self.log_probation));
         }
         Ok(())
     }

@@ -8,6 +8,7 @@ use mrcache_engine::{
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
+/// A log engine; under the clock, with a tenth of its segments for keys on probation (S3-FIFO).
 fn log_engine(memory: u64, shards: usize, pools: usize, ranking: Ranking) -> Engine {
     Engine::new(EngineConfig {
         memory_limit_bytes: memory,
@@ -15,6 +16,7 @@ fn log_engine(memory: u64, shards: usize, pools: usize, ranking: Ranking) -> Eng
         tenant_pools: pools,
         memory_layout: MemoryLayout::Log,
         log_ranking: ranking,
+        log_probation: if ranking == Ranking::Clock { 0.1 } else { 0.0 },
         ..EngineConfig::default()
     })
     .unwrap()
@@ -61,6 +63,7 @@ fn no_item_ever_returns_another_items_bytes_under_heavy_cleaning() {
         (1, Ranking::Lru, 1),
         (4, Ranking::Lfu, 2),
         (2, Ranking::Slru, 3),
+        (2, Ranking::Clock, 4),
     ] {
         // Six segments per shard: each pool of each shard has several to clean.
         let memory_mb = 6 * shards as u64;
@@ -533,4 +536,109 @@ fn a_cleaning_pass_is_spread_over_the_appends_and_survives_what_they_do() {
         most_copied_by_one <= 8 << 10,
         "one request copied {most_copied_by_one} bytes"
     );
+}
+
+/// A log engine with `probation` of its segments for keys on probation.
+fn probation_engine(memory: u64, ranking: Ranking, probation: f64) -> Engine {
+    Engine::new(EngineConfig {
+        memory_limit_bytes: memory,
+        memory_layout: MemoryLayout::Log,
+        log_ranking: ranking,
+        log_probation: probation,
+        ..EngineConfig::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn probation_keeps_a_working_set_through_a_stream_of_one_hit_wonders() {
+    // Rounds over 2,000 hot keys, each read once a round (a miss sets it, as a lookaside client does),
+    // between which 6,000 keys are written that are never read again. The log holds about 7,800
+    // such items, fewer than a round's 8,000 distinct keys: under exact LRU every hot read would miss
+    // (the log's `lru` ranks by whole seconds, one a round here, so it keeps some by chance), and
+    // the clock alone keeps none (a hot key is swept before its next read, unread). Keys on
+    // probation are evicted unread, and a hot key the ghost recalls enters the main queue, where
+    // the clock keeps it while it is read.
+    let hot_hits = |ranking: Ranking, probation: f64| {
+        let e = probation_engine(8 << 20, ranking, probation);
+        let value = vec![b'v'; 1000];
+        let (mut hits, mut cold) = (0, 0u64);
+        for round in 0..12u32 {
+            let clock = Clock::logical(100 + round);
+            for k in 0..2000 {
+                let key = format!("hot:{k}");
+                let key = Key::new(TenantId(0), key.as_bytes());
+                if e.get(key, clock, |_| ()).is_some() {
+                    hits += usize::from(round >= 4);
+                } else {
+                    e.store(&StoreArgs::set(key, &value), clock);
+                }
+                for _ in 0..3 {
+                    let key = format!("cold:{cold}");
+                    cold += 1;
+                    e.store(
+                        &StoreArgs::set(Key::new(TenantId(0), key.as_bytes()), &value),
+                        clock,
+                    );
+                }
+            }
+        }
+        e.check_invariants().unwrap();
+        hits
+    };
+    let (lru, clock, probation) = (
+        hot_hits(Ranking::Lru, 0.0),
+        hot_hits(Ranking::Clock, 0.0),
+        hot_hits(Ranking::Clock, 0.1),
+    );
+    eprintln!("hot hits over rounds 4..12 of 16,000: lru {lru}, clock {clock}, clock with probation {probation}");
+    assert!(
+        clock < 200,
+        "the clock alone hit {clock} of 16,000 hot reads"
+    );
+    assert!(
+        probation > 14_000,
+        "probation hit {probation} of 16,000 hot reads"
+    );
+    assert!(
+        probation > lru + 6_000,
+        "probation hit {probation}, lru {lru}"
+    );
+}
+
+#[test]
+fn the_clock_keeps_what_is_read_between_sweeps() {
+    // 1,500 keys read every round beside 2,000 keys written once: the clock's sweeps pass each item
+    // less than once a round (3,500 items' worth of sweeping through a log of about 3,900), so each
+    // read renews the one sweep a hot item meets, and the written-once ones go.
+    let e = probation_engine(4 << 20, Ranking::Clock, 0.0);
+    let value = vec![b'v'; 1000];
+    let hot = |k: usize| format!("hot:{k}");
+    for k in 0..1500 {
+        e.store(
+            &StoreArgs::set(Key::new(TenantId(0), hot(k).as_bytes()), &value),
+            Clock::logical(100),
+        );
+    }
+    let mut missed = 0;
+    for round in 0..10u32 {
+        let clock = Clock::logical(101 + round);
+        for k in 0..1500 {
+            let key = hot(k);
+            let key = Key::new(TenantId(0), key.as_bytes());
+            if e.get(key, clock, |_| ()).is_none() {
+                missed += 1;
+                e.store(&StoreArgs::set(key, &value), clock);
+            }
+        }
+        for c in 0..2000 {
+            let key = format!("cold:{round}:{c}");
+            e.store(
+                &StoreArgs::set(Key::new(TenantId(0), key.as_bytes()), &value),
+                clock,
+            );
+        }
+    }
+    e.check_invariants().unwrap();
+    assert!(missed < 150, "{missed} of 15,000 hot reads missed");
 }

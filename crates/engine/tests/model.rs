@@ -80,21 +80,30 @@ fn accounting() -> impl Strategy<Value = ItemAccounting> {
     ]
 }
 
-/// A memory layout and, for the log, its ranking function and segments per cleaning pass.
-fn layout() -> impl Strategy<Value = (MemoryLayout, Ranking, usize, bool)> {
+/// A memory layout and, for the log, its ranking function, segments per cleaning pass, ghost and
+/// probationary share.
+fn layout() -> impl Strategy<Value = (MemoryLayout, Ranking, usize, bool, f64)> {
     prop_oneof![
-        Just((MemoryLayout::Slab, Ranking::Lru, 2, false)),
+        Just((MemoryLayout::Slab, Ranking::Lru, 2, false, 0.0)),
         (
             prop_oneof![
                 Just(Ranking::Lru),
                 Just(Ranking::Lfu),
                 Just(Ranking::Slru),
-                Just(Ranking::Density)
+                Just(Ranking::Density),
+                Just(Ranking::Clock)
             ],
             2usize..5,
-            any::<bool>()
+            any::<bool>(),
+            prop_oneof![Just(0.0), Just(0.1), Just(0.5)]
         )
-            .prop_map(|(r, n, ghost)| (MemoryLayout::Log, r, n, ghost)),
+            .prop_map(|(r, n, ghost, probation)| (
+                MemoryLayout::Log,
+                r,
+                n,
+                ghost,
+                probation
+            )),
     ]
 }
 
@@ -348,14 +357,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn matches_model_with_room_to_spare(ops in prop::collection::vec(op().prop_filter("no page moves", |o| !matches!(o, Op::Reassign { .. })), 1..300), item_accounting in accounting(), (memory_layout, log_ranking, log_clean_segments, log_ghost) in layout()) {
-        let config = EngineConfig { memory_limit_bytes: 512 << 20, item_accounting, memory_layout, log_ranking, log_clean_segments, log_ghost, ..EngineConfig::default() };
+    fn matches_model_with_room_to_spare(ops in prop::collection::vec(op().prop_filter("no page moves", |o| !matches!(o, Op::Reassign { .. })), 1..300), item_accounting in accounting(), (memory_layout, log_ranking, log_clean_segments, log_ghost, log_probation) in layout()) {
+        let config = EngineConfig { memory_limit_bytes: 512 << 20, item_accounting, memory_layout, log_ranking, log_clean_segments, log_ghost, log_probation, ..EngineConfig::default() };
         run(&ops, config, true)?;
     }
 
     #[test]
-    fn sound_under_pressure_and_page_moves(ops in prop::collection::vec(op(), 1..400), shards in prop_oneof![Just(1usize), Just(2), Just(4)], item_accounting in accounting(), (memory_layout, log_ranking, log_clean_segments, log_ghost) in layout()) {
-        let config = EngineConfig { memory_limit_bytes: 3 << 20, shards, item_accounting, memory_layout, log_ranking, log_clean_segments, log_ghost, ..EngineConfig::default() };
+    fn sound_under_pressure_and_page_moves(ops in prop::collection::vec(op(), 1..400), shards in prop_oneof![Just(1usize), Just(2), Just(4)], item_accounting in accounting(), (memory_layout, log_ranking, log_clean_segments, log_ghost, log_probation) in layout()) {
+        let config = EngineConfig { memory_limit_bytes: 3 << 20, shards, item_accounting, memory_layout, log_ranking, log_clean_segments, log_ghost, log_probation, ..EngineConfig::default() };
         run(&ops, config, false)?;
     }
 }

@@ -13,36 +13,90 @@ use super::{LogShard, Segment};
 use crate::shard::AllocError;
 use crate::Clock;
 
+/// Segments a pool must hold in a shard before new keys go on probation (`on_probation`).
+const MIN_PROBATION_SEGMENTS: usize = 8;
+
 impl LogShard {
-    /// Room for a record of `rec` bytes at the end of `pool`'s head segment; returns its handle. The
-    /// record's prefix is written; the caller writes the item.
+    /// Room for a record of `rec` bytes at the end of `pool`'s head segment, or its probation head;
+    /// returns its handle. The record's prefix is written; the caller writes the item.
     pub(super) fn append(
         &mut self,
         pool: usize,
         rec: usize,
+        probation: bool,
         clock: Clock,
     ) -> Result<u32, AllocError> {
-        let fits = |s: &LogShard| {
-            s.pools[pool]
-                .head
-                .is_some_and(|slot| s.seg(slot as usize).used + rec <= s.seg_bytes)
-        };
-        if !fits(self) {
-            if let Some(old) = self.pools[pool].head.take() {
-                self.pools[pool].full.push_back(old);
+        let head = |s: &LogShard| {
+            let p = &s.pools[pool];
+            if probation {
+                p.probation_head
+            } else {
+                p.head
             }
+        };
+        if head(self).is_none_or(|slot| self.seg(slot as usize).used + rec > self.seg_bytes) {
+            self.retire_head(pool, probation);
             let slot = self.new_segment(pool, clock)?;
-            self.seg_mut(slot as usize).born = clock.now;
-            self.pools[pool].head = Some(slot);
+            let seg = self.seg_mut(slot as usize);
+            seg.born = clock.now;
+            seg.probation = probation;
+            let p = &mut self.pools[pool];
+            *(if probation {
+                &mut p.probation_head
+            } else {
+                &mut p.head
+            }) = Some(slot);
         }
-        let slot = self.pools[pool].head.expect("a head segment");
+        let slot = head(self).expect("a head segment");
         let seg = self.seg_mut(slot as usize);
         let off = seg.used;
         seg.used += rec;
         seg.mem[off..off + 4].copy_from_slice(&super::make_prefix(rec, 0).to_le_bytes());
+        let used = seg.used;
+        let room = self.seg_bytes - used;
         // The pass never touches a head, so the new record is not moved by its step.
-        self.step(rec, clock);
+        self.step(rec, room, clock);
         Ok(self.handle(slot, off))
+    }
+
+    /// A full head joins the back of its queue. A probation head joins the main queue instead while
+    /// memory is free and the probationary queue holds its share (as S3-FIFO inserts into its main
+    /// queue until the cache is full): probation starts when memory runs out, not before.
+    fn retire_head(&mut self, pool: usize, probation: bool) {
+        let p = &mut self.pools[pool];
+        let Some(old) = (if probation {
+            p.probation_head.take()
+        } else {
+            p.head.take()
+        }) else {
+            return;
+        };
+        let to_main = !probation
+            || (self.globals.budget.in_use() < self.globals.budget.limit()
+                && self.pools[pool].probation.len() + 1 > self.probation_target(pool));
+        self.seg_mut(old as usize).probation = !to_main;
+        let p = &mut self.pools[pool];
+        if to_main {
+            p.full.push_back(old);
+        } else {
+            p.probation.push_back(old);
+        }
+    }
+
+    /// Segments `pool`'s probationary queue may hold here: its share of the pool's segments, at
+    /// least one (0 without probation).
+    pub(super) fn probation_target(&self, pool: usize) -> usize {
+        if self.probation_share <= 0.0 {
+            return 0;
+        }
+        ((self.segments_of(pool) as f64 * self.probation_share).round() as usize).max(1)
+    }
+
+    /// Whether a key `pool` does not know goes on probation: with probation on, once the pool holds
+    /// `MIN_PROBATION_SEGMENTS` here (a probationary queue takes a head of its own, and with a
+    /// handful of segments it would leave too few to clean).
+    pub(super) fn on_probation(&self, pool: usize) -> bool {
+        self.probation_share > 0.0 && self.segments_of(pool) >= MIN_PROBATION_SEGMENTS
     }
 
     /// An empty segment for `pool`, counted in it.
@@ -133,6 +187,7 @@ impl LogShard {
             pool,
             born: 0,
             cleaning: false,
+            probation: false,
         }
     }
 

@@ -1,7 +1,9 @@
 //! The cleaner (Memshare §3, Algorithm 1): which pool gives up memory (`victims`, by need), and cleaning
-//! passes over a pool's oldest full segments, run in bounded steps (`Pass`).
+//! passes over a pool's oldest full segments, run in bounded steps: a *ranked* pass (`Pass`, below)
+//! for the rankings that compare items (lru, lfu, slru, density), or a *sweep* (`super::sweep`) that
+//! keeps each item by its own count (the clock ranking, and the probationary queue).
 //!
-//! A pass takes the `k` oldest full segments of the victim pool (`k = clean_segments`, fewer if it has
+//! A ranked pass takes the `k` oldest full segments of the victim pool (`k = clean_segments`, fewer if it has
 //! fewer) off its queue, drops dead items (expired, flushed, overwritten), ranks the live ones by the
 //! pool's ranking function, moves the highest ranked into `k - 1` output segments and evicts the rest
 //! (into the pool's shadow queue). The inputs then hold nothing live: one is the pass's result (a free
@@ -30,11 +32,15 @@
 //! pool by need; its random half of the segment choice is replaced by taking the oldest segments,
 //! which in a log are also the lowest ranked by LRU.
 //!
+//! Which queue a pass takes: the probationary one while it holds more than its share of the pool's
+//! segments (or the main queue has no full segment), else the main queue (`queue_to_clean`).
+//!
 //! Invariants: at most one pass per shard; a pass copies at most `k - 1` segments of records and touches
 //! only its inputs and outputs; under `-M` it evicts nothing live (it gives up when the survivors would
 //! not fit, and its inputs return to the front of the queue); a pool at or below its reserve is never
 //! a victim for another pool.
 
+use super::sweep::Sweep;
 use super::{prefix_freq, prefix_len, read_prefix, LogShard, LEN_BITS};
 use crate::config::Ranking;
 use crate::item::bits;
@@ -58,6 +64,8 @@ struct Candidate {
 /// popular in a past phase, whose count has decayed to nothing, does not keep its place for its size.
 fn rank(ranking: Ranking, c: &Candidate, lifetime: u32, now: u32) -> u64 {
     match ranking {
+        // Ranked only under `-M` (which never sweeps): by count, then as the log.
+        Ranking::Clock => (c.freq.min(super::sweep::CLOCK_MAX) as u64) << 32,
         Ranking::Lru => c.atime as u64,
         Ranking::Lfu => (c.freq as u64) << 32 | c.atime as u64,
         Ranking::Slru => u64::from(c.freq >= 1) << 32 | c.atime as u64,
@@ -89,7 +97,30 @@ enum Stage {
     Ready,
 }
 
-/// A cleaning pass under way (see the module doc).
+/// The cleaning under way: a ranked pass or a sweep.
+pub(super) enum Cleaning {
+    Ranked(Pass),
+    Sweep(Sweep),
+}
+
+impl Cleaning {
+    pub(super) fn victim(&self) -> usize {
+        match self {
+            Cleaning::Ranked(p) => p.victim,
+            Cleaning::Sweep(s) => s.victim(),
+        }
+    }
+
+    /// Its segments counted in the victim, and those beside the budget (see each kind).
+    pub(super) fn segments(&self) -> (&[u32], &[u32]) {
+        match self {
+            Cleaning::Ranked(p) => (&p.inputs, &p.outputs),
+            Cleaning::Sweep(s) => s.segments(),
+        }
+    }
+}
+
+/// A ranked cleaning pass under way (see the module doc).
 pub(super) struct Pass {
     victim: usize,
     /// The pool whose next segment the pass is for: its evictions keep pace with that pool's head.
@@ -108,17 +139,6 @@ pub(super) struct Pass {
     stage: Stage,
 }
 
-impl Pass {
-    pub(super) fn victim(&self) -> usize {
-        self.victim
-    }
-
-    /// The pass's segments counted in its victim (the inputs) and those beside the budget (outputs).
-    pub(super) fn segments(&self) -> (&[u32], &[u32]) {
-        (&self.inputs, &self.outputs)
-    }
-}
-
 impl LogShard {
     /// The pools that may give `pool` a segment, best first. A pool at its cap cleans only itself.
     /// With targets set (an arbiter runs), by need: target bytes over the bytes the pool holds here,
@@ -127,7 +147,7 @@ impl LogShard {
     /// reserve never give to another.
     pub(super) fn victims(&self, pool: usize) -> Vec<usize> {
         let table = &self.globals.pools;
-        let cleanable = |q: usize| !self.pools[q].full.is_empty();
+        let cleanable = |q: usize| self.cleanable(q);
         if !table.may_grow(pool) {
             return if cleanable(pool) {
                 vec![pool]
@@ -167,6 +187,44 @@ impl LogShard {
             .collect()
     }
 
+    /// Whether `pool` has a full segment a pass could take.
+    pub(super) fn cleanable(&self, pool: usize) -> bool {
+        let p = &self.pools[pool];
+        !p.full.is_empty() || !p.probation.is_empty() || p.tail.is_some()
+    }
+
+    /// A pool with no full segment but its tail gives the tail to its main queue, so that a pool of
+    /// few segments can still be cleaned.
+    fn surrender_tail(&mut self, pool: usize) {
+        let p = &mut self.pools[pool];
+        if p.full.is_empty() && p.probation.is_empty() {
+            p.full.extend(p.tail.take());
+        }
+    }
+
+    /// The queue a pass over `pool` takes its next input from (true: the probationary one; see the
+    /// module doc), with the number of full segments it has.
+    pub(super) fn queue_to_clean(&self, pool: usize) -> (bool, usize) {
+        let p = &self.pools[pool];
+        let probation = !p.probation.is_empty()
+            && (p.full.is_empty() || p.probation_segments() > self.probation_target(pool));
+        (
+            probation,
+            if probation {
+                p.probation.len()
+            } else {
+                p.full.len()
+            },
+        )
+    }
+
+    /// Whether the next pass over `pool` is a sweep: its next input is probationary or it ranks by
+    /// the clock (never under `-M`, whose passes must be able to give up).
+    fn sweeps(&self, pool: usize) -> bool {
+        self.evict_when_full
+            && (self.queue_to_clean(pool).0 || self.pools[pool].ranking == Ranking::Clock)
+    }
+
     /// A whole cleaning pass over `victim`'s oldest full segments, now; returns the segment it emptied
     /// (still counted in `victim`), or `None` when it has none or, under `-M`, its survivors would not
     /// fit. No pass may be under way (callers `finish` it first).
@@ -182,10 +240,15 @@ impl LogShard {
     /// by `step` and completed by `finish`: over the first of `victims(pool)`, if it has a whole pass's
     /// worth of full segments. (With fewer, a pass now would take too few inputs and evict all it
     /// read; the pass runs whole when the segment is needed, when the head has joined the queue.)
+    ///
+    /// A sweep is not started here but by the step of an append that leaves the asker's head with
+    /// `SWEEP_START` or less room (`step`): it needs one segment, and it evicts as it goes.
     pub(super) fn begin_for(&mut self, pool: usize, clock: Clock) {
         if self.pass.is_none() {
             if let Some(&victim) = self.victims(pool).first() {
-                if self.pools[victim].full.len() >= self.clean_segments {
+                if self.sweeps(victim) {
+                    self.sweep_for = Some(pool);
+                } else if self.pools[victim].full.len() >= self.clean_segments {
                     self.begin(victim, pool, clock);
                 }
             }
@@ -195,6 +258,11 @@ impl LogShard {
     /// Takes `victim`'s `k` oldest full segments off its queue as a new pass's inputs, with the
     /// spares as its outputs. False when it has no full segment.
     fn begin(&mut self, victim: usize, asker: usize, clock: Clock) -> bool {
+        self.sweep_for = None;
+        self.surrender_tail(victim);
+        if self.sweeps(victim) {
+            return self.begin_sweep(victim);
+        }
         let k = self.clean_segments.min(self.pools[victim].full.len());
         if k == 0 {
             return false;
@@ -213,7 +281,7 @@ impl LogShard {
             debug_assert!(seg.used == 0 && seg.items == 0);
             seg.pool = victim;
         }
-        self.pass = Some(Pass {
+        self.pass = Some(Cleaning::Ranked(Pass {
             victim,
             asker,
             evict_left: 0,
@@ -224,24 +292,34 @@ impl LogShard {
             cands: Vec::new(),
             dest: Vec::new(),
             stage: Stage::Scan { input: 0, off: 0 },
-        });
+        }));
         true
     }
 
-    /// Advances the pass under way by the work owed for `appended` bytes (see the module doc).
-    pub(super) fn step(&mut self, appended: usize, clock: Clock) {
-        if self.pass.is_some() {
-            self.advance(Some(appended), clock);
+    /// Advances the cleaning under way by the work owed for `appended` bytes, appended to a head
+    /// that has `room` bytes left (see the module doc); starts a sweep that is due.
+    pub(super) fn step(&mut self, appended: usize, room: usize, clock: Clock) {
+        if room > self.seg_bytes / super::sweep::SWEEP_START {
+            if matches!(self.pass, Some(Cleaning::Sweep(_))) {
+                return;
+            }
+        } else if let Some(asker) = self.sweep_for.filter(|_| self.pass.is_none()) {
+            self.sweep_for = None;
+            if let Some(&victim) = self.victims(asker).first() {
+                self.begin(victim, asker, clock);
+            }
+        }
+        match self.pass.take() {
+            Some(Cleaning::Ranked(pass)) => self.advance(pass, Some(appended), clock),
+            Some(Cleaning::Sweep(sweep)) => self.advance_sweep(sweep, Some(appended), clock),
+            None => {}
         }
     }
 
     /// Scans, moves and evicts the records owed for `appended` bytes (`None`: all that is left). Ends
     /// the scan with the plan; under `-M`, a plan that would evict abandons the pass.
-    fn advance(&mut self, appended: Option<usize>, clock: Clock) {
+    fn advance(&mut self, mut pass: Pass, appended: Option<usize>, clock: Clock) {
         let mut budget = appended.map_or(usize::MAX, |a| a * PACE_PER_INPUT * self.clean_segments);
-        let Some(mut pass) = self.pass.take() else {
-            return;
-        };
         loop {
             match pass.stage {
                 Stage::Scan { input, .. } if input == pass.inputs.len() => {
@@ -318,7 +396,7 @@ impl LogShard {
                 Stage::Ready => break,
             }
         }
-        self.pass = Some(pass);
+        self.pass = Some(Cleaning::Ranked(pass));
     }
 
     /// Reads one input record at `off` of `slot`: unlinks it if dead, else makes it a candidate.
@@ -382,53 +460,89 @@ impl LogShard {
         if !self.item(c.h).has(bits::LINKED) {
             return;
         }
-        let (slot, off) = self.split(c.h);
-        let at = self.seg(out as usize).used;
-        debug_assert!(at + c.rec <= self.seg_bytes, "the plan packed this output");
-        let (src, dst) = self.two_segs(slot, out as usize);
-        let dst = &mut dst.mem[at..at + c.rec];
-        dst.copy_from_slice(&src.mem[off..off + c.rec]);
-        if matches!(ranking, Ranking::Lfu | Ranking::Density) {
-            // Age the count: popularity that is not renewed fades.
-            let p = u32::from_le_bytes(dst[..4].try_into().unwrap());
-            let halved = (prefix_freq(p) / 2) << LEN_BITS | (p & ((1 << LEN_BITS) - 1));
-            dst[..4].copy_from_slice(&halved.to_le_bytes());
-        }
-        let new = self.handle(out, at);
-        self.index.repoint(c.hash, c.h, new);
-        self.item_mut(c.h).remove_bits(bits::LINKED);
-        let old = self.seg_mut(slot);
-        old.live -= c.rec;
-        old.items -= 1;
-        let seg = self.seg_mut(out as usize);
-        seg.used += c.rec;
-        seg.live += c.rec;
-        seg.items += 1;
-        self.cleaned_bytes += c.rec as u64;
+        // Age the count under LFU and density: popularity that is not renewed fades.
+        let aged = |freq: u32| match ranking {
+            Ranking::Lfu | Ranking::Density => freq / 2,
+            _ => freq,
+        };
+        self.relocate(c.h, c.hash, c.rec, out, aged);
     }
 
-    /// Evicts a candidate the plan leaves out, if it is still live (into the victim's shadow queue).
+    /// Moves the live record `h` of `rec` bytes to the end of segment `out` (which has room), its
+    /// access count `aged`: copies it, repoints the index and unlinks the old copy's bytes.
+    pub(super) fn relocate(
+        &mut self,
+        h: u32,
+        hash: u64,
+        rec: usize,
+        out: u32,
+        aged: impl FnOnce(u32) -> u32,
+    ) {
+        let (slot, off) = self.split(h);
+        let at = self.seg(out as usize).used;
+        debug_assert!(at + rec <= self.seg_bytes, "the target has room");
+        let (src, dst) = self.two_segs(slot, out as usize);
+        let dst = &mut dst.mem[at..at + rec];
+        dst.copy_from_slice(&src.mem[off..off + rec]);
+        let p = u32::from_le_bytes(dst[..4].try_into().unwrap());
+        let p = aged(prefix_freq(p)).min(super::FREQ_MAX) << LEN_BITS | (p & ((1 << LEN_BITS) - 1));
+        dst[..4].copy_from_slice(&p.to_le_bytes());
+        let new = self.handle(out, at);
+        self.index.repoint(hash, h, new);
+        self.item_mut(h).remove_bits(bits::LINKED);
+        let old = self.seg_mut(slot);
+        old.live -= rec;
+        old.items -= 1;
+        let seg = self.seg_mut(out as usize);
+        seg.used += rec;
+        seg.live += rec;
+        seg.items += 1;
+        self.cleaned_bytes += rec as u64;
+    }
+
+    /// Evicts a candidate the plan leaves out, if it is still live (into the victim's shadow queue,
+    /// and the ghost when it keeps what the main queue evicts: without probation).
     fn evict(&mut self, c: &Candidate, victim: usize, clock: Clock) {
-        if !self.item(c.h).has(bits::LINKED) {
-            return;
+        if self.item(c.h).has(bits::LINKED) {
+            self.evict_live(c.h, c.hash, victim, self.probation_share == 0.0, clock);
         }
+    }
+
+    /// Evicts the live item `h` of pool `victim`: counts it, remembers it (the ghost too if `ghost`)
+    /// and unlinks it.
+    pub(super) fn evict_live(
+        &mut self,
+        h: u32,
+        hash: u64,
+        victim: usize,
+        ghost: bool,
+        clock: Clock,
+    ) {
         let (expiry, atime, fetched) = {
-            let it = self.item(c.h);
+            let it = self.item(h);
             (it.expiry(), it.atime(), it.has(bits::FETCHED))
         };
         self.pools[victim]
             .counters
             .count_eviction(expiry, atime, fetched, clock.now);
-        self.remember_evicted(c.h, c.hash);
-        self.unlink(c.h, c.hash);
+        self.remember_evicted(h, hash, ghost);
+        self.unlink(h, hash);
     }
 
     /// Completes the pass under way, if any: the rest of its scan, moves and evictions.
     /// Returns its victim and the segment it emptied (still counted in the victim), or `None` when
     /// there was no pass or it was abandoned under `-M`.
     pub(super) fn finish(&mut self, clock: Clock) -> Option<(usize, u32)> {
-        self.advance(None, clock);
-        let pass = self.pass.take()?;
+        let pass = match self.pass.take()? {
+            Cleaning::Sweep(sweep) => return self.finish_sweep(sweep, clock),
+            Cleaning::Ranked(pass) => {
+                self.advance(pass, None, clock);
+                match self.pass.take()? {
+                    Cleaning::Ranked(pass) => pass,
+                    Cleaning::Sweep(_) => unreachable!("a ranked pass stays ranked"),
+                }
+            }
+        };
         let victim = pass.victim;
         for &slot in &pass.inputs {
             let seg = self.seg_mut(slot as usize);

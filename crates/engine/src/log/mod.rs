@@ -8,6 +8,13 @@
 //! one segment fewer and frees the last: that segment goes to the pool that asked. So memory moves
 //! between pools item by item, in bytes, and no size class exists to calcify.
 //!
+//! **Probation** (`EngineConfig::log_probation`, S3-FIFO's small queue): a pool of at least eight
+//! segments here appends keys it does not know to a second head, whose full segments form a
+//! probationary queue of about that share of its segments. Sweeping it (`sweep`) moves the items read
+//! since they were written to the pool's *tail* (the main-queue segment sweeps write survivors to)
+//! and evicts the rest into the ghost; a key the ghost recalls is appended to the main head. Under the
+//! clock ranking the main queue is swept too, each item kept while it is read between sweeps.
+//!
 //! A record in a segment is a 4-byte prefix (record length in 8-byte units, and a 5-bit access count
 //! for LFU and segmented LRU) followed by an item in exactly the slab layout's format (`crate::item`),
 //! padded to 8 bytes. Handles are `segment slot << off_bits | offset / 8`; they stay valid while the
@@ -17,8 +24,8 @@
 //! - Records tile each segment from 0 to its `used` offset; a record is live iff its item has `LINKED`.
 //! - Exactly the live records are indexed, each once; each segment's `live` bytes and `items` count its
 //!   live records, and each pool's `live_bytes`, `items` and `requested_bytes` sum its segments'.
-//! - A segment is held by exactly one pool (its head, its full queue, or the inputs of the cleaning
-//!   pass under way); the pool table's `held` counts them over all shards, and every held segment was
+//! - A segment is held by exactly one pool (its heads, its queues, its tail, or the inputs of the
+//!   cleaning pass under way); the pool table's `held` counts them over all shards, and every held segment was
 //!   taken from the page budget. The cleaner's spares and the pass's outputs (`clean_segments - 1`
 //!   together) are beside the budget; an output's live records count in the pass's victim.
 //! - Cleaning runs in steps under the shard lock (`clean`): each step scans or moves a bounded number of
@@ -26,7 +33,7 @@
 //!   of two, one segment's worth of work, spread over the appends that fill a head.
 //!
 //! Files: `mod` (layout, index, items), `alloc` (appending and where segments come from), `clean`
-//! (the cleaner and victim choice), `report` (snapshots, walks, restore, reaping and the invariant
+//! (the cleaner, victim choice and ranked passes), `sweep` (sweeps), `ghost` (evicted keys), `report` (snapshots, walks, restore, reaping and the invariant
 //! checker).
 
 use std::collections::VecDeque;
@@ -46,6 +53,7 @@ mod alloc;
 mod clean;
 mod ghost;
 mod report;
+mod sweep;
 
 /// Bytes before the item in a record.
 pub(crate) const PREFIX: usize = 4;
@@ -82,13 +90,22 @@ pub(super) struct Segment {
     born: u32,
     /// An input of the cleaning pass under way: its records are never rewritten in place.
     cleaning: bool,
+    /// Of its pool's probationary queue (its probation head or full probation queue).
+    probation: bool,
 }
 
 /// One tenant pool's part of the log in this shard.
 pub(super) struct PoolLog {
     head: Option<u32>,
-    /// Full segments, oldest first: the cleaner's candidates.
+    /// Full segments of the main queue, oldest first: the cleaner's candidates.
     full: VecDeque<u32>,
+    /// With probation: where new keys are appended, and the probationary queue's full segments,
+    /// oldest first (see the module doc).
+    probation_head: Option<u32>,
+    probation: VecDeque<u32>,
+    /// The main-queue segment that sweeps (`sweep`) move the items they keep to, until it is full
+    /// and joins the back of the main queue.
+    tail: Option<u32>,
     items: usize,
     /// Record bytes of live items.
     live_bytes: u64,
@@ -100,7 +117,17 @@ pub(super) struct PoolLog {
 
 impl PoolLog {
     fn segments(&self) -> usize {
-        self.full.len() + usize::from(self.head.is_some())
+        self.full.len()
+            + self.probation.len()
+            + [self.head, self.probation_head, self.tail]
+                .iter()
+                .filter(|s| s.is_some())
+                .count()
+    }
+
+    /// Segments of the probationary queue, its head included.
+    fn probation_segments(&self) -> usize {
+        self.probation.len() + usize::from(self.probation_head.is_some())
     }
 }
 
@@ -125,9 +152,14 @@ pub(crate) struct LogShard {
     /// (`clean_segments - 1` of them, with the pass's outputs, from the first pass on).
     spares: Vec<u32>,
     /// The cleaning pass under way, if any (`clean`).
-    pass: Option<clean::Pass>,
-    /// Keys evicted lately, when `log_ghost` is on (`ghost`).
+    pass: Option<clean::Cleaning>,
+    /// A sweep is due for this pool's next segment; it starts when that pool's head is nearly full
+    /// (`clean::LogShard::step`).
+    sweep_for: Option<usize>,
+    /// Keys evicted lately, when `log_ghost` or probation is on (`ghost`).
     ghost: Option<Box<ghost::Ghost>>,
+    /// The share of each pool's segments kept for keys on probation (`EngineConfig::log_probation`).
+    probation_share: f64,
     /// Where the reaper resumes: segment slot and offset.
     reap_at: (u32, usize),
     /// Bytes the cleaner copied and passes it ran, since start (not reset by `stats reset`).
@@ -184,6 +216,9 @@ impl LogShard {
                 .map(|_| PoolLog {
                     head: None,
                     full: VecDeque::new(),
+                    probation_head: None,
+                    probation: VecDeque::new(),
+                    tail: None,
                     items: 0,
                     live_bytes: 0,
                     requested_bytes: 0,
@@ -195,7 +230,14 @@ impl LogShard {
             globals,
             spares: Vec::new(),
             pass: None,
-            ghost: config.log_ghost.then(Box::default),
+            ghost: (config.log_ghost || config.log_probation > 0.0).then(Box::default),
+            // Under `-M` nothing is evicted, so nothing can be on probation.
+            probation_share: if evict_when_full {
+                config.log_probation
+            } else {
+                0.0
+            },
+            sweep_for: None,
             reap_at: (0, 0),
             cleaned_bytes: 0,
             clean_passes: 0,
@@ -410,7 +452,7 @@ impl LogShard {
         clock: Clock,
     ) -> Result<(u32, u64), AllocError> {
         let value_len: usize = parts.iter().map(|p| p.len()).sum();
-        let h = self.place(key, hash, client_flags, value_len, clock)?;
+        let h = self.place(key, hash, client_flags, value_len, false, clock)?;
         self.item_mut(h)
             .init(key, client_flags, expiry, clock.now, parts);
         let cas = self.globals.next_cas();
@@ -421,13 +463,17 @@ impl LogShard {
     }
 
     /// Where a new item of `key` goes, with any old item of the key already unlinked: the old record
-    /// (in place) if it is of the same pool and large enough, else a fresh record appended.
+    /// (in place) if it is of the same pool and large enough, else a fresh record appended. With
+    /// probation, a fresh record of a key the shard does not know goes to the probationary queue; one
+    /// that replaces a live item goes to that item's queue, and one the ghost recalls, or that is
+    /// `known` (restored), to the main queue.
     fn place(
         &mut self,
         key: Key<'_>,
         hash: u64,
         client_flags: u32,
         value_len: usize,
+        known: bool,
         clock: Clock,
     ) -> Result<u32, AllocError> {
         if !self
@@ -452,13 +498,19 @@ impl LogShard {
                 return Ok(old);
             }
         }
+        // Back soon after its eviction: it has been used before, unlike a key written for the first time.
+        let recalled = old.is_none() && self.ghost.as_mut().is_some_and(|g| g.recall(hash));
+        let probation = match old {
+            Some(old) => self.seg(self.split(old).0).probation,
+            None => !recalled && !known && self.on_probation(pool),
+        };
         // Appending may run the cleaner, which may evict or move the old item: look it up afterwards
         // (only if there was one: cleaning never links an item).
-        let h = self.append(pool, rec, clock)?;
+        let h = self.append(pool, rec, probation, clock)?;
         if let Some(old) = old.and_then(|_| self.index_find(key, hash)) {
             self.unlink(old, hash);
-        } else if old.is_none() && self.ghost.as_mut().is_some_and(|g| g.recall(hash)) {
-            // Back soon after its eviction: it has been used before, unlike a key written for the first time.
+        } else if recalled && self.probation_share == 0.0 {
+            // Without probation the ghost's head start is an access counted.
             self.set_prefix(h, make_prefix(rec, GHOST_FREQ));
         }
         Ok(h)
@@ -474,9 +526,10 @@ impl LogShard {
         Part::new(self.globals.pools.pool_of(tenant), LOG_CLASS)
     }
 
-    fn remember_evicted(&mut self, h: u32, hash: u64) {
+    /// An item about to be evicted goes into the shadow queue, and the ghost if `ghost`.
+    fn remember_evicted(&mut self, h: u32, hash: u64, ghost: bool) {
         let live_items = self.index.len();
-        if let Some(g) = self.ghost.as_mut() {
+        if let Some(g) = self.ghost.as_mut().filter(|_| ghost) {
             g.remember(hash, live_items);
         }
         let pool = self.pool_of_handle(h);

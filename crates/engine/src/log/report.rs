@@ -70,7 +70,13 @@ impl LogShard {
         let pass = self.pass.as_ref().filter(|p| p.victim() == pool);
         let (inputs, outputs) = pass.map_or((&[][..], &[][..]), |p| p.segments());
         let pl = &self.pools[pool];
-        (inputs.iter().chain(outputs).chain(&pl.full).chain(&pl.head)).copied()
+        (inputs.iter().chain(outputs))
+            .chain(&pl.probation)
+            .chain(&pl.full)
+            .chain(&pl.tail)
+            .chain(&pl.head)
+            .chain(&pl.probation_head)
+            .copied()
     }
 
     /// The records of segment `slot`: handle and record bytes, front to back.
@@ -164,7 +170,7 @@ impl LogShard {
         }
         while given < max_pages && self.globals.budget.over_limit() {
             let Some(victim) = (0..self.pools.len())
-                .filter(|&p| !self.pools[p].full.is_empty())
+                .filter(|&p| self.cleanable(p))
                 .max_by_key(|&p| self.segments_of(p))
             else {
                 break;
@@ -221,7 +227,14 @@ impl LogShard {
         hash: u64,
         clock: Clock,
     ) -> Result<(), AllocError> {
-        let h = self.place(item.key, hash, item.client_flags, item.value.len(), clock)?;
+        let h = self.place(
+            item.key,
+            hash,
+            item.client_flags,
+            item.value.len(),
+            true,
+            clock,
+        )?;
         item.write_to(self.item_mut(h));
         self.link_written(hash, h, item.cas);
         Ok(())

@@ -1,0 +1,294 @@
+//! Sweeps: the cleaning of the clock ranking and of the probationary queue (S3-FIFO, Yang et al.,
+//! SOSP'23, "FIFO queues are all you need for cache eviction", in a log).
+//!
+//! A sweep takes a pool's oldest full segments one at a time and decides each live record by its own
+//! access count as it reaches it, with no ranking among records: a record read since it was written
+//! (on probation) or since the last sweep passed it (in the main queue) is moved to the pool's *tail*
+//! segment, at the back of the main queue, its count one lower (leaving probation, zero): the clock's
+//! second chance, and S3-FIFO's promotion to its main queue. Every other record is evicted at once,
+//! into the ghost when it leaves probation, so that a key written again soon after enters the main
+//! queue directly. Expired and flushed records are reclaimed as in a ranked pass.
+//!
+//! **Where survivors go.** In order: the room left in the pool's tail, the cleaner's spare (one
+//! segment beside the page budget, shared with ranked passes), then the inputs this sweep has emptied,
+//! oldest first. An input holds at most one segment of survivors, so by the time the spare is full the
+//! first input is empty, and so on: the spare is the only memory a sweep needs beyond its pool's.
+//!
+//! **When it ends.** After each input, if the inputs it emptied and did not write to outnumber the
+//! spare it wrote to: one of them repays the spare, one is the segment the sweep frees, and any more
+//! go back to the budget. Otherwise it takes another input (the next the pool's queues offer: the
+//! probationary queue's, or the main queue's when it ranks by the clock), up to `MAX_INPUTS`. The last
+//! input it may take (none after it, or the cap) is *final*: its survivors are moved only into the
+//! room of the target being written, the rest evicted, so that it is emptied and not written to, and
+//! the spare can always be repaid. A sweep over segments whose items were all read frees nothing
+//! (every count then one lower) and the cleaner runs another.
+//!
+//! **Pace.** A sweep starts when the head of the pool that needs the segment has a `SWEEP_START`-th
+//! of a segment of room left, and does `SWEEP_PACE` bytes of scanning and moving per byte appended,
+//! so that it is usually done before the head is full and its evictions happen in the last stretch
+//! before the memory is needed (an early eviction is a miss the cache had room to avoid). Whatever is
+//! left when the segment is needed is done then (`finish`).
+//!
+//! Invariants: the sweep's segments are listed once each: the tail it began with and its inputs
+//! (`counted`: all counted in the victim, all marked `cleaning`), and the spare once written to
+//! (`beside`: outside the budget); `empty` and `targets` are disjoint subsets of them; the input being
+//! swept is never a target; a sweep never runs under `-M` (it evicts as it goes).
+
+use std::collections::VecDeque;
+
+use super::clean::Cleaning;
+use super::{prefix_freq, prefix_len, read_prefix, LogShard};
+use crate::config::Ranking;
+use crate::item::bits;
+use crate::shard::hash_key;
+use crate::Clock;
+
+/// Reads the clock counts (S3-FIFO's two-bit counter): a record read more often survives this many
+/// sweeps without another read.
+pub(super) const CLOCK_MAX: u32 = 3;
+
+/// A sweep starts when its asker's head has a this-many-th of a segment left.
+pub(super) const SWEEP_START: usize = 4;
+
+/// Bytes of scanning and moving a sweep does per byte appended.
+const SWEEP_PACE: usize = 16;
+
+/// Most inputs one sweep takes.
+const MAX_INPUTS: usize = 8;
+
+/// A sweep under way (see the module doc).
+pub(super) struct Sweep {
+    victim: usize,
+    /// The victim's segments it holds: the tail it began with (if any), then its inputs in order.
+    counted: Vec<u32>,
+    /// Index in `counted` of the input being swept, and the offset of its next record.
+    at: usize,
+    off: usize,
+    /// The spare, once written to.
+    beside: Vec<u32>,
+    /// Segments written to, in order; the last is being written.
+    targets: Vec<u32>,
+    /// Inputs emptied and not (yet) written to, oldest first.
+    empty: VecDeque<u32>,
+    /// Inputs taken, and whether the last of them is final (see the module doc).
+    inputs: usize,
+    last_is_final: bool,
+    done: bool,
+}
+
+impl Sweep {
+    pub(super) fn victim(&self) -> usize {
+        self.victim
+    }
+
+    /// Its segments counted in the victim (`counted`), and the spare it wrote to (`beside`).
+    pub(super) fn segments(&self) -> (&[u32], &[u32]) {
+        (&self.counted, &self.beside)
+    }
+
+    fn sweeping_final(&self) -> bool {
+        self.last_is_final && self.at + 1 == self.counted.len()
+    }
+}
+
+impl LogShard {
+    /// Starts a sweep over `victim`: false when it has no input for one.
+    pub(super) fn begin_sweep(&mut self, victim: usize) -> bool {
+        let tail = self.pools[victim].tail.take();
+        let counted: Vec<u32> = tail.into_iter().collect();
+        let mut sweep = Sweep {
+            victim,
+            at: counted.len(),
+            off: 0,
+            targets: counted.clone(),
+            counted,
+            beside: Vec::new(),
+            empty: VecDeque::new(),
+            inputs: 0,
+            last_is_final: false,
+            done: false,
+        };
+        if !self.take_input(&mut sweep) {
+            self.pools[victim].tail = tail;
+            return false;
+        }
+        if let Some(t) = tail {
+            self.seg_mut(t as usize).cleaning = true;
+        }
+        if self.spares.is_empty() {
+            let slot = self.install_slot(self.new_seg(victim));
+            self.spares.push(slot);
+        }
+        self.pass = Some(Cleaning::Sweep(sweep));
+        true
+    }
+
+    /// Whether a sweep over `pool` may take the front segment of its probationary queue (first) or
+    /// of its main queue (second). The main queue only under the clock: a ranked pool's main queue
+    /// is cleaned by ranked passes.
+    fn sweepable(&self, pool: usize) -> (bool, bool) {
+        let p = &self.pools[pool];
+        (
+            !p.probation.is_empty(),
+            !p.full.is_empty() && p.ranking == Ranking::Clock,
+        )
+    }
+
+    /// Takes the sweep's next input: from the queue `queue_to_clean` names if the sweep may take it,
+    /// else the other. False when there is none or the sweep has its `MAX_INPUTS`.
+    fn take_input(&mut self, sweep: &mut Sweep) -> bool {
+        let victim = sweep.victim;
+        let (may_probation, may_main) = self.sweepable(victim);
+        if sweep.inputs == MAX_INPUTS || !(may_probation || may_main) {
+            return false;
+        }
+        let preferred = self.queue_to_clean(victim).0;
+        let probation = if preferred { may_probation } else { !may_main };
+        let p = &mut self.pools[victim];
+        let slot = if probation {
+            p.probation.pop_front()
+        } else {
+            p.full.pop_front()
+        }
+        .expect("a queue the sweep may take from is not empty");
+        self.seg_mut(slot as usize).cleaning = true;
+        sweep.counted.push(slot);
+        sweep.inputs += 1;
+        // Queues only grow between steps (heads join them), so an input available now still is when
+        // this one is done: the final input is known when it is taken.
+        let (more_probation, more_main) = self.sweepable(victim);
+        sweep.last_is_final = sweep.inputs == MAX_INPUTS || !(more_probation || more_main);
+        true
+    }
+
+    /// Sweeps the records owed for `appended` bytes (`None`: all that is left), then puts the sweep
+    /// back as the cleaning under way.
+    pub(super) fn advance_sweep(
+        &mut self,
+        mut sweep: Sweep,
+        appended: Option<usize>,
+        clock: Clock,
+    ) {
+        let mut budget = appended.map_or(usize::MAX, |a| a.saturating_mul(SWEEP_PACE));
+        while !sweep.done && budget > 0 {
+            let slot = sweep.counted[sweep.at];
+            let used = self.seg(slot as usize).used;
+            while sweep.off < used && budget > 0 {
+                let rec = self.sweep_record(&mut sweep, slot, clock);
+                sweep.off += rec;
+                budget = budget.saturating_sub(rec);
+            }
+            if sweep.off < used {
+                break;
+            }
+            debug_assert_eq!(self.seg(slot as usize).items, 0, "a swept input is empty");
+            sweep.empty.push_back(slot);
+            sweep.at += 1;
+            sweep.off = 0;
+            let freed = sweep.empty.len() > sweep.beside.len();
+            if freed || sweep.last_is_final || !self.take_input(&mut sweep) {
+                sweep.done = true;
+            }
+        }
+        self.pass = Some(Cleaning::Sweep(sweep));
+    }
+
+    /// Decides the record at the sweep's offset in input `slot`: reclaims it if dead, moves it if it
+    /// was read and has a target, else evicts it. Returns its length.
+    fn sweep_record(&mut self, sweep: &mut Sweep, slot: u32, clock: Clock) -> usize {
+        let off = sweep.off;
+        let p = read_prefix(&self.seg(slot as usize).mem, off);
+        let rec = prefix_len(p);
+        let h = self.handle(slot, off);
+        let it = self.item(h);
+        if !it.has(bits::LINKED) {
+            return rec;
+        }
+        let hash = hash_key(it.tenant_key());
+        if self.is_dead(h, clock) {
+            let fetched = it.has(bits::FETCHED);
+            self.pools[sweep.victim].counters.count_reclaim(fetched);
+            self.unlink(h, hash);
+            return rec;
+        }
+        let probation = self.seg(slot as usize).probation;
+        if prefix_freq(p) > 0 {
+            if let Some(target) = self.sweep_target(sweep, rec) {
+                let aged = |f: u32| if probation { 0 } else { f.min(CLOCK_MAX) - 1 };
+                self.relocate(h, hash, rec, target, aged);
+                return rec;
+            }
+        }
+        let ghost = probation || self.probation_share == 0.0;
+        self.evict_live(h, hash, sweep.victim, ghost, clock);
+        rec
+    }
+
+    /// The segment a survivor of `rec` bytes is moved to: the one being written if it has room, else
+    /// the next (the spare, then emptied inputs), none while sweeping the final input.
+    fn sweep_target(&mut self, sweep: &mut Sweep, rec: usize) -> Option<u32> {
+        if let Some(&t) = sweep.targets.last() {
+            if self.seg(t as usize).used + rec <= self.seg_bytes {
+                return Some(t);
+            }
+        }
+        if sweep.sweeping_final() {
+            return None;
+        }
+        let next = if sweep.beside.is_empty() {
+            let spare = self.spares.pop()?;
+            sweep.beside.push(spare);
+            spare
+        } else {
+            sweep.empty.pop_front()?
+        };
+        let seg = self.seg_mut(next as usize);
+        debug_assert_eq!(seg.items, 0, "a target starts empty");
+        seg.used = 0;
+        seg.live = 0;
+        seg.pool = sweep.victim;
+        seg.probation = false;
+        sweep.targets.push(next);
+        Some(next)
+    }
+
+    /// Completes the sweep: the rest of its inputs; its targets join the victim's main queue (the
+    /// last as its tail), an emptied input repays the spare, one is returned (still counted in the
+    /// victim), and any more go back to the budget. `None` for the segment when it freed none.
+    pub(super) fn finish_sweep(&mut self, sweep: Sweep, clock: Clock) -> Option<(usize, u32)> {
+        self.advance_sweep(sweep, None, clock);
+        let Some(Cleaning::Sweep(sweep)) = self.pass.take() else {
+            unreachable!("advance_sweep puts the sweep back");
+        };
+        let victim = sweep.victim;
+        for &slot in &sweep.counted {
+            self.seg_mut(slot as usize).cleaning = false;
+        }
+        for &slot in &sweep.targets {
+            let seg = self.seg_mut(slot as usize);
+            seg.born = clock.now;
+            seg.probation = false;
+        }
+        if let Some((&last, rest)) = sweep.targets.split_last() {
+            let p = &mut self.pools[victim];
+            p.full.extend(rest);
+            p.tail = Some(last);
+        }
+        let mut emptied: Vec<u32> = sweep.empty.into_iter().collect();
+        for &slot in &emptied {
+            let seg = self.seg_mut(slot as usize);
+            (seg.used, seg.live, seg.probation) = (0, 0, false);
+        }
+        if !sweep.beside.is_empty() {
+            // The spare is the victim's now; an emptied input takes its place beside the budget.
+            let input = emptied.remove(0);
+            self.spares.push(input);
+        }
+        let freed = emptied.pop();
+        for slot in emptied {
+            self.release(slot, victim);
+        }
+        self.clean_passes += 1;
+        freed.map(|slot| (victim, slot))
+    }
+}
