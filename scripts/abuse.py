@@ -44,7 +44,7 @@ class Server:
         self.kind = kind
         port = free_port()
         cmd = [binary, "-U", "0", "-l", "127.0.0.1", "-p", str(port)] + args
-        if kind == "memcached" and os.geteuid() == 0:
+        if os.geteuid() == 0:  # both refuse to run as root without -u
             cmd += ["-u", "root"]
         if kind == "mrcached":
             cmd += os.environ.get("MRCACHED_EXTRA_ARGS", "").split()

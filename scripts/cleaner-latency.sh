@@ -60,7 +60,7 @@ trap stop_servers EXIT
 declare -A port
 for layout in slab log; do
     port[$layout]=$(free_port)
-    "${server_cpu[@]}" "$mrcached" -l 127.0.0.1 -p "${port[$layout]}" -m "$memory" -t "$threads" \
+    "${server_cpu[@]}" "$mrcached" "${user_flag[@]}" -l 127.0.0.1 -p "${port[$layout]}" -m "$memory" -t "$threads" \
         -o "memory_layout=$layout" > /dev/null &
     pids+=($!)
 done

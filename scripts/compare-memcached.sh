@@ -81,7 +81,7 @@ mport=$(free_port)
 mpid=$!
 pids+=("$mpid")
 rport=$(free_port)
-"${server_cpu[@]}" "$mrcached" -l 127.0.0.1 -p "$rport" -m "$memory" -t "$threads" &
+"${server_cpu[@]}" "$mrcached" "${user_flag[@]}" -l 127.0.0.1 -p "$rport" -m "$memory" -t "$threads" &
 rpid=$!
 pids+=("$rpid")
 wait_port "$mport"
@@ -89,7 +89,7 @@ wait_port "$rport"
 if [ -n "$variant" ]; then
     vport=$(free_port)
     # shellcheck disable=SC2086 # the variant's flags are meant to split
-    "${server_cpu[@]}" "$mrcached" -l 127.0.0.1 -p "$vport" -m "$memory" -t "$threads" $variant &
+    "${server_cpu[@]}" "$mrcached" "${user_flag[@]}" -l 127.0.0.1 -p "$vport" -m "$memory" -t "$threads" $variant &
     vpid=$!
     pids+=("$vpid")
     wait_port "$vport"

@@ -55,7 +55,7 @@ measure() {
         shift
         "${server_cpu[@]}" "$bin" "${common[@]}" "$@" > /dev/null 2>&1 &
     else
-        "${server_cpu[@]}" target/release/mrcached "${common[@]}" "$@" > /dev/null 2>&1 &
+        "${server_cpu[@]}" target/release/mrcached "${user_flag[@]}" "${common[@]}" "$@" > /dev/null 2>&1 &
     fi
     pid=$!
     wait_port "$port"

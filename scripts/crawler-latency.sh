@@ -120,7 +120,7 @@ for server in $servers; do
     case "$server" in
         memcached) "${server_cpu[@]}" /usr/bin/memcached "${user_flag[@]}" -U 0 -l 127.0.0.1 \
             -p "${port[$server]}" -m "$memory" -t "$threads" > /dev/null 2>&1 & ;;
-        *) "${server_cpu[@]}" "$mrcached" -U 0 -l 127.0.0.1 -p "${port[$server]}" -m "$memory" \
+        *) "${server_cpu[@]}" "$mrcached" "${user_flag[@]}" -U 0 -l 127.0.0.1 -p "${port[$server]}" -m "$memory" \
             -t "$threads" -o "memory_layout=$server" > /dev/null 2>&1 & ;;
     esac
     pids+=($!)

@@ -20,6 +20,8 @@ cargo build --release -q -p mrcache-cli
 mrcache=target/release/mrcache
 # shellcheck source=scripts/lib/ports.sh
 . scripts/lib/ports.sh
+user_flag=()
+[ "$(id -u)" -eq 0 ] && user_flag=(-u root)
 L=(--threads 1 --connections 16 --keys 100000 --key-size 32 --value-size 200 --get-ratio 0.9)
 client=(taskset -c 1 chrt -f 60)
 trap stop_servers EXIT
@@ -29,7 +31,7 @@ start() { # start OPT: sets $port
     local extra=""
     [ "$1" = on ] && extra=",get_first"
     port=$(free_port)
-    taskset -c 0 "$mrcached" -U 0 -l 127.0.0.1 -p "$port" -m 64 -t 1 -o "worker_cpus=0,sched=fifo:50$extra" &
+    taskset -c 0 "$mrcached" "${user_flag[@]}" -U 0 -l 127.0.0.1 -p "$port" -m 64 -t 1 -o "worker_cpus=0,sched=fifo:50$extra" &
     pids+=($!)
     wait_port "$port"
     "${client[@]}" "$mrcache" bench -s "127.0.0.1:$port" "${L[@]}" --preload --rate 1000 --warmup 0s \

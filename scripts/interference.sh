@@ -106,7 +106,7 @@ start_mrcached() { # start_mrcached PREFIX... -- FLAGS...: sets $port
     while [ "$1" != -- ]; do prefix+=("$1"); shift; done
     shift
     port=$(free_port)
-    "${prefix[@]}" "$mrcached" -U 0 -l 127.0.0.1 -p "$port" -m 64 -t 1 "$@" &
+    "${prefix[@]}" "$mrcached" "${user_flag[@]}" -U 0 -l 127.0.0.1 -p "$port" -m 64 -t 1 "$@" &
     pids+=($!)
     wait_port "$port"
 }

@@ -35,7 +35,7 @@ names=(epoll uring)
 declare -A port pid
 for name in "${names[@]}"; do
     port[$name]=$(free_port)
-    "${server_cpu[@]}" target/release/mrcached -l 127.0.0.1 -p "${port[$name]}" -m 64 -t 1 -o "io=$name" &
+    "${server_cpu[@]}" target/release/mrcached "${user_flag[@]}" -l 127.0.0.1 -p "${port[$name]}" -m 64 -t 1 -o "io=$name" &
     pid[$name]=$!
     pids+=("${pid[$name]}")
     wait_port "${port[$name]}"

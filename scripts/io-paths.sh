@@ -62,7 +62,7 @@ for name in "${names[@]}"; do
     case $name in
         memcached) "${server_cpu[@]}" memcached "${user_flag[@]}" -U 0 -l 127.0.0.1 -p "${port[$name]}" -m 64 -t 1 & ;;
         uring-base) "${server_cpu[@]}" "$baseline" -l 127.0.0.1 -p "${port[$name]}" -m 64 -t 1 -o io=uring & ;;
-        *) "${server_cpu[@]}" "$mrcached" -l 127.0.0.1 -p "${port[$name]}" -m 64 -t 1 -o "io=$name" & ;;
+        *) "${server_cpu[@]}" "$mrcached" "${user_flag[@]}" -l 127.0.0.1 -p "${port[$name]}" -m 64 -t 1 -o "io=$name" & ;;
     esac
     pid[$name]=$!
     pids+=("${pid[$name]}")

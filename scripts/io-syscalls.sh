@@ -20,7 +20,7 @@ cargo build --release -q -p mrcache-server -p mrcache-cli
 bench_placement
 out=$(mktemp)
 port=$(free_port)
-"${server_cpu[@]}" target/release/mrcached -l 127.0.0.1 -p "$port" -m 64 -t 1 -o "io=$io" &
+"${server_cpu[@]}" target/release/mrcached "${user_flag[@]}" -l 127.0.0.1 -p "$port" -m 64 -t 1 -o "io=$io" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -f "$out"' EXIT
 wait_port "$port"

@@ -45,7 +45,7 @@ mport=$(free_port)
 "${server_cpu[@]}" memcached "${user_flag[@]}" -U 0 -l 127.0.0.1 -p "$mport" -m "$memory" -t "$threads" &
 pids+=($!)
 rport=$(free_port)
-"${server_cpu[@]}" target/release/mrcached -l 127.0.0.1 -p "$rport" -m "$memory" -t "$threads" &
+"${server_cpu[@]}" target/release/mrcached "${user_flag[@]}" -l 127.0.0.1 -p "$rport" -m "$memory" -t "$threads" &
 pids+=($!)
 wait_port "$mport"
 wait_port "$rport"

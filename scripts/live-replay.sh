@@ -77,9 +77,9 @@ run_live() {
         port=$(free_port)
         case "$s" in
             memcached) cmd=(memcached "${user_flag[@]}" -U 0 -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS") ;;
-            mrcached) cmd=("$MRCACHED" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS") ;;
-            mrcached:*) cmd=("$MRCACHED" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS" --slab-policy "${s#mrcached:}") ;;
-            mrcached-log) cmd=("$MRCACHED" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS" -o memory_layout=log) ;;
+            mrcached) cmd=("$MRCACHED" "${user_flag[@]}" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS") ;;
+            mrcached:*) cmd=("$MRCACHED" "${user_flag[@]}" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS" --slab-policy "${s#mrcached:}") ;;
+            mrcached-log) cmd=("$MRCACHED" "${user_flag[@]}" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS" -o memory_layout=log) ;;
             *) echo "unknown server $s (memcached, mrcached, mrcached:POLICY or mrcached-log)" >&2; return 1 ;;
         esac
         "${cmd[@]}" > "$base.server.log" 2>&1 &

@@ -66,7 +66,7 @@ run_mrcached() {
     local name=$1 log port
     shift
     log=$(mktemp)
-    "$mrcached" -l 127.0.0.1 -p 0 -m "$memory" -t "$threads" "$@" >"$log" 2>&1 &
+    "$mrcached" "${user_flag[@]}" -l 127.0.0.1 -p 0 -m "$memory" -t "$threads" "$@" >"$log" 2>&1 &
     pid=$!
     for _ in $(seq 1 200); do
         port=$(sed -n 's/.*listening on [^ ]*:\([0-9]*\).*/\1/p' "$log" | head -1)

@@ -10,4 +10,8 @@ ensure_rust
 if [ $# -eq 0 ]; then
     set -- -l 127.0.0.1 -p 11211
 fi
+# As root, mrcached (like memcached) needs -u; this script keeps root unless -u is given.
+if [ "$(id -u)" -eq 0 ] && ! printf '%s\n' "$@" | grep -qE '^(-u|--user)'; then
+    set -- -u root "$@"
+fi
 exec cargo run --release --quiet --bin mrcached -- "$@"

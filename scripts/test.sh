@@ -2,7 +2,8 @@
 # The whole mrcache test suite, in the order a reviewer would check it:
 #   1. reference tools (apt-get, only what is missing): memcached,
 #      libmemcached-tools, python3-pymemcache, python3-pylibmc, python3-pytest, chromium (the
-#      dashboard's browser test), prometheus (promtool checks /metrics)
+#      dashboard's browser test), prometheus (promtool checks /metrics), dpkg-dev and systemd (the
+#      Debian package's test: dpkg-shlibdeps, systemd-analyze verify)
 #   2. cargo fmt --check
 #   3. cargo clippy --workspace --all-targets -- -D warnings
 #   4. cargo build --release --workspace
@@ -73,6 +74,9 @@ ensure_reference_tools() {
     command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
     # tests/python/test_cluster.py runs three servers behind twemproxy.
     command -v nutcracker >/dev/null || [ -x /usr/sbin/nutcracker ] || missing+=(nutcracker)
+    # tests/package_deb.rs builds the Debian package (dpkg-shlibdeps) and verifies its systemd unit.
+    command -v dpkg-shlibdeps >/dev/null || missing+=(dpkg-dev)
+    command -v systemd-analyze >/dev/null || missing+=(systemd)
     [ ${#missing[@]} -eq 0 ] && { echo "all present"; return 0; }
     echo "installing: ${missing[*]}"
     local sudo=()

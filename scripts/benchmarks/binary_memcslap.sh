@@ -19,7 +19,7 @@ run() { # name port mode
     done
 }
 pm=$(free_port); memcached -u root -U 0 -l 127.0.0.1 -p "$pm" -t 4 -m 256 & mpid=$!
-pr=$(free_port); "$MRCACHED" -U 0 -l 127.0.0.1 -p "$pr" -t 4 -m 256 >/dev/null & rpid=$!
+pr=$(free_port); "$MRCACHED" -u root -U 0 -l 127.0.0.1 -p "$pr" -t 4 -m 256 >/dev/null & rpid=$!
 trap 'kill $mpid $rpid 2>/dev/null || true' EXIT
 wait_port "$pm"; wait_port "$pr"
 for mode in binary text; do

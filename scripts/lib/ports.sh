@@ -2,8 +2,8 @@
 # and what a server has done (its stats and CPU time).
 
 # Sets server_cpu and client_cpu, command prefixes that put servers on core 0 and the load generator on
-# core 1 where there are two cores (empty otherwise), and user_flag, the `-u root` memcached needs when
-# run as root.
+# core 1 where there are two cores (empty otherwise), and user_flag, the `-u root` memcached and
+# mrcached need when run as root.
 bench_placement() {
     server_cpu=() client_cpu=() user_flag=()
     if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then

@@ -52,7 +52,8 @@ def _drain(pipe):
 
 def _start_mrcached(path, args=()):
     proc = subprocess.Popen(
-        [path, "-U", "0", "-l", "127.0.0.1", "-p", "0", *args,
+        # mrcached, like memcached, refuses to run as root without -u.
+        [path, "-U", "0", "-l", "127.0.0.1", "-p", "0", *(["-u", "root"] if os.geteuid() == 0 else []), *args,
          *os.environ.get("MRCACHED_EXTRA_ARGS", "").split()],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )

@@ -61,6 +61,7 @@ impl Node {
         let mut child = Command::new(binary)
             .args(["-U", "0", "-l", "127.0.0.1", "-p", "0", "-m", &memory])
             .args(["-o", "mrc_sample_rate=1", "--admin-port", "0"])
+            .args(user_args())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -283,4 +284,20 @@ fn an_unreachable_node_is_an_error_that_names_it() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(&addr), "{stderr}");
+}
+
+/// `-u root` when the test runs as root (the effective uid in /proc/self/status is 0): mrcached, like
+/// memcached, refuses root without `-u`.
+fn user_args() -> &'static [&'static str] {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let root = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        == Some("0");
+    if root {
+        &["-u", "root"]
+    } else {
+        &[]
+    }
 }

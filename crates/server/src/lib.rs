@@ -14,6 +14,7 @@
 //! - `isolation` — latency isolation: thread pinning (`-o worker_cpus`) and the workers' policy (`-o sched`)
 //! - `tenants`  — tenant identity (password, prefix, port), the `--config`/`-Y` files, reload
 //! - `daemon`   — `-d` (detaching from the terminal) and `-P` (the pid file)
+//! - `privileges` — `-u`: root must name a user, and becomes it before anything starts
 
 #![warn(missing_docs)]
 
@@ -26,6 +27,7 @@ pub mod isolation;
 pub mod memory;
 pub mod mrc_report;
 pub mod net;
+pub mod privileges;
 pub mod restart;
 pub mod session;
 pub mod settings;

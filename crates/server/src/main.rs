@@ -1,4 +1,4 @@
-//! The `mrcached` binary: parse memcached's flags, daemonize (`-d`, before any thread starts), build the
+//! The `mrcached` binary: parse memcached's flags, become `-u`'s user when started as root, daemonize (`-d`, before any thread starts), build the
 //! engine and the shared context, load a warm restart (`-e`), start the listener, workers and
 //! maintenance thread, write the pid file (`-P`), and run until SIGTERM/SIGINT, SIGUSR1 or `shutdown`;
 //! after a graceful stop (SIGUSR1, `shutdown graceful`) with `-e`, save the cache.
@@ -19,6 +19,7 @@ use mrcache_server::admin::Admin;
 use mrcache_server::context::ServerContext;
 use mrcache_server::daemon::{self, Daemon, Fork, PidFile};
 use mrcache_server::net::{Server, ServerOptions};
+use mrcache_server::privileges;
 use mrcache_server::restart;
 use mrcache_server::session::Session;
 use mrcache_server::settings::{rlimit, Command, Settings, EXIT_USAGE};
@@ -47,6 +48,12 @@ fn main() -> ExitCode {
     if let Err(e) = rlimit::ensure_open_files(settings.max_connections) {
         eprintln!("mrcached: {e}");
         return ExitCode::from(rlimit::EXIT_OSERR);
+    }
+    // Where memcached drops root: after the limit (which may need it), before -d forks, any thread
+    // starts or any socket is bound. Its messages carry no program name.
+    if let Err(e) = privileges::drop_root(settings.user.as_deref()) {
+        eprintln!("{e}");
+        return ExitCode::from(e.exit_status());
     }
     // No thread has started yet: the only moment a fork keeps the whole process.
     let daemon = if settings.daemonize {

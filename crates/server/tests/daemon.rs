@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{free_port, run_with_deadline, stat_value, LineClient, Server, ServerKind};
+use common::{free_port, run_with_deadline, stat_value, user_args, LineClient, Server, ServerKind};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -105,7 +105,9 @@ fn mrcached() -> Command {
     let ServerKind::Mrcached(path) = ServerKind::mrcached() else {
         unreachable!()
     };
-    Command::new(path)
+    let mut command = Command::new(path);
+    command.args(user_args());
+    command
 }
 
 fn listen_args(port: u16) -> [String; 6] {
@@ -239,12 +241,8 @@ fn memcached_daemon_removes_its_pid_file_at_a_clean_stop() {
         .arg("-d")
         .arg("-P")
         .arg(&pid_file)
-        .args(listen_args(port));
-    // memcached refuses to run as root unless told which user to be.
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        command.args(["-u", "root"]);
-    }
+        .args(listen_args(port))
+        .args(user_args());
     let (code, output) = run_with_deadline(&mut command, TIMEOUT);
     assert_eq!(code, Some(0), "{output}");
     wait_until("memcached's pid file", || pid_file.exists());

@@ -38,6 +38,7 @@ impl Drop for Mrcached {
 fn start(args: &[&str]) -> Mrcached {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mrcached"))
         .args(["-U", "0", "-l", "127.0.0.1", "-p", "0", "--admin-port", "0"])
+        .args(user_args())
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -338,4 +339,13 @@ fn the_dashboard_draws_every_curve_in_a_real_browser() {
         find("data-series", s);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `-u root` when the test runs as root: mrcached, like memcached, refuses root without `-u`.
+fn user_args() -> &'static [&'static str] {
+    if mrcache_server::privileges::running_as_root() {
+        &["-u", "root"]
+    } else {
+        &[]
+    }
 }

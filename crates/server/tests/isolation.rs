@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use mrcache_server::isolation::CpuList;
 
 use common::{
-    require_tool, run_with_deadline, stat_value, LineClient as Client, Server, ServerKind,
+    require_tool, run_with_deadline, stat_value, user_args, LineClient as Client, Server,
+    ServerKind,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -95,6 +96,7 @@ fn run_refused(prefix: &[&str], args: &[&str]) -> (Option<i32>, String) {
     }
     command
         .args(["-U", "0", "-l", "127.0.0.1", "-p", "0"])
+        .args(user_args())
         .args(args);
     run_with_deadline(&mut command, TIMEOUT)
 }

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{free_port, run_with_deadline, LineClient, Server, ServerKind};
+use common::{free_port, run_with_deadline, user_args, LineClient, Server, ServerKind};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -87,11 +87,8 @@ fn start_refused(kind: &ServerKind, args: &[&str]) -> (Option<i32>, String) {
     let mut command = Command::new(path);
     command
         .args(["-p", &port, "-l", "127.0.0.1", "-U", "0"])
+        .args(user_args())
         .args(args);
-    // SAFETY: geteuid has no preconditions.
-    if matches!(kind, ServerKind::Memcached(_)) && unsafe { libc::geteuid() } == 0 {
-        command.args(["-u", "root"]);
-    }
     run_with_deadline(&mut command, TIMEOUT)
 }
 

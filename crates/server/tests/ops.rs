@@ -49,6 +49,7 @@ fn wait_for_log(server: &Server, text: &str) {
 fn refused(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_mrcached"))
         .args(["-U", "0", "-l", "127.0.0.1", "-p", "0"])
+        .args(common::user_args())
         .args(args)
         .output()
         .expect("run mrcached");
@@ -341,6 +342,7 @@ fn with_nofile(soft: u64, hard: u64, conns: &str) -> std::process::Child {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mrcached"));
     cmd.args(["-U", "0", "-l", "127.0.0.1", "-p", "0", "-c", conns])
+        .args(common::user_args())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     // SAFETY: setrlimit is async-signal-safe and touches only the child's own limits.

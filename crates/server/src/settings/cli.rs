@@ -24,7 +24,7 @@ use crate::tenants::TenantsConfig;
 fn after_help() -> String {
     format!(
         "{}
-Accepted and ignored: -u (run it under your service manager's user), -k, -L; -r only keeps the
+Accepted and ignored: -k, -L; -r only keeps the
 working directory under -d.
 Binary protocol and SASL: under -B auto (the default) a connection whose first byte is 0x80 speaks
 memcached's binary protocol, any other the text and meta protocols; -B binary and -B ascii allow only
@@ -146,8 +146,8 @@ pub(super) struct Cli {
     /// print license and exit
     #[arg(short = 'i', long = "license")]
     license: bool,
-    /// ignored: mrcached never changes identity; run it as the user you want
-    #[arg(short = 'u', long = "user", hide = true)]
+    /// assume the identity of <user> (only when run as root, which needs it)
+    #[arg(short = 'u', long = "user")]
     user: Option<String>,
     /// ignored, except that under -d the daemon keeps its working directory (memcached's -r raises
     /// the core file limit; mrcached leaves that to the service manager)
@@ -325,6 +325,7 @@ impl Settings {
             config_file: cli.config,
             memory_file: cli.memory_file,
             pid_file: cli.pidfile,
+            user: cli.user,
             daemonize: cli.daemon,
             enable_coredumps: cli.enable_coredumps,
             idle_timeout_secs: 0,

@@ -194,6 +194,9 @@ pub struct Settings {
     pub memory_file: Option<PathBuf>,
     /// `-P`: the pid file, written once the server accepts connections (`crate::daemon`).
     pub pid_file: Option<PathBuf>,
+    /// `-u`: the user a process started as root becomes before anything starts (`crate::privileges`);
+    /// ignored when not started as root.
+    pub user: Option<String>,
     /// `-d`: detach from the terminal before any thread starts (`crate::daemon`).
     pub daemonize: bool,
     /// `-r`: memcached raises the core file limit (mrcached leaves it to the service manager); under

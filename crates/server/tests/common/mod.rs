@@ -151,6 +151,7 @@ impl Server {
     fn start_mrcached(kind: &ServerKind, path: &PathBuf, args: &[&str]) -> Server {
         let mut child = Command::new(path)
             .args(["-U", "0", "-l", "127.0.0.1", "-p", "0"])
+            .args(user_args())
             .args(args)
             .args(extra_mrcached_args())
             .stdin(Stdio::null())
@@ -216,11 +217,8 @@ impl Server {
                 .args(args)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::piped());
-            // memcached refuses to run as root unless told which user to be.
-            if running_as_root() {
-                command.args(["-u", "root"]);
-            }
+                .stderr(Stdio::piped())
+                .args(user_args());
             let mut child = command
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot start {path:?}: {e}"));
@@ -356,6 +354,16 @@ pub fn listens_on(pid: u32, port: u16) -> Option<bool> {
     Some(fds.flatten().any(|fd| {
         std::fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == inode.as_str())
     }))
+}
+
+/// `-u root` when the tests run as root, else nothing: memcached and mrcached both refuse to run as
+/// root without `-u` (memcached's own test harness adds the same two words).
+pub fn user_args() -> &'static [&'static str] {
+    if running_as_root() {
+        &["-u", "root"]
+    } else {
+        &[]
+    }
 }
 
 fn running_as_root() -> bool {
@@ -544,4 +552,81 @@ pub fn txt_files(dir: &std::path::Path) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+/// A process started by [`Announced::start`], killed and reaped on drop.
+pub struct Announced {
+    /// The process (for its pid and exit status).
+    pub child: Child,
+    /// The address from its `listening on ADDR` line.
+    pub addr: SocketAddr,
+}
+
+impl Announced {
+    /// Starts `command` (an `mrcached -p 0`, or a script that execs one) and waits, up to the start-up
+    /// deadline, for its `listening on ADDR` line on stdout; panics with its exit status and output
+    /// otherwise. Stdout is drained afterwards, so the process never blocks on it.
+    pub fn start(command: &mut Command) -> Announced {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+        let stderr_tail = collect_stderr(&mut child);
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (line_tx, line_rx) = mpsc::channel::<String>();
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            while matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+                let _ = line_tx.send(std::mem::take(&mut line));
+            }
+        });
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match line_rx.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(addr) = line.trim_end().strip_prefix("listening on ") {
+                        let addr = addr.parse().expect("an address after `listening on`");
+                        return Announced { child, addr };
+                    }
+                }
+                Err(e) => {
+                    let _ = child.kill();
+                    let status = child.wait();
+                    let tail = stderr_tail
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone();
+                    panic!(
+                        "{command:?} did not announce its address ({e:?}; exit {status:?}); \
+                         stderr:\n{}",
+                        String::from_utf8_lossy(&tail)
+                    );
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Announced {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// nobody's user and group ids, from /etc/passwd.
+pub fn nobody() -> (u32, u32) {
+    let passwd = std::fs::read_to_string("/etc/passwd").expect("/etc/passwd");
+    passwd
+        .lines()
+        .find_map(|l| {
+            let fields: Vec<&str> = l.split(':').collect();
+            (fields.first() == Some(&"nobody"))
+                .then(|| (fields[2].parse().unwrap(), fields[3].parse().unwrap()))
+        })
+        .expect("a nobody user in /etc/passwd")
 }

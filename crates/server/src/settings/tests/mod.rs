@@ -218,6 +218,7 @@ fn refusals_name_the_flag() {
 fn ignored_flags_are_accepted() {
     let s = run(&["-u", "memcache", "-k", "-L", "-U", "0"]).unwrap();
     assert_eq!(s.port, DEFAULT_PORT);
+    assert_eq!(s.user.as_deref(), Some("memcache"));
 }
 
 #[test]
