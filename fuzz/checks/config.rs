@@ -134,7 +134,9 @@ fn write_toml(tenants: &[ConfiguredTenant], policy: Option<&TenantPolicySpec>) -
                 writeln!(out, "rate_burst = {}", limit.burst).unwrap();
             }
         }
-        writeln!(out, "ranking = \"{}\"", t.ranking.name()).unwrap();
+        if let Some(ranking) = t.ranking {
+            writeln!(out, "ranking = \"{}\"", ranking.name()).unwrap();
+        }
     }
     out
 }

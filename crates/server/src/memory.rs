@@ -103,13 +103,16 @@ pub fn arbitrated_tenants(table: &TenantTable) -> Vec<arbitrate::ArbitratedTenan
     specs
 }
 
-/// Gives every tenant with a pool of its own its configured ranking function (the log layout's
-/// cleaner reads it; the slab layout ignores it). Tenants sharing pool 0 rank as the default tenant.
+/// Gives every tenant with a pool of its own the ranking function it configures, or the server's
+/// (`-o log_ranking`) when it configures none (the log layout's cleaner reads it; the slab layout
+/// ignores it). Tenants sharing pool 0 rank as the default tenant.
 fn apply_rankings(ctx: &ServerContext, table: &TenantTable) {
     let pools = ctx.engine.pool_count();
+    let default = ctx.engine.config().log_ranking;
     for (id, t) in table.tenants() {
         if id.index() < pools {
-            ctx.engine.set_pool_ranking(id.index(), t.ranking);
+            ctx.engine
+                .set_pool_ranking(id.index(), t.ranking.unwrap_or(default));
         }
     }
 }

@@ -13,8 +13,9 @@ use super::{LogShard, Segment};
 use crate::shard::AllocError;
 use crate::Clock;
 
-/// Segments a pool must hold in a shard before new keys go on probation (`on_probation`).
-const MIN_PROBATION_SEGMENTS: usize = 8;
+/// Segments a pool must hold in a shard before new keys go on probation (`on_probation`) and its
+/// main queue is swept under the clock.
+pub(super) const MIN_PROBATION_SEGMENTS: usize = 8;
 
 impl LogShard {
     /// Room for a record of `rec` bytes at the end of `pool`'s head segment, or its probation head;

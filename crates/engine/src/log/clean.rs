@@ -64,8 +64,8 @@ struct Candidate {
 /// popular in a past phase, whose count has decayed to nothing, does not keep its place for its size.
 fn rank(ranking: Ranking, c: &Candidate, lifetime: u32, now: u32) -> u64 {
     match ranking {
-        // Ranked only under `-M` (which never sweeps): by count, then as the log.
-        Ranking::Clock => (c.freq.min(super::sweep::CLOCK_MAX) as u64) << 32,
+        // Ranked under `-M` and in pools too small to sweep: by count, then recency.
+        Ranking::Clock => (c.freq.min(super::sweep::CLOCK_MAX) as u64) << 32 | c.atime as u64,
         Ranking::Lru => c.atime as u64,
         Ranking::Lfu => (c.freq as u64) << 32 | c.atime as u64,
         Ranking::Slru => u64::from(c.freq >= 1) << 32 | c.atime as u64,
@@ -220,9 +220,14 @@ impl LogShard {
 
     /// Whether the next pass over `pool` is a sweep: its next input is probationary or it ranks by
     /// the clock (never under `-M`, whose passes must be able to give up).
+    ///
+    /// A clock pool of fewer than `MIN_SWEEP_SEGMENTS` here is cleaned by ranked passes (by count,
+    /// then recency): a sweep's tail is one segment more than such a pool can spare.
     fn sweeps(&self, pool: usize) -> bool {
         self.evict_when_full
-            && (self.queue_to_clean(pool).0 || self.pools[pool].ranking == Ranking::Clock)
+            && (self.queue_to_clean(pool).0
+                || (self.pools[pool].ranking == Ranking::Clock
+                    && self.segments_of(pool) >= super::alloc::MIN_PROBATION_SEGMENTS))
     }
 
     /// A whole cleaning pass over `victim`'s oldest full segments, now; returns the segment it emptied
@@ -463,7 +468,8 @@ impl LogShard {
         // Age the count under LFU and density: popularity that is not renewed fades.
         let aged = |freq: u32| match ranking {
             Ranking::Lfu | Ranking::Density => freq / 2,
-            _ => freq,
+            Ranking::Clock => freq.min(super::sweep::CLOCK_MAX).saturating_sub(1),
+            Ranking::Lru | Ranking::Slru => freq,
         };
         self.relocate(c.h, c.hash, c.rec, out, aged);
     }

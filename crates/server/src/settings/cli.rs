@@ -317,6 +317,8 @@ impl Settings {
             shards: 1,
             item_accounting: DEFAULT_ITEM_ACCOUNTING,
             memory_layout: MemoryLayout::Slab,
+            log_ranking: EngineConfig::default().log_ranking,
+            log_probation: EngineConfig::default().log_probation,
             mrc_sample_rate: mrcache_engine::profiling::DEFAULT_SAMPLE_RATE,
             io: IoMode::Auto,
             admin_port: cli.admin_port,

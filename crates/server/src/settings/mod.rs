@@ -25,7 +25,7 @@ pub mod rlimit;
 use std::path::PathBuf;
 
 use mrcache_engine::config::DEFAULT_PAGE_SIZE_BYTES;
-use mrcache_engine::{EngineConfig, ItemAccounting, MemoryLayout};
+use mrcache_engine::{EngineConfig, ItemAccounting, MemoryLayout, Ranking};
 use mrcache_policy::class::LamaParams;
 use mrcache_policy::{ClassPolicySpec, TenantPolicySpec};
 
@@ -175,6 +175,12 @@ pub struct Settings {
     pub item_accounting: ItemAccounting,
     /// `-o memory_layout=slab|log` (ours): memcached's slab classes (default) or Memshare's log.
     pub memory_layout: MemoryLayout,
+    /// `-o log_ranking=NAME` (ours): how the log's cleaner ranks the items of pools whose tenant sets
+    /// none (`--config` `ranking`).
+    pub log_ranking: Ranking,
+    /// `-o log_probation=SHARE` (ours): the share of each log pool's segments where new keys wait on
+    /// probation (S3-FIFO's small queue), 0 for none.
+    pub log_probation: f64,
     /// `-o mrc_sample_rate=F` (ours): initial sampling rate of the per-class MRC profilers; 0 turns
     /// profiling off.
     pub mrc_sample_rate: f64,
@@ -369,6 +375,8 @@ impl Settings {
             use_cas: self.use_cas,
             item_accounting: self.item_accounting,
             memory_layout: self.memory_layout,
+            log_ranking: self.log_ranking,
+            log_probation: self.log_probation,
             evict_when_full: self.evict_when_full,
             shards: self.shards,
             profile_sample_rate: (self.mrc_sample_rate > 0.0).then_some(self.mrc_sample_rate),

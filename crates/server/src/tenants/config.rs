@@ -18,7 +18,7 @@
 //!                          # beyond it a request gets `SERVER_ERROR tenant rate limit exceeded`
 //! rate_burst = 500         # requests it may send at once after being idle (default: 0.1 s of rate_limit)
 //! ranking = "density"      # -o memory_layout=log: how the cleaner ranks its items: density
-//!                          # (hits per byte, the default), lru, lfu or slru
+//!                          # (hits per byte), lru, lfu, slru or clock; default: -o log_ranking's
 //! ```
 //! The memory fields take effect through the tenant arbiter (`crate::memory`).
 //! Unknown keys are errors that name the key; every error is a [`ConfigError`]. A `-Y` line `user:password` is a tenant with that password
@@ -321,9 +321,9 @@ pub struct ConfiguredTenant {
     pub admin: bool,
     /// Its request-rate limit (`rate_limit`, `rate_burst`), if any (`super::rate_limit`).
     pub rate_limit: Option<RateLimit>,
-    /// Under `-o memory_layout=log`, how the cleaner ranks its items (LRU unless given); the slab
-    /// layout's LRUs ignore it.
-    pub ranking: Ranking,
+    /// Under `-o memory_layout=log`, how the cleaner ranks its items (`None`: as `-o log_ranking`
+    /// says); the slab layout's LRUs ignore it.
+    pub ranking: Option<Ranking>,
 }
 
 impl ConfiguredTenant {
@@ -339,7 +339,7 @@ impl ConfiguredTenant {
             weight: DEFAULT_WEIGHT,
             admin: false,
             rate_limit: None,
-            ranking: Ranking::default(),
+            ranking: None,
         }
     }
 }
@@ -659,11 +659,11 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
                 weight: t.weight.unwrap_or(DEFAULT_WEIGHT),
                 admin: t.admin.unwrap_or(false),
                 ranking: match &t.ranking {
-                    None => Ranking::default(),
-                    Some(r) => Ranking::parse(r).ok_or_else(|| ConfigError::Ranking {
+                    None => None,
+                    Some(r) => Some(Ranking::parse(r).ok_or_else(|| ConfigError::Ranking {
                         tenant: name.clone(),
                         value: r.clone(),
-                    })?,
+                    })?),
                 },
             })
         })

@@ -333,12 +333,12 @@ fn ranking_names_the_log_cleaners_function() {
     let c =
         config("[[tenant]]\nname = \"a\"\nranking = \"lfu\"\n[[tenant]]\nname = \"b\"\n").unwrap();
     let ranking = |name: &str| c.tenants.iter().find(|t| t.name == name).unwrap().ranking;
-    assert_eq!(ranking("a"), Ranking::Lfu);
-    assert_eq!(ranking("b"), Ranking::Density);
+    assert_eq!(ranking("a"), Some(Ranking::Lfu));
+    assert_eq!(ranking("b"), None, "the server's -o log_ranking");
     let e = config("[[tenant]]\nname = \"a\"\nranking = \"mru\"\n").unwrap_err();
     assert!(
         e.to_string().contains(
-            "ranking must be lru, lfu, slru (segmented LRU) or density (hits per byte), not 'mru'"
+            "ranking must be lru, lfu, slru (segmented LRU), density (hits per byte) or clock, not 'mru'"
         ),
         "{e}"
     );

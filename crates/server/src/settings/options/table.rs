@@ -2,7 +2,7 @@
 //! order of those rows (see the parent module for what each field generates and the invariants).
 
 use mrcache_engine::profiling;
-use mrcache_engine::{ItemAccounting, MemoryLayout};
+use mrcache_engine::{ItemAccounting, MemoryLayout, Ranking};
 
 use super::Effect::{Ignored, Records, RowOnly, Sets};
 use super::PrintValue as Print;
@@ -452,6 +452,41 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
             "memory_layout",
             Print::Setting(|s| s.memory_layout.name().into()),
         ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["log_ranking"],
+        value: value("NAME", "a ranking"),
+        help: "mrcached, log layout: how the cleaner ranks the items of tenants that set no \
+               `ranking` in --config: density (default; accesses per byte), lru, lfu, slru \
+               (segmented LRU) or clock (kept while read between sweeps; S3-FIFO's main queue)",
+        effect: Sets(|s, arg| {
+            s.log_ranking = Ranking::parse(arg.value()?)
+                .ok_or(OptionError::Expected(Ranking::EXPECTED))?;
+            Ok(())
+        }),
+        stats: stat("log_ranking", Setting(|s| s.log_ranking.name().into())),
+        print: print("log_ranking", Print::Setting(|s| s.log_ranking.name().into())),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["log_probation"],
+        value: value("SHARE", "0 to 0.9"),
+        help: "mrcached, log layout: the share of each tenant pool's segments where keys written \
+               for the first time wait on probation (S3-FIFO's small queue): only those read \
+               before it is cleaned enter the main queue, the rest are evicted and remembered, so \
+               that one that returns enters the main queue directly. 0 (default) for none; 0.1 is \
+               S3-FIFO's. Pools of fewer than 8 segments per shard take no probation",
+        effect: Sets(|s, arg| {
+            let v: f64 = arg.number()?;
+            if !(0.0..=mrcache_engine::config::MAX_LOG_PROBATION).contains(&v) {
+                return Err(OptionError::Expected("in [0, 0.9]"));
+            }
+            s.log_probation = v;
+            Ok(())
+        }),
+        stats: stat("log_probation", Setting(|s| s.log_probation.to_string())),
+        print: print("log_probation", Print::Setting(|s| s.log_probation.to_string())),
         ..NONE
     },
     row("tenant_policy", Live(L::TenantPolicy)),
