@@ -56,9 +56,10 @@ pub(super) struct Cli {
     /// TCP port to listen on (0: ephemeral; prints `listening on ADDR:PORT`)
     #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT)]
     port: u16,
-    /// UDP port to listen on, on the -l interfaces (0: off; -1: ephemeral)
+    /// UDP port to listen on, on the -l interfaces (0: off; -1: ephemeral); the last -U given counts
     #[arg(short = 'U', long = "udp-port", default_value_t = DEFAULT_UDP_PORT,
-          allow_negative_numbers = true, value_parser = parse_udp_port)]
+          allow_negative_numbers = true, value_parser = parse_udp_port,
+          overrides_with = "udp_port")]
     udp_port: i32,
     /// interfaces to listen on, comma-separated or repeated (default: all IPv4 interfaces)
     #[arg(short = 'l', long = "listen", value_delimiter = ',', action = ArgAction::Append,
