@@ -277,6 +277,32 @@ fn a_request_cut_short_is_dropped_with_its_datagram() {
 }
 
 #[test]
+fn sigterm_stops_a_server_serving_udp() {
+    let mut server = Server::start(&ServerKind::mrcached(), &["-U", "-1"]);
+    let to = udp_addr(&server);
+    let sock = client();
+    assert_eq!(
+        exchange(&sock, to, &frame(1, b"get none\r\n")),
+        vec![frame(1, b"END\r\n")]
+    );
+    // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(server.pid() as i32, libc::SIGTERM) }, 0);
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = server.exit_status() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running {TIMEOUT:?} after SIGTERM: {}",
+            server.stderr_tail()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(0), "{}", server.stderr_tail());
+}
+
+#[test]
 fn udp_is_refused_with_authentication() {
     let dir = std::env::temp_dir().join(format!("mrcached-udp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -328,6 +328,31 @@ fn the_default_mask_is_0700_and_a_stale_socket_file_is_replaced() {
     assert!(text(&mut c, "version\r\n", "\r\n").starts_with("VERSION "));
 }
 
+#[test]
+fn sigterm_stops_the_server_and_leaves_the_socket_file() {
+    let mut server = UnixServer::start(&[]);
+    let mut c = server.connect();
+    assert!(text(&mut c, "version\r\n", "\r\n").starts_with("VERSION "));
+    // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+    assert_eq!(
+        unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) },
+        0
+    );
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "still running after SIGTERM");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(0));
+    let mut buf = [0u8; 8];
+    assert_eq!(c.read(&mut buf).unwrap_or(0), 0, "the connection is closed");
+    // As memcached leaves it; the next start removes it.
+    assert!(std::fs::symlink_metadata(&server.socket).is_ok());
+}
+
 /// Runs mrcached with `-s socket` to its exit; returns its status and stderr.
 fn fails_to_start(socket: &Path) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mrcached"))

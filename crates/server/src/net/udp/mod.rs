@@ -120,6 +120,9 @@ pub struct UdpServer<S> {
     ctx: Arc<ServerContext>,
     stats: Arc<ThreadStats>,
     poll: Poll,
+    /// Kept alive here: if only the listener held it, the listener's exit would close the eventfd and
+    /// drop the wake-up before this thread collects it.
+    _waker: Arc<Waker>,
     ports: Vec<Port<S>>,
     /// The datagram received.
     input: Vec<u8>,
@@ -178,6 +181,7 @@ impl<S: ProtocolSession> UdpServer<S> {
             ctx,
             stats,
             poll,
+            _waker: waker.clone(),
             ports,
             input: vec![0; frame::MAX_REQUEST_BYTES],
             output: Vec::new(),
