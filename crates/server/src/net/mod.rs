@@ -326,9 +326,13 @@ impl Server {
         let (udp_server, udp_infos) = if udp_sockets.is_empty() {
             (None, Vec::new())
         } else {
-            let (server, waker, infos) =
-                udp::UdpServer::new(ctx.clone(), udp_sockets, new_session.clone())?;
-            (Some((server, waker)), infos)
+            match udp::UdpServer::new(ctx.clone(), udp_sockets, new_session.clone()) {
+                Ok((server, waker, infos)) => (Some((server, waker)), infos),
+                Err(e) => {
+                    stop_workers(&ctx, &wakers, workers);
+                    return Err(e);
+                }
+            }
         };
         let listener = Listener::new(
             ctx.clone(),
