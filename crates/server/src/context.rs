@@ -99,6 +99,8 @@ pub struct ServerContext {
     pub conns: ConnCounters,
     /// One per worker thread, indexed by worker id.
     pub thread_stats: Vec<Arc<ThreadStats>>,
+    /// The UDP thread's (`net::udp`); `stats` adds them to the workers'.
+    pub udp_stats: Arc<ThreadStats>,
     /// `verbosity N` sets it; `-v` counts start it.
     pub verbosity: AtomicU32,
     /// memcached's `slab_automove` mode (0, 1 or 2), changed by `slabs automove N`.
@@ -210,6 +212,7 @@ impl ServerContext {
             thread_stats: (0..workers)
                 .map(|_| Arc::new(ThreadStats::default()))
                 .collect(),
+            udp_stats: Arc::new(ThreadStats::default()),
             shutting_down: AtomicBool::new(false),
             graceful: AtomicBool::new(false),
             restart: OnceLock::new(),
@@ -231,6 +234,13 @@ impl ServerContext {
             now: (self.started.elapsed().as_secs() as i64 + CLOCK_START_OFFSET_SECS) as u32,
             process_started_unix: self.process_started_unix,
         }
+    }
+
+    /// Every request-serving thread's counters: the workers' and the UDP thread's.
+    pub fn all_thread_stats(&self) -> impl Iterator<Item = &Arc<ThreadStats>> + Clone {
+        self.thread_stats
+            .iter()
+            .chain(std::iter::once(&self.udp_stats))
     }
 
     /// Seconds since start (`stats uptime`).

@@ -4,8 +4,8 @@
 //! after a graceful stop (SIGUSR1, `shutdown graceful`) with `-e`, save the cache.
 //!
 //! Stdout carries nothing at start-up except, with `-p 0`, the one line `listening on ADDR:PORT` once the
-//! sockets accept connections (tests read it as the readiness signal), and with `--admin-port 0` a second
-//! line `admin listening on ADDR:PORT`. Diagnostics go to stderr. A bad
+//! sockets accept connections (tests read it as the readiness signal), with `-U -1` a line `udp listening
+//! on ADDR:PORT`, and with `--admin-port 0` a line `admin listening on ADDR:PORT`, in that order. Diagnostics go to stderr. A bad
 //! command line exits with status 64 (`EX_USAGE`); a failure to start (address in use) with 1. Under `-d`
 //! the process that was started exits once the daemon is up, with 0, or with the daemon's status when it
 //! failed to start (`mrcache_server::daemon`).
@@ -22,7 +22,7 @@ use mrcache_server::net::{Server, ServerOptions};
 use mrcache_server::privileges;
 use mrcache_server::restart;
 use mrcache_server::session::Session;
-use mrcache_server::settings::{rlimit, Command, Settings, EXIT_USAGE};
+use mrcache_server::settings::{self, rlimit, Command, Settings, EXIT_USAGE};
 
 fn main() -> ExitCode {
     let mut settings = match Settings::parse_from(std::env::args_os()) {
@@ -136,10 +136,23 @@ fn serve(
         for a in server.local_addrs() {
             eprintln!("mrcached: listening on {a}");
         }
+        for a in server.udp_addrs() {
+            eprintln!("mrcached: listening on udp {a}");
+        }
+        if let Some(path) = &ctx.settings.unix_socket {
+            eprintln!("mrcached: listening on unix {}", path.display());
+        }
     }
-    if ctx.settings.port == 0 {
+    if let (0, Some(first)) = (ctx.settings.port, server.local_addrs().first()) {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "listening on {}", server.local_addrs()[0])?;
+        writeln!(out, "listening on {first}")?;
+        out.flush()?;
+    }
+    if let (settings::EPHEMERAL_UDP_PORT, Some(first)) =
+        (ctx.settings.udp_port, server.udp_addrs().first())
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "udp listening on {first}")?;
         out.flush()?;
     }
     let admin = match ctx.settings.admin_port {

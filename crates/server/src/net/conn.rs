@@ -34,10 +34,9 @@
 use std::io::{self, ErrorKind, Read, Write};
 use std::sync::Arc;
 
-use mio::net::TcpStream;
-
 use crate::context::ThreadStats;
 use crate::net::registry::{ConnInfo, ConnState};
+use crate::net::stream::ClientStream;
 use crate::net::ProtocolSession;
 
 /// First read buffer: enough for typical command lines and small values.
@@ -77,12 +76,12 @@ pub struct Turn<'a> {
     pub now_secs: u32,
 }
 
-/// One client connection running protocol session `S` over transport `T` (a mio socket on the epoll
-/// path, `net::uring::UringSocket` on the io_uring path); owned by one worker for its whole life.
+/// One client connection running protocol session `S` over transport `T` (a mio TCP or UNIX socket on
+/// the epoll path, `net::uring::UringSocket` on the io_uring path); owned by one worker for its whole life.
 ///
 /// The transport is any `Read + Write` that follows the readiness contract above: `read`/`write` return
 /// `WouldBlock` when they cannot make progress, and the worker calls [`Conn::on_event`] when they can again.
-pub struct Conn<S, T = TcpStream> {
+pub struct Conn<S, T = ClientStream> {
     stream: T,
     session: S,
     info: Arc<ConnInfo>,

@@ -1,6 +1,13 @@
 //! The listener (acceptor) thread: memcached's dispatcher. It owns the listening sockets, accepts, enforces
 //! `-c`, and hands each connection to a worker round-robin over that worker's channel plus its `Waker`.
 //!
+//! What it listens on, as memcached does: with `-s PATH` only that UNIX stream socket (no TCP, no UDP,
+//! whatever `-p` and `-U` say); otherwise TCP on every `-l` interface (all IPv4 ones without `-l`). A
+//! stale socket file at PATH (one that is a socket) is removed before binding, anything else there is
+//! an error naming `-s`; the socket file gets `-a`'s permissions before the socket listens, so no client
+//! connects under other ones. The file stays at exit, as memcached leaves it. UDP sockets (`-U`) are
+//! bound here too, on the same interfaces as TCP, and served by `net::udp`'s thread, not accepted.
+//!
 //! It also owns shutdown: its poll watches a waker (`ServerContext::request_shutdown`) and, when signals are
 //! handled, a self-pipe that signal-hook writes on SIGTERM/SIGINT and another for SIGUSR1 (a graceful
 //! stop, which saves the cache with `-e`). On any it stops accepting, sets `shutting_down`, wakes every
@@ -22,17 +29,19 @@
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::net::{TcpListener, UnixStream};
+use mio::net::{TcpListener, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::context::ServerContext;
-use crate::net::registry::ListenerInfo;
+use crate::net::registry::{Endpoint, ListenerInfo};
+use crate::net::stream::ClientStream;
 use crate::net::worker::NewConn;
 use crate::settings::Settings;
 use crate::tenants::ServerBounds;
@@ -63,10 +72,30 @@ pub struct WorkerPort {
     pub(crate) waker: Arc<Waker>,
 }
 
-/// Binds every `-l` address (all IPv4 interfaces without `-l`) with `SO_REUSEADDR` and the `-b` backlog.
-/// With `-p 0` the first socket gets an ephemeral port and the others without their own port reuse it.
-pub fn bind_all(settings: &Settings) -> io::Result<Vec<std::net::TcpListener>> {
-    let mut bound = bind_main(settings)?;
+/// The sockets [`bind_all`] bound.
+pub struct Bound {
+    /// Listening sockets, to accept on.
+    pub listeners: Vec<ListenSocket>,
+    /// UDP sockets (`-U`), for `net::udp`.
+    pub udp: Vec<std::net::UdpSocket>,
+}
+
+/// Binds what the settings ask for (see the module notes): the `-s` UNIX socket alone; or every `-l`
+/// address (all IPv4 interfaces without `-l`) with `SO_REUSEADDR` and the `-b` backlog, the tenants'
+/// ports, and the `-U` UDP sockets. With `-p 0` the first TCP socket gets an ephemeral port and the others
+/// without their own port reuse it; `-U -1` does the same for UDP.
+pub fn bind_all(settings: &Settings) -> io::Result<Bound> {
+    if let Some(path) = &settings.unix_socket {
+        let listener = bind_unix(path, settings.unix_mask, settings.listen_backlog)?;
+        return Ok(Bound {
+            listeners: vec![listener],
+            udp: Vec::new(),
+        });
+    }
+    let mut listeners: Vec<ListenSocket> = bind_main(settings)?
+        .into_iter()
+        .map(ListenSocket::tcp)
+        .collect();
     let ports: Vec<u16> = settings
         .tenants
         .tenants
@@ -74,13 +103,166 @@ pub fn bind_all(settings: &Settings) -> io::Result<Vec<std::net::TcpListener>> {
         .filter_map(|t| t.port)
         .collect();
     for port in ports {
-        bound.extend(bind_tenant_port(settings, port)?);
+        listeners.extend(
+            bind_tenant_port(settings, port)?
+                .into_iter()
+                .map(ListenSocket::tcp),
+        );
     }
-    Ok(bound)
+    let udp = crate::net::udp::bind(settings)?;
+    Ok(Bound { listeners, udp })
 }
 
-/// Binds a tenant's port on every interface the main listeners use.
+/// Binds the `-s` socket: removes a stale socket file, binds, gives the file `mask`'s permissions, then
+/// listens. Errors name `-s` and the path.
+fn bind_unix(path: &Path, mask: u32, backlog: i32) -> io::Result<ListenSocket> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let failed = |e: io::Error| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "-s/--unix-socket: failed to listen on UNIX socket {}: {e}",
+                path.display()
+            ),
+        )
+    };
+    // Only a socket is removed: a regular file (or anything else) at the path is not ours to delete,
+    // and binding over it fails with "address in use", as memcached's does.
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if meta.file_type().is_socket() {
+            std::fs::remove_file(path).map_err(failed)?;
+        }
+    }
+    let addr = SockAddr::unix(path).map_err(failed)?;
+    let socket = Socket::new(Domain::UNIX, Type::STREAM, None).map_err(failed)?;
+    socket.bind(&addr).map_err(failed)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mask & 0o777))
+        .map_err(failed)?;
+    socket.listen(backlog).map_err(failed)?;
+    socket.set_nonblocking(true).map_err(failed)?;
+    let listener = std::os::unix::net::UnixListener::from(std::os::fd::OwnedFd::from(socket));
+    Ok(ListenSocket::Unix(
+        UnixListener::from_std(listener),
+        Arc::from(path),
+    ))
+}
+
+/// A listening socket of either stream transport.
+pub enum ListenSocket {
+    /// TCP (`-p`, `-l`, tenant ports).
+    Tcp(TcpListener),
+    /// The `-s` UNIX socket, with its path.
+    Unix(UnixListener, Arc<Path>),
+}
+
+impl ListenSocket {
+    fn tcp(l: std::net::TcpListener) -> ListenSocket {
+        ListenSocket::Tcp(TcpListener::from_std(l))
+    }
+
+    /// The bound address (`stats conns`).
+    pub fn endpoint(&self) -> io::Result<Endpoint> {
+        match self {
+            ListenSocket::Tcp(l) => l.local_addr().map(Endpoint::Tcp),
+            ListenSocket::Unix(_, path) => Ok(Endpoint::Unix(Some(path.clone()))),
+        }
+    }
+
+    /// The bound TCP address, for TCP sockets.
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        match self {
+            ListenSocket::Tcp(l) => l.local_addr().ok(),
+            ListenSocket::Unix(..) => None,
+        }
+    }
+
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        match self {
+            ListenSocket::Tcp(l) => l,
+            ListenSocket::Unix(l, _) => l,
+        }
+    }
+
+    /// Accepts one connection: the stream, the client's address (an error when the client reset the
+    /// connection before it was accepted), and the address it arrived on.
+    fn accept(&self) -> io::Result<(ClientStream, io::Result<Endpoint>, Endpoint)> {
+        match self {
+            ListenSocket::Tcp(l) => {
+                let (stream, peer) = l.accept()?;
+                // A socket whose own address is gone was reset already: treated as a failed peer.
+                Ok(match stream.local_addr() {
+                    Ok(local) => (
+                        ClientStream::Tcp(stream),
+                        Ok(Endpoint::Tcp(peer)),
+                        Endpoint::Tcp(local),
+                    ),
+                    Err(e) => (ClientStream::Tcp(stream), Err(e), Endpoint::Tcp(peer)),
+                })
+            }
+            ListenSocket::Unix(l, path) => {
+                let (stream, _) = l.accept()?;
+                Ok((
+                    ClientStream::Unix(stream),
+                    Ok(Endpoint::Unix(None)),
+                    Endpoint::Unix(Some(path.clone())),
+                ))
+            }
+        }
+    }
+
+    /// Wraps a descriptor an io_uring accept completed with, as this socket's kind of stream.
+    ///
+    /// # Safety
+    /// `fd` must be a newly accepted descriptor that nothing else owns.
+    unsafe fn adopt(&self, fd: RawFd) -> (ClientStream, io::Result<Endpoint>, Endpoint) {
+        match self {
+            ListenSocket::Tcp(_) => {
+                // SAFETY: the caller hands over ownership of `fd`.
+                let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+                let (peer, local) = match (stream.peer_addr(), stream.local_addr()) {
+                    (Ok(peer), Ok(local)) => (Ok(Endpoint::Tcp(peer)), Endpoint::Tcp(local)),
+                    // Reset by the peer before it was accepted.
+                    (Err(e), Ok(a)) | (Ok(a), Err(e)) => (Err(e), Endpoint::Tcp(a)),
+                    (Err(e), Err(_)) => (Err(e), Endpoint::Unix(None)),
+                };
+                (
+                    ClientStream::Tcp(mio::net::TcpStream::from_std(stream)),
+                    peer,
+                    local,
+                )
+            }
+            ListenSocket::Unix(_, path) => {
+                // SAFETY: as above.
+                let stream = unsafe { std::os::unix::net::UnixStream::from_raw_fd(fd) };
+                (
+                    ClientStream::Unix(UnixStream::from_std(stream)),
+                    Ok(Endpoint::Unix(None)),
+                    Endpoint::Unix(Some(path.clone())),
+                )
+            }
+        }
+    }
+}
+
+impl AsRawFd for ListenSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            ListenSocket::Tcp(l) => l.as_raw_fd(),
+            ListenSocket::Unix(l, _) => l.as_raw_fd(),
+        }
+    }
+}
+
+/// Binds a tenant's port on every interface the main listeners use (none with `-s`: the server then
+/// listens on its UNIX socket only).
 pub fn bind_tenant_port(settings: &Settings, port: u16) -> io::Result<Vec<std::net::TcpListener>> {
+    if settings.unix_socket.is_some() {
+        return Err(io::Error::new(
+            ErrorKind::Unsupported,
+            format!("tenant port {port}: with -s the server listens on its UNIX socket only"),
+        ));
+    }
     let mut hosts: Vec<SocketAddr> = Vec::new();
     if settings.listen.is_empty() {
         hosts.push(SocketAddr::from(([0, 0, 0, 0], port)));
@@ -151,13 +333,15 @@ fn bind_one(addr: SocketAddr, backlog: i32) -> io::Result<std::net::TcpListener>
 pub struct Listener {
     ctx: Arc<ServerContext>,
     poll: Poll,
-    listeners: Vec<TcpListener>,
+    listeners: Vec<ListenSocket>,
     signals: Option<UnixStream>,
     /// SIGUSR1's self-pipe: stop gracefully.
     graceful: Option<UnixStream>,
     /// SIGHUP's self-pipe: reload the tenant configuration.
     reload: Option<UnixStream>,
     workers: Vec<WorkerPort>,
+    /// Other threads to wake when the listener stops (the UDP thread).
+    also_wake: Vec<Arc<Waker>>,
     next_worker: usize,
     /// The ports of the main listeners (all bound ports but the start-up tenants'): a reload may give
     /// none of them to a tenant.
@@ -168,26 +352,29 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Takes the bound sockets, registers them, and installs the shutdown waker in the context.
+    /// Takes the bound listening sockets, registers them, and installs the shutdown waker in the
+    /// context; `udp` lists the UDP sockets `net::udp` serves, for `stats conns`.
     pub fn new(
         ctx: Arc<ServerContext>,
-        bound: Vec<std::net::TcpListener>,
+        bound: Vec<ListenSocket>,
+        udp: Vec<ListenerInfo>,
         pipes: SignalPipes,
         workers: Vec<WorkerPort>,
+        also_wake: Vec<Arc<Waker>>,
     ) -> io::Result<Listener> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER_TOKEN)?);
         ctx.set_shutdown_waker(waker);
         let mut listeners = Vec::with_capacity(bound.len());
-        let mut infos = Vec::with_capacity(bound.len());
-        for (i, l) in bound.into_iter().enumerate() {
+        let mut infos = Vec::with_capacity(bound.len() + udp.len());
+        for (i, mut l) in bound.into_iter().enumerate() {
             infos.push(ListenerInfo {
                 fd: l.as_raw_fd(),
-                addr: l.local_addr()?,
+                addr: l.endpoint()?,
+                udp: None,
             });
-            let mut l = TcpListener::from_std(l);
             poll.registry()
-                .register(&mut l, Token(i), Interest::READABLE)?;
+                .register(l.source(), Token(i), Interest::READABLE)?;
             listeners.push(l);
         }
         let tenant_ports: Vec<u16> = ctx
@@ -199,10 +386,11 @@ impl Listener {
             .collect();
         let mut main_ports: Vec<u16> = infos
             .iter()
-            .map(|i| i.addr.port())
+            .filter_map(|i| i.addr.tcp_port())
             .filter(|p| !tenant_ports.contains(p))
             .collect();
         main_ports.dedup();
+        infos.extend(udp);
         let _ = ctx.listeners.set(infos);
         let SignalPipes {
             stop: mut signals,
@@ -230,6 +418,7 @@ impl Listener {
             graceful,
             reload,
             workers,
+            also_wake,
             next_worker: 0,
             main_ports,
             uring_accept: false,
@@ -252,6 +441,9 @@ impl Listener {
         self.ctx.request_shutdown();
         for w in &self.workers {
             let _ = w.waker.wake();
+        }
+        for waker in &self.also_wake {
+            let _ = waker.wake();
         }
         result
     }
@@ -320,7 +512,7 @@ impl Listener {
                 let _ = self
                     .poll
                     .registry()
-                    .deregister(&mut self.listeners[armed.len()]);
+                    .deregister(self.listeners[armed.len()].source());
                 armed.push(false);
             }
             let mut entries = Vec::new();
@@ -396,10 +588,14 @@ impl Listener {
                     }
                 }
                 if res >= 0 {
+                    let Some(listener) = self.listeners.get(i) else {
+                        // SAFETY: a descriptor no listener claims, owned by nothing else: closed here.
+                        drop(unsafe { std::os::fd::OwnedFd::from_raw_fd(res) });
+                        continue;
+                    };
                     // SAFETY: the accept completion hands over a new descriptor that nothing else owns.
-                    let stream = unsafe { std::net::TcpStream::from_raw_fd(res) };
-                    let peer = stream.peer_addr();
-                    self.dispatch(mio::net::TcpStream::from_std(stream), peer);
+                    let (stream, peer, local) = unsafe { listener.adopt(res) };
+                    self.dispatch(stream, peer, local);
                     continue;
                 }
                 if res == -libc::ECANCELED {
@@ -485,7 +681,7 @@ impl Listener {
         let bound: Vec<u16> = self
             .listeners
             .iter()
-            .filter_map(|l| l.local_addr().ok().map(|a| a.port()))
+            .filter_map(|l| l.tcp_addr().map(|a| a.port()))
             .collect();
         let table = self.ctx.tenants.current();
         let new_ports: Vec<u16> = table
@@ -497,12 +693,12 @@ impl Listener {
             match bind_tenant_port(&self.ctx.settings, port) {
                 Ok(sockets) => {
                     for l in sockets {
-                        let mut l = TcpListener::from_std(l);
+                        let mut l = ListenSocket::tcp(l);
                         let token = Token(self.listeners.len());
                         if let Err(e) =
                             self.poll
                                 .registry()
-                                .register(&mut l, token, Interest::READABLE)
+                                .register(l.source(), token, Interest::READABLE)
                         {
                             eprintln!("mrcached: SIGHUP: tenant port {port}: {e}");
                             continue;
@@ -521,7 +717,7 @@ impl Listener {
     fn accept_all(&mut self, i: usize) -> bool {
         loop {
             match self.listeners[i].accept() {
-                Ok((stream, peer)) => self.dispatch(stream, Ok(peer)),
+                Ok((stream, peer, local)) => self.dispatch(stream, peer, local),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -553,7 +749,7 @@ impl Listener {
 
     /// Hands an accepted connection to the next worker. `peer` is an error (ENOTCONN) when the client
     /// reset the connection before it was accepted: it is counted as accepted and closed at once.
-    fn dispatch(&mut self, mut stream: mio::net::TcpStream, peer: io::Result<SocketAddr>) {
+    fn dispatch(&mut self, mut stream: ClientStream, peer: io::Result<Endpoint>, local: Endpoint) {
         let conns = &self.ctx.conns;
         if conns.curr_connections.load(Relaxed) >= self.ctx.settings.max_connections {
             // Best effort: a fresh socket's send buffer takes 33 bytes without blocking.
@@ -564,8 +760,10 @@ impl Listener {
         // Counted as accepted whatever happens next, as memcached counts every accepted descriptor
         // (a client that reset the connection before this point was accepted all the same).
         conns.total_connections.fetch_add(1, Relaxed);
-        let _ = stream.set_nodelay(true);
-        let (Ok(peer), Ok(local)) = (peer, stream.local_addr()) else {
+        if let ClientStream::Tcp(s) = &stream {
+            let _ = s.set_nodelay(true);
+        }
+        let Ok(peer) = peer else {
             // Reset by the peer already: nothing to serve.
             return;
         };

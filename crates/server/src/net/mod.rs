@@ -1,13 +1,16 @@
 //! The network layer: memcached's threading model on mio.
 //!
 //! Threads and ownership (details in `docs/threads-and-locks.md`):
-//! - **listener** (`listener.rs`, one thread): owns the listening sockets; accepts, enforces `-c`, hands each
-//!   connection to a worker round-robin (mpsc channel + `mio::Waker`); owns shutdown (signals, the
-//!   context's waker) and wakes the workers when it stops.
+//! - **listener** (`listener.rs`, one thread): owns the listening sockets (TCP, or the `-s` UNIX socket:
+//!   `stream.rs` is either kind of connection); accepts, enforces `-c`, hands each connection to a worker
+//!   round-robin (mpsc channel + `mio::Waker`); owns shutdown (signals, the context's waker) and wakes
+//!   the workers and the UDP thread when it stops.
 //! - **workers** (`-t` threads): each owns its connections (`conn.rs`: socket, session, buffers) and its
 //!   `ThreadStats`. A connection never moves between workers. Two I/O paths run the same `Conn`
 //!   (`-o io=`, resolved once at start by [`resolve_io`]): epoll (`worker.rs`, a `mio::Poll` per worker)
 //!   and io_uring (`uring/`, a ring per worker, one `io_uring_enter` per event-loop turn).
+//! - **udp** (`udp/`, one thread, only with `-U`): serves every UDP socket on either I/O path, one
+//!   datagram at a time, with a session per socket and counters of its own.
 //! - **maintenance** (`maintenance.rs`, one thread): reaper, page release, tenant arbiter and automove, once
 //!   a second; with `-o idle_timeout`, it also closes idle connections (`idle.rs`).
 //! - **crawler** (`crate::crawler`, one thread): runs `lru_crawler crawl` jobs in bounded batches; idle
@@ -27,6 +30,8 @@ pub mod idle;
 pub mod listener;
 pub mod maintenance;
 pub mod registry;
+pub mod stream;
+pub mod udp;
 pub mod uring;
 pub mod worker;
 
@@ -62,12 +67,27 @@ pub trait ProtocolSession: Send + 'static {
     /// Runs the complete requests at the start of `input`, appending their replies to `out` (see the
     /// contract above).
     fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress;
+
+    /// Makes this the session of a UDP socket (`udp.rs`), before its first datagram.
+    fn serve_datagrams(&mut self) {}
+
+    /// A new datagram begins: nothing of the previous one carries over (see
+    /// [`Session::start_datagram`]).
+    fn start_datagram(&mut self) {}
 }
 
 impl ProtocolSession for Session {
     #[inline]
     fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress {
         Session::process(self, input, out, max_requests)
+    }
+
+    fn serve_datagrams(&mut self) {
+        Session::serve_datagrams(self);
+    }
+
+    fn start_datagram(&mut self) {
+        Session::start_datagram(self);
     }
 }
 
@@ -151,7 +171,9 @@ pub struct Server {
     ctx: Arc<ServerContext>,
     io: IoBackend,
     local_addrs: Vec<SocketAddr>,
+    udp_addrs: Vec<SocketAddr>,
     listener: JoinHandle<io::Result<()>>,
+    udp: Option<JoinHandle<io::Result<()>>>,
     workers: Vec<JoinHandle<io::Result<()>>>,
     maintenance: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
     crawler: JoinHandle<()>,
@@ -195,10 +217,14 @@ impl Server {
                 eprintln!("mrcached: network I/O: epoll (io_uring unavailable: {why})");
             }
         }
-        let bound = listener::bind_all(&ctx.settings)?;
-        let local_addrs = bound
+        let listener::Bound {
+            listeners: bound,
+            udp: udp_sockets,
+        } = listener::bind_all(&ctx.settings)?;
+        let local_addrs: Vec<SocketAddr> = bound.iter().filter_map(|l| l.tcp_addr()).collect();
+        let udp_addrs = udp_sockets
             .iter()
-            .map(|l| l.local_addr())
+            .map(|s| s.local_addr())
             .collect::<io::Result<Vec<_>>>()?;
 
         let isolation = &ctx.settings.isolation;
@@ -297,15 +323,28 @@ impl Server {
         // the first request (and before `prepare` loads a warm restart into the pools).
         let maintenance = options.maintenance.then(|| Maintenance::new(ctx.clone()));
         prepare(&ctx)?;
+        let (udp_server, udp_infos) = if udp_sockets.is_empty() {
+            (None, Vec::new())
+        } else {
+            match udp::UdpServer::new(ctx.clone(), udp_sockets, new_session.clone()) {
+                Ok((server, waker, infos)) => (Some((server, waker)), infos),
+                Err(e) => {
+                    stop_workers(&ctx, &wakers, workers);
+                    return Err(e);
+                }
+            }
+        };
         let listener = Listener::new(
             ctx.clone(),
             bound,
+            udp_infos,
             listener::SignalPipes {
                 stop: signals,
                 graceful,
                 reload,
             },
             ports,
+            udp_server.iter().map(|(_, w)| w.clone()).collect(),
         )?;
         let listener = match io {
             IoBackend::Uring => listener.with_uring_accept(),
@@ -335,6 +374,24 @@ impl Server {
             }
             None => None,
         };
+        // The UDP thread serves requests but is not a worker: it runs where the service threads run.
+        let udp = match udp_server {
+            Some((server, waker)) => match spawn_placed(
+                "mrcached-udp".into(),
+                service.clone(),
+                || Ok(()),
+                move || Ok(server),
+                udp::UdpServer::run,
+            ) {
+                Ok(handle) => Some((handle, waker)),
+                Err(e) => {
+                    stop_workers(&ctx, &wakers, workers);
+                    stop_maintenance(maintenance);
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
         let crawler_ctx = ctx.clone();
         let crawler = match spawn_placed(
             "mrcached-crawler".into(),
@@ -347,6 +404,7 @@ impl Server {
             Err(e) => {
                 stop_workers(&ctx, &wakers, workers);
                 stop_maintenance(maintenance);
+                stop_udp(udp);
                 return Err(e);
             }
         };
@@ -361,6 +419,7 @@ impl Server {
             Err(e) => {
                 stop_workers(&ctx, &wakers, workers);
                 stop_maintenance(maintenance);
+                stop_udp(udp);
                 ctx.crawler.stop();
                 let _ = crawler.join();
                 return Err(e);
@@ -371,7 +430,9 @@ impl Server {
             ctx,
             io,
             local_addrs,
+            udp_addrs,
             listener,
+            udp: udp.map(|(handle, _)| handle),
             workers,
             maintenance,
             crawler,
@@ -379,9 +440,14 @@ impl Server {
         })
     }
 
-    /// The bound addresses (with the real port when `-p 0`).
+    /// The bound TCP addresses (with the real port when `-p 0`); none with `-s`.
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local_addrs
+    }
+
+    /// The bound UDP addresses (with the real port when `-U -1`); none without `-U`.
+    pub fn udp_addrs(&self) -> &[SocketAddr] {
+        &self.udp_addrs
     }
 
     /// The network I/O path the workers run.
@@ -404,6 +470,9 @@ impl Server {
         let mut result = join(self.listener);
         for w in self.workers {
             result = result.and(join(w));
+        }
+        if let Some(udp) = self.udp {
+            result = result.and(join(udp));
         }
         if let Some((stop, handle)) = self.maintenance {
             drop(stop);
@@ -431,6 +500,14 @@ fn stop_workers(
     }
     for w in workers {
         let _ = join(w);
+    }
+}
+
+/// Stops the UDP thread of a server whose start-up failed (shutdown is already requested).
+fn stop_udp(udp: Option<(JoinHandle<io::Result<()>>, Arc<Waker>)>) {
+    if let Some((handle, waker)) = udp {
+        let _ = waker.wake();
+        let _ = join(handle);
     }
 }
 

@@ -11,7 +11,9 @@
 //! a worker's mutex is held every descriptor it lists is open and is that connection's
 //! ([`ConnRegistry::for_each`]; `-o idle_timeout`'s check shuts idle sockets down under it).
 
+use std::fmt;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering::Relaxed};
 
 use mrcache_engine::TenantId;
@@ -58,6 +60,51 @@ impl ConnState {
     }
 }
 
+/// One end of a socket as `stats conns` names it, for each transport the server listens on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A TCP address.
+    Tcp(SocketAddr),
+    /// A UNIX stream socket: the path it is bound to (`-s`), or `None` for a client's own end, which
+    /// is unnamed.
+    Unix(Option<Arc<Path>>),
+    /// A UDP address (`-U`).
+    Udp(SocketAddr),
+}
+
+impl Endpoint {
+    /// The TCP port, for tenants named by the port a connection arrived on (UNIX and UDP sockets
+    /// name none).
+    pub fn tcp_port(&self) -> Option<u16> {
+        match self {
+            Endpoint::Tcp(a) => Some(a.port()),
+            Endpoint::Unix(_) | Endpoint::Udp(_) => None,
+        }
+    }
+}
+
+impl From<SocketAddr> for Endpoint {
+    fn from(a: SocketAddr) -> Endpoint {
+        Endpoint::Tcp(a)
+    }
+}
+
+impl fmt::Display for Endpoint {
+    /// memcached's form in `stats conns`: `tcp:1.2.3.4:5`, `tcp6:[::1]:5`, `udp:...`, `udp6:...`,
+    /// `unix:/path`. A UNIX client's unnamed end prints as memcached prints it, `?:<AF 0>` (it keeps no
+    /// address for such a client).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Tcp(a @ SocketAddr::V4(_)) => write!(f, "tcp:{a}"),
+            Endpoint::Tcp(a @ SocketAddr::V6(_)) => write!(f, "tcp6:{a}"),
+            Endpoint::Udp(a @ SocketAddr::V4(_)) => write!(f, "udp:{a}"),
+            Endpoint::Udp(a @ SocketAddr::V6(_)) => write!(f, "udp6:{a}"),
+            Endpoint::Unix(Some(path)) => write!(f, "unix:{}", path.display()),
+            Endpoint::Unix(None) => f.write_str("?:<AF 0>"),
+        }
+    }
+}
+
 /// One connection as `stats conns` sees it. Immutable fields are set at accept; the atomics are written
 /// by the owning worker, except that the idle check (`crate::net::idle`) moves a waiting connection's
 /// state to closing, and the session marks a watcher.
@@ -66,9 +113,9 @@ pub struct ConnInfo {
     /// The socket's file descriptor (memcached keys `stats conns` lines by it).
     pub fd: i32,
     /// The client's address (`stats conns` `<fd>:addr`).
-    pub peer: SocketAddr,
+    pub peer: Endpoint,
     /// The listening address the connection arrived on (`stats conns` `<fd>:listen_addr`).
-    pub local: SocketAddr,
+    pub local: Endpoint,
     state: AtomicU8,
     /// Engine clock seconds (`ServerContext::clock().now`) of the last command.
     last_cmd_secs: AtomicU32,
@@ -85,11 +132,16 @@ pub struct ConnInfo {
 const NO_TENANT: u32 = u32::MAX;
 
 impl ConnInfo {
-    pub(crate) fn new(fd: i32, peer: SocketAddr, local: SocketAddr, now_secs: u32) -> ConnInfo {
+    pub(crate) fn new(
+        fd: i32,
+        peer: impl Into<Endpoint>,
+        local: impl Into<Endpoint>,
+        now_secs: u32,
+    ) -> ConnInfo {
         ConnInfo {
             fd,
-            peer,
-            local,
+            peer: peer.into(),
+            local: local.into(),
             state: AtomicU8::new(ConnState::Waiting as u8),
             last_cmd_secs: AtomicU32::new(now_secs),
             read_buf_bytes: AtomicUsize::new(0),
@@ -167,13 +219,15 @@ impl ConnInfo {
     }
 }
 
-/// A listening socket (`stats conns` lists them first).
+/// A listening socket, or a UDP socket (`stats conns` lists them with the connections, by descriptor).
 #[derive(Clone, Debug)]
 pub struct ListenerInfo {
-    /// The listening socket's file descriptor (`stats conns` keys its lines by it).
+    /// The socket's file descriptor (`stats conns` keys its lines by it).
     pub fd: i32,
-    /// The bound address, with the real port when `-p 0` (`stats conns` `<fd>:addr`).
-    pub addr: SocketAddr,
+    /// The bound address, with the real port when ephemeral (`stats conns` `<fd>:addr`).
+    pub addr: Endpoint,
+    /// A UDP socket's session entry (`net::udp`): its state and the time of its last command.
+    pub udp: Option<Arc<ConnInfo>>,
 }
 
 /// Per-worker slot lists of open connections.

@@ -15,18 +15,17 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
-use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::context::{ServerContext, ThreadStats};
 use crate::net::conn::{Conn, Next, Turn, MAX_COMMAND_LINE_BYTES};
-use crate::net::registry::ConnInfo;
+use crate::net::registry::{ConnInfo, Endpoint};
+use crate::net::stream::ClientStream;
 use crate::net::ProtocolSession;
 
 /// The token of the worker's waker; connection tokens are slot indexes below it.
@@ -36,12 +35,12 @@ const EVENTS_CAPACITY: usize = 1024;
 
 /// A connection handed over by the listener.
 pub struct NewConn {
-    /// The accepted socket, already `TCP_NODELAY`.
-    pub stream: TcpStream,
+    /// The accepted socket (a TCP one already `TCP_NODELAY`).
+    pub stream: ClientStream,
     /// The client's address.
-    pub peer: SocketAddr,
+    pub peer: Endpoint,
     /// The listening address it arrived on.
-    pub local: SocketAddr,
+    pub local: Endpoint,
 }
 
 /// What a worker holds whichever I/O path runs it (this file's [`Worker`], `uring::UringWorker`): its
@@ -105,8 +104,8 @@ impl<F> WorkerBase<F> {
         &self,
         slot: usize,
         stream: T,
-        peer: SocketAddr,
-        local: SocketAddr,
+        peer: Endpoint,
+        local: Endpoint,
         now_secs: u32,
     ) -> Conn<S, T>
     where

@@ -56,7 +56,7 @@ use mrcache_protocol::{parse, response, Limits, Parsed};
 
 use crate::context::{ServerContext, ThreadStats};
 use crate::dispatch::{dispatch_from, refuse_store, Flow, Stream};
-use crate::net::registry::ConnInfo;
+use crate::net::registry::{ConnInfo, Endpoint};
 use crate::settings::Protocol;
 use crate::tenants::Tenancy;
 use auth::Auth;
@@ -122,6 +122,9 @@ pub struct Session {
     /// A dump under way ([`Flow::Stream`]) and the length of its request, which stays at the front of
     /// the input until the dump is done.
     stream: Option<(Stream, usize)>,
+    /// Serves UDP datagrams (`net::udp`): each datagram is a connection of its own (see
+    /// [`Session::start_datagram`]), and `watch` does nothing.
+    datagrams: bool,
 }
 
 impl Session {
@@ -129,7 +132,10 @@ impl Session {
     /// name a tenant).
     pub fn new(ctx: Arc<ServerContext>, stats: Arc<ThreadStats>, conn: &Arc<ConnInfo>) -> Session {
         let table = ctx.tenants.current();
-        let on_port = table.port_tenant(conn.local.port());
+        let on_port = conn
+            .local
+            .tcp_port()
+            .and_then(|port| table.port_tenant(port));
         let port_tenant = on_port.map(|(id, _)| id);
         let (tenancy, auth) = match on_port {
             Some((id, spec)) => (
@@ -175,6 +181,7 @@ impl Session {
             partial: 0,
             watcher: None,
             stream: None,
+            datagrams: false,
         };
         if session.auth == Auth::Done {
             session.publish_tenant();
@@ -188,6 +195,27 @@ impl Session {
         session
     }
 
+    /// Makes this the session of a UDP socket: it serves one datagram at a time (call
+    /// [`Session::start_datagram`] before each), and a `watch` in a datagram is ignored, as a UDP
+    /// socket cannot stream logs to anyone.
+    pub fn serve_datagrams(&mut self) {
+        self.datagrams = true;
+    }
+
+    /// A new datagram begins: nothing of the previous one carries over. Its protocol is negotiated
+    /// anew from its first byte under `-B auto` (as memcached decides per datagram), and a request the
+    /// previous datagram left unfinished (a value cut short, data being swallowed, a dump or a
+    /// retrieval suspended) is dropped, with the partial-value budget it held.
+    pub fn start_datagram(&mut self) {
+        if self.ctx.settings.protocol == Protocol::Auto && self.auth == Auth::Done {
+            self.mode = Mode::Negotiate;
+        }
+        self.swallow = 0;
+        self.resume = 0;
+        self.stream = None;
+        self.release_partial();
+    }
+
     /// memcached's `watch connevents` lines: `conn_new` and `conn_close` with the peer's address.
     fn conn_event(&self, kind: &[u8], reason: Option<&str>) {
         use std::io::Write as _;
@@ -195,16 +223,20 @@ impl Session {
         if !log.wants(crate::watch::stream::CONNEVENTS) {
             return;
         }
-        let peer = self.conn.peer;
+        let peer = &self.conn.peer;
         log.emit(crate::watch::stream::CONNEVENTS, |line| {
             line.extend_from_slice(b"type=");
             line.extend_from_slice(kind);
-            let _ = write!(
-                line,
-                " rip={} rport={} transport=tcp",
-                peer.ip(),
-                peer.port()
-            );
+            let _ = match peer {
+                Endpoint::Tcp(a) => {
+                    write!(line, " rip={} rport={} transport=tcp", a.ip(), a.port())
+                }
+                Endpoint::Udp(a) => {
+                    write!(line, " rip={} rport={} transport=udp", a.ip(), a.port())
+                }
+                // memcached's words for a UNIX client, whose end has no address.
+                Endpoint::Unix(_) => write!(line, " rip=unix rport=0 transport=local"),
+            };
             if let Some(reason) = reason {
                 let _ = write!(line, " reason={reason}");
             }
@@ -401,6 +433,7 @@ impl Session {
                             return progress;
                         }
                         Flow::Stream(stream) => self.stream = Some((stream, consumed)),
+                        Flow::Watch(_) if self.datagrams => progress.consumed += consumed,
                         Flow::Watch(mask) => {
                             progress.consumed += consumed;
                             self.start_watching(mask, out);

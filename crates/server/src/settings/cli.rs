@@ -34,7 +34,12 @@ users and passwords the text protocol's auth uses); like memcached, -S alone mea
 -S, a server whose connections must authenticate (-Y, or tenant passwords) speaks text only, as
 memcached does with -Y.
 
-Not supported: -s/-a (UNIX sockets), -Z (TLS), -U other than 0 (UDP).",
+UNIX socket and UDP: with -s PATH the server listens only on that UNIX socket (TCP and UDP off, as in
+memcached), removing a stale socket file first; -a sets its permissions (octal, default 0700). -U PORT
+serves memcached's UDP protocol (8-byte frame header, replies in datagrams of at most 1400 bytes) on the
+-l interfaces; -U 0 (the default) turns it off, -U -1 picks an ephemeral port.
+
+Not supported: -Z (TLS).",
         options::help()
     )
 }
@@ -51,9 +56,11 @@ pub(super) struct Cli {
     /// TCP port to listen on (0: ephemeral; prints `listening on ADDR:PORT`)
     #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT)]
     port: u16,
-    /// UDP port; only 0 (off) is supported
-    #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
-    udp_port: u16,
+    /// UDP port to listen on, on the -l interfaces (0: off; -1: ephemeral); the last -U given counts
+    #[arg(short = 'U', long = "udp-port", default_value_t = DEFAULT_UDP_PORT,
+          allow_negative_numbers = true, value_parser = parse_udp_port,
+          overrides_with = "udp_port")]
+    udp_port: i32,
     /// interfaces to listen on, comma-separated or repeated (default: all IPv4 interfaces)
     #[arg(short = 'l', long = "listen", value_delimiter = ',', action = ArgAction::Append,
           value_parser = parse_listen)]
@@ -174,12 +181,14 @@ pub(super) struct Cli {
     /// starting process's exit status
     #[arg(short = 'd', long = "daemon")]
     daemon: bool,
-    /// not supported
-    #[arg(short = 's', long = "unix-socket", hide = true)]
-    unix_socket: Option<String>,
-    /// not supported
-    #[arg(short = 'a', long = "unix-mask", hide = true)]
-    unix_mask: Option<String>,
+    /// UNIX socket to listen on (disables network support: no TCP, no UDP); a stale socket file there is
+    /// removed first
+    #[arg(short = 's', long = "unix-socket", value_name = "FILE")]
+    unix_socket: Option<PathBuf>,
+    /// access mask for the UNIX socket, in octal
+    #[arg(short = 'a', long = "unix-mask", value_name = "MASK", value_parser = parse_unix_mask,
+          default_value = "0700")]
+    unix_mask: u32,
     /// SASL authentication for binary clients: PLAIN, with the users and passwords of -Y / --config;
     /// an authenticated client is that tenant. Implies -B binary unless -B auto is given
     #[arg(short = 'S', long = "enable-sasl")]
@@ -251,20 +260,15 @@ impl Settings {
 
     fn from_cli(cli: Cli) -> Result<Settings, SettingsError> {
         let refuse = |flag: &'static str, why: &str| Err(SettingsError::flag(flag, why));
-        if cli.unix_socket.is_some() || cli.unix_mask.is_some() {
-            return refuse(
-                "-s/--unix-socket",
-                "UNIX sockets are not supported; use -l 127.0.0.1",
-            );
-        }
         if cli.enable_ssl {
             return refuse("-Z/--enable-ssl", "TLS is not supported");
         }
-        if cli.udp_port != 0 {
-            return refuse(
-                "-U/--udp-port",
-                "UDP is not supported; only -U 0 is accepted",
-            );
+        if cli
+            .unix_socket
+            .as_ref()
+            .is_some_and(|p| p.as_os_str().is_empty())
+        {
+            return refuse("-s/--unix-socket", "the socket path is empty");
         }
         let tenants = TenantsConfig::load(cli.config.as_deref(), cli.auth_file.as_deref())
             .map_err(|error| SettingsError::Tenants {
@@ -280,6 +284,9 @@ impl Settings {
         let mut s = Settings {
             port: cli.port,
             listen: cli.listen,
+            udp_port: cli.udp_port,
+            unix_socket: cli.unix_socket,
+            unix_mask: cli.unix_mask,
             memory_limit_bytes: cli.memory_limit.0,
             threads: cli.threads,
             max_connections: cli.conn_limit,
@@ -401,6 +408,29 @@ fn parse_item_size(s: &str) -> Result<ItemSizeMax, SettingsError> {
         ));
     }
     Ok(ItemSizeMax(bytes))
+}
+
+/// `-U`: a port, 0 (off) or -1 (ephemeral), as memcached reads it.
+fn parse_udp_port(s: &str) -> Result<i32, SettingsError> {
+    match s.trim().parse::<i32>() {
+        Ok(p) if (EPHEMERAL_UDP_PORT..=i32::from(u16::MAX)).contains(&p) => Ok(p),
+        _ => Err(SettingsError::flag(
+            "-U/--udp-port",
+            format!("invalid port number '{s}' (0 turns UDP off, -1 picks an ephemeral port)"),
+        )),
+    }
+}
+
+/// `-a`: octal permissions (`0700`, `755`), at most `0777`. memcached reads any text as octal and takes
+/// what parses (`999` gives 0, a socket nobody may use); a mask that is not octal is refused here.
+fn parse_unix_mask(s: &str) -> Result<u32, SettingsError> {
+    match u32::from_str_radix(s.trim(), 8) {
+        Ok(mask) if mask <= 0o777 => Ok(mask),
+        _ => Err(SettingsError::flag(
+            "-a/--unix-mask",
+            format!("'{s}' is not an octal access mask (0000 to 0777)"),
+        )),
+    }
 }
 
 /// One `-l` entry (blanks around it dropped).

@@ -45,6 +45,12 @@ pub const MRCACHED_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `-p 11211`: memcached's registered port.
 pub const DEFAULT_PORT: u16 = 11211;
+/// `-U 0`: UDP off, memcached 1.6's default (1.5 listened on 11211 by default, an amplification risk).
+pub const DEFAULT_UDP_PORT: i32 = 0;
+/// `-U -1`: UDP on an ephemeral port (memcached's spelling), announced like `-p 0`'s.
+pub const EPHEMERAL_UDP_PORT: i32 = -1;
+/// `-a 0700`: memcached's permissions for the `-s` socket file: only its owner may connect.
+pub const DEFAULT_UNIX_MASK: u32 = 0o700;
 /// `-t 4`: memcached's default worker threads.
 pub const DEFAULT_THREADS: usize = 4;
 /// `-c 1024`: simultaneous client connections.
@@ -107,6 +113,14 @@ pub struct Settings {
     pub port: u16,
     /// `-l`: interfaces; empty means all IPv4 interfaces (memcached's INADDR_ANY).
     pub listen: Vec<ListenSpec>,
+    /// `-U`: UDP port on the `-l` interfaces: [`DEFAULT_UDP_PORT`] (0) off, [`EPHEMERAL_UDP_PORT`] (-1)
+    /// an ephemeral one, else the port (`net::udp`). Ignored with `-s`, as memcached ignores it.
+    pub udp_port: i32,
+    /// `-s`: a UNIX stream socket path; with it the server listens on that socket only (no TCP, no UDP),
+    /// as memcached does.
+    pub unix_socket: Option<PathBuf>,
+    /// `-a`: the permissions of the `-s` socket file, [`DEFAULT_UNIX_MASK`] by default.
+    pub unix_mask: u32,
     /// `-m` (megabytes): item memory.
     pub memory_limit_bytes: u64,
     /// `-t`: worker threads.
@@ -322,6 +336,20 @@ impl Settings {
             return err("-I/--max-item-size", "cannot be larger than half of -m");
         }
         options::check_slab_chunk_max(self)?;
+        if self.udp_port != 0 && self.unix_socket.is_none() && self.tenants.auth_required() {
+            // memcached refuses UDP with -S and with -Y: a datagram cannot log in.
+            return err(
+                "-U/--udp-port",
+                "UDP cannot be used with authentication (-S, -Y or tenant passwords): a datagram \
+                 cannot log in (-U 0 disables UDP)",
+            );
+        }
+        if self.unix_socket.is_some() && self.tenants.tenants.iter().any(|t| t.port.is_some()) {
+            return err(
+                "-s/--unix-socket",
+                "tenant ports cannot be served: with -s the server listens on its UNIX socket only",
+            );
+        }
         if let Err(e) = self.tenants.check_server(&self.server_bounds()) {
             let flag = if self.config_file.is_some() {
                 "--config"
@@ -403,6 +431,14 @@ impl Settings {
         vec![
             ("port", self.port.to_string()),
             ("listen", listen),
+            ("udp_port", self.udp_port.to_string()),
+            (
+                "unix_socket",
+                self.unix_socket
+                    .as_ref()
+                    .map_or("none".to_string(), |p| p.display().to_string()),
+            ),
+            ("unix_mask", format!("{:04o}", self.unix_mask)),
             ("memory_limit_bytes", self.memory_limit_bytes.to_string()),
             ("threads", self.threads.to_string()),
             ("max_connections", self.max_connections.to_string()),

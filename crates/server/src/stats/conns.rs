@@ -1,20 +1,13 @@
-//! `stats conns`: every listening socket and client connection, keyed by file descriptor, with
-//! memcached's address forms and state names. A tenant's connection sees only its tenant's connections.
-
-use std::net::SocketAddr;
+//! `stats conns`: every listening socket, UDP socket and client connection, keyed by file descriptor,
+//! with memcached's address forms (`registry::Endpoint`) and state names. A UDP socket is listed as
+//! memcached lists its UDP connections: a `UDP` line, its bound address, `conn_read` between datagrams.
+//! A tenant's connection sees only its tenant's connections.
 
 use mrcache_engine::TenantId;
 
 use super::stat;
 use crate::context::ServerContext;
-
-/// memcached's address form in `stats conns`: `tcp:1.2.3.4:5` or `tcp6:[::1]:5`.
-fn conn_addr(a: &SocketAddr) -> String {
-    match a {
-        SocketAddr::V4(_) => format!("tcp:{a}"),
-        SocketAddr::V6(_) => format!("tcp6:{a}"),
-    }
-}
+use crate::net::registry::Endpoint;
 
 /// `stats conns`: every listening socket and client connection, keyed by file descriptor; for `only`
 /// (a tenant's own view) just the connections fixed to that tenant, no listeners.
@@ -38,14 +31,26 @@ pub(crate) fn conns(ctx: &ServerContext, only: Option<TenantId>, out: &mut Vec<u
     rows.sort_by_key(|r| r.0);
     for (fd, row) in rows {
         match row {
-            Row::Listener(l) => {
-                stat(out, &format!("{fd}:addr"), conn_addr(&l.addr));
-                stat(out, &format!("{fd}:state"), "conn_listening");
-                stat(out, &format!("{fd}:secs_since_last_cmd"), 0);
-            }
+            Row::Listener(l) => match (&l.addr, &l.udp) {
+                (Endpoint::Udp(_), Some(info)) => {
+                    stat(out, &format!("{fd}:UDP"), "UDP");
+                    stat(out, &format!("{fd}:addr"), &l.addr);
+                    stat(out, &format!("{fd}:state"), "conn_read");
+                    stat(
+                        out,
+                        &format!("{fd}:secs_since_last_cmd"),
+                        now.saturating_sub(info.last_cmd_secs()),
+                    );
+                }
+                _ => {
+                    stat(out, &format!("{fd}:addr"), &l.addr);
+                    stat(out, &format!("{fd}:state"), "conn_listening");
+                    stat(out, &format!("{fd}:secs_since_last_cmd"), 0);
+                }
+            },
             Row::Client(c) => {
-                stat(out, &format!("{fd}:addr"), conn_addr(&c.peer));
-                stat(out, &format!("{fd}:listen_addr"), conn_addr(&c.local));
+                stat(out, &format!("{fd}:addr"), &c.peer);
+                stat(out, &format!("{fd}:listen_addr"), &c.local);
                 stat(out, &format!("{fd}:state"), c.state().name());
                 stat(
                     out,

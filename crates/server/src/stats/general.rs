@@ -69,9 +69,11 @@ pub(crate) struct ThreadTotals {
 }
 
 impl ThreadTotals {
-    fn sum(threads: &[std::sync::Arc<ThreadStats>]) -> ThreadTotals {
+    fn sum<'a>(
+        threads: impl Iterator<Item = &'a std::sync::Arc<ThreadStats>> + Clone,
+    ) -> ThreadTotals {
         let sum = |counter: fn(&ThreadStats) -> &AtomicU64| -> u64 {
-            threads.iter().map(|t| counter(t).load(Relaxed)).sum()
+            threads.clone().map(|t| counter(t).load(Relaxed)).sum()
         };
         ThreadTotals {
             bytes_read: sum(|t| &t.bytes_read),
@@ -175,7 +177,7 @@ impl General {
             write_buf_bytes: registry.iter().map(|c| c.write_buf_bytes()).sum(),
             read_buf_count: registry.iter().filter(|c| c.read_buf_bytes() > 0).count(),
             read_buf_bytes: registry.iter().map(|c| c.read_buf_bytes()).sum(),
-            threads: ThreadTotals::sum(&ctx.thread_stats),
+            threads: ThreadTotals::sum(ctx.all_thread_stats()),
             classes: engine.class_totals(),
             engine,
             profiler_memory_bytes: ctx.engine.profile_memory_bytes(),

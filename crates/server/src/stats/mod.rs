@@ -73,7 +73,7 @@ pub(crate) fn reset(ctx: &ServerContext) {
     ctx.engine.reset_stats();
     ctx.detail.clear();
     ctx.tenants.reset_counters();
-    for t in &ctx.thread_stats {
+    for t in ctx.all_thread_stats() {
         for c in [
             &t.bytes_read,
             &t.bytes_written,

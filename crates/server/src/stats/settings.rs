@@ -40,13 +40,17 @@ pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
     );
     stat(out, "maxconns", s.max_connections);
     stat(out, "tcpport", s.port);
-    stat(out, "udpport", 0);
+    stat(out, "udpport", s.udp_port);
     stat(out, "inter", inter);
     stat(out, "verbosity", ctx.verbosity.load(Relaxed));
     stat(out, "oldest", 0);
     stat(out, "evictions", on_off(s.evict_when_full));
-    stat(out, "domain_socket", "NULL");
-    stat(out, "umask", 700);
+    match &s.unix_socket {
+        Some(path) => stat(out, "domain_socket", path.display()),
+        None => stat(out, "domain_socket", "NULL"),
+    }
+    // memcached prints the mask in octal digits: `700`, `755`.
+    stat(out, "umask", format!("{:o}", s.unix_mask));
     stat(out, "shutdown_command", yes_no(s.shutdown_enabled));
     stat(out, "growth_factor", format!("{:.2}", s.growth_factor));
     stat(out, "chunk_size", s.min_chunk_data_bytes);

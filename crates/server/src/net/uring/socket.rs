@@ -41,8 +41,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::TcpStream;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 
 use super::bufring::BufRing;
@@ -57,8 +56,9 @@ pub const RECV_PAUSE_BYTES: usize = LINE_READ_BYTES;
 
 /// One connection's socket on the io_uring path; owned by its `Conn`, driven by the worker.
 pub struct UringSocket {
-    /// Owns the file descriptor (closed when the connection is dropped, after its operations ended).
-    stream: TcpStream,
+    /// Owns the file descriptor, a TCP or UNIX stream socket (closed when the connection is dropped,
+    /// after its operations ended).
+    stream: OwnedFd,
     /// The worker's receive buffers, where the ids in `held` point.
     ring: Rc<BufRing>,
     /// Received buffers not read yet, oldest first: (buffer id, bytes in it).
@@ -89,7 +89,7 @@ pub struct UringSocket {
 }
 
 impl UringSocket {
-    pub(super) fn new(stream: TcpStream, ring: Rc<BufRing>) -> UringSocket {
+    pub(super) fn new(stream: OwnedFd, ring: Rc<BufRing>) -> UringSocket {
         UringSocket {
             stream,
             ring,
@@ -342,6 +342,7 @@ impl Write for UringSocket {
 mod tests {
     use super::*;
     use io_uring::{opcode, squeue, types, IoUring};
+    use std::net::TcpStream;
 
     /// Tiny buffers, so that a few bytes span several of them.
     const BUF: usize = 16;
@@ -359,7 +360,7 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (s, _) = l.accept().unwrap();
-        let sock = UringSocket::new(s, bufs.clone());
+        let sock = UringSocket::new(s.into(), bufs.clone());
         Setup {
             ring,
             bufs,

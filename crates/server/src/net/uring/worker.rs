@@ -33,7 +33,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -477,11 +477,10 @@ where
             peer,
             local,
         } = new;
-        // SAFETY: the descriptor comes straight out of the mio socket, which gives up ownership.
-        let stream = unsafe { std::net::TcpStream::from_raw_fd(stream.into_raw_fd()) };
+        let stream = stream.into_owned_fd();
         // io_uring waits for readiness itself; a blocking socket keeps a retried operation from failing
         // with EAGAIN.
-        let _ = stream.set_nonblocking(false);
+        set_blocking(&stream);
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.gens.push(0);
@@ -562,6 +561,18 @@ where
             .iter()
             .flatten()
             .any(|s| s.conn.stream().in_flight())
+    }
+}
+
+/// Clears `O_NONBLOCK` on a socket the ring drives (best effort: a socket left non-blocking only makes
+/// an operation retried in the kernel end with `EAGAIN`, which the worker handles).
+fn set_blocking(fd: &OwnedFd) {
+    // SAFETY: fcntl on a descriptor this worker owns; no memory is passed.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
     }
 }
 

@@ -19,7 +19,7 @@ fn test_conn(port: u16) -> Arc<ConnInfo> {
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     Arc::new(ConnInfo::new(
         TEST_FD,
-        "127.0.0.1:40000".parse().unwrap(),
+        "127.0.0.1:40000".parse::<std::net::SocketAddr>().unwrap(),
         local,
         0,
     ))

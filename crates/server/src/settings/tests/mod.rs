@@ -199,7 +199,11 @@ fn lru_crawler_options_set_the_crawlers_pace_and_bound() {
 
 #[test]
 fn refusals_name_the_flag() {
-    assert!(err(&["-U", "11211"]).contains("-U"));
+    assert!(err(&["-U", "70000"]).contains("-U"));
+    assert!(err(&["-U", "-2"]).contains("-U"));
+    assert!(err(&["-a", "999"]).contains("-a"));
+    assert!(err(&["-a", "1777"]).contains("-a"));
+    assert!(err(&["-s", ""]).contains("-s"));
     assert!(err(&["-B", "bogus"]).contains("-B"));
     assert!(err(&["-t", "0"]).contains("-t"));
     assert!(err(&["-c", "0"]).contains("-c"));
@@ -212,6 +216,26 @@ fn refusals_name_the_flag() {
     assert!(err(&["-l", "[::1"]).contains("-l"));
     assert!(err(&["-p", "70000"]).contains("port"));
     assert!(err(&["--no-such-flag"]).contains("no-such-flag"));
+}
+
+#[test]
+fn unix_socket_and_udp_flags() {
+    let s = run(&[]).unwrap();
+    assert_eq!(
+        (s.udp_port, s.unix_socket.clone(), s.unix_mask),
+        (0, None, 0o700)
+    );
+    let s = run(&["-s", "/tmp/m.sock", "-a", "755", "-U", "-1"]).unwrap();
+    assert_eq!(
+        s.unix_socket.as_deref(),
+        Some(std::path::Path::new("/tmp/m.sock"))
+    );
+    assert_eq!((s.unix_mask, s.udp_port), (0o755, -1));
+    let d = s.describe();
+    assert!(d.contains(&("unix_mask", "0755".to_string())), "{d:?}");
+    assert!(d.contains(&("udp_port", "-1".to_string())), "{d:?}");
+    assert_eq!(run(&["-U", "11211"]).unwrap().udp_port, 11211);
+    assert_eq!(run(&["-a", "0644"]).unwrap().unix_mask, 0o644);
 }
 
 #[test]
