@@ -72,7 +72,9 @@ ALGORITHMS = [
     ("Belady", "Belady", {}),
 ]
 FIXED = [a[0] for a in ALGORITHMS if a[0] != "Belady"]  # "best fixed algorithm": every one but the clairvoyant
-RANKINGS = ["lru", "lfu", "slru", "density"]
+# The log's rankings; `R+p` is ranking R with a tenth of the segments for keys on probation
+# (`--log-probation 0.1`, S3-FIFO's small queue).
+RANKINGS = ["lru", "lfu", "slru", "density", "clock", "clock+p"]
 
 MAPPING = """\
 Object capacity N = floor(share x distinct objects of the trace). libCacheSim runs with unit object sizes and
@@ -283,7 +285,8 @@ def run_mrcache(mrcache, trace, cfg, layout, ranking=None, rps=None, fmt=None):
     if fmt:
         cmd += ["--format", fmt]
     if layout == "log":
-        cmd += ["--layout", "log", "--ranking", ranking]
+        base, probation = (ranking[:-2], True) if ranking.endswith("+p") else (ranking, False)
+        cmd += ["--layout", "log", "--ranking", base] + (["--log-probation", "0.1"] if probation else [])
     else:
         cmd += ["--policy", "memcached"]
     if rps:

@@ -11,7 +11,8 @@
 # Usage: scripts/real-trace-policies.sh [TRACES_DIR] [OUT_DIR]
 #   env: MRCACHE (binary, default target/release/mrcache), JOBS (parallel runs, default 2),
 #        POLICIES (`log` runs the log-structured layout, `log:density` it with that ranking,
-#        `log:clock:0.1` with a ranking and a probationary share), SHARES (default "10 25 50"; an entry with a unit, e.g. 32MiB, is a fixed size), TRACES (file names under TRACES_DIR, space-separated).
+#        `log:clock:0.1` with a ranking and a probationary share, `choose:density,clock+p` the log
+#        with its policy chooser over those candidates), SHARES (default "10 25 50"; an entry with a unit, e.g. 32MiB, is a fixed size), TRACES (file names under TRACES_DIR, space-separated).
 # Build first: cargo build --release -p mrcache-cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,7 @@ run_one() {
   local run=(--policy "$p")
   case "$p" in
   log) run=(--layout log) ;;
+  choose:*) run=(--layout log --log-choose "${p#choose:}") ;;
   log:*:*) run=(--layout log --ranking "$(echo "$p" | cut -d: -f2)" --log-probation "${p##*:}") ;;
   log:*) run=(--layout log --ranking "${p#log:}") ;;
   esac

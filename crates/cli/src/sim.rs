@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use mrcache_engine::config::DEFAULT_MEMORY_LIMIT_BYTES;
-use mrcache_engine::{EngineConfig, MemoryLayout, Ranking, TenantId};
+use mrcache_engine::{EngineConfig, LogPolicy, MemoryLayout, Ranking, TenantId};
 use mrcache_policy::arbitrate::ArbitratedTenant;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
 use mrcache_sim::upper_bound::{oracle_windows, UpperBoundProfiler};
@@ -78,6 +78,16 @@ pub struct SimArgs {
     /// main queue directly. 0 (the default) for none; S3-FIFO uses 0.1. Turns the ghost on.
     #[arg(long, default_value_t = 0.0)]
     log_probation: f64,
+    /// Log layout: let the cache choose its eviction policy among these, separated by , or / (each a
+    /// ranking, or a ranking with `+p` for a tenth of the segments on probation, `+p0.05` for another
+    /// share): it runs a miniature simulation of each on a sample of the keys and switches to the one
+    /// that misses least. The first is the starting policy (it replaces --ranking and
+    /// --log-probation). E.g. density,clock+p.
+    #[arg(long, value_delimiter = ',')]
+    log_choose: Vec<String>,
+    /// The share of keys (and of memory, each) the chooser's miniatures take.
+    #[arg(long, default_value_t = mrcache_engine::config::DEFAULT_LOG_CHOOSE_RATE)]
+    log_choose_rate: f64,
     /// Tenant arbiters (the upper memory level), each NAME[:key=value,...]: static (reserve plus a share
     /// of the rest by weight), pooled (one LRU per class for everyone), memshare (shadow-queue credits;
     /// credit=,shadow=,tax=,idle=,interval=,seed=), mpart (DP over tenant MRCs; interval=,step=,
@@ -144,15 +154,30 @@ impl SimArgs {
             Some(_) => DEFAULT_MEMORY_LIMIT_BYTES,
             None => parse_bytes(&self.memory).map_err(|e| format!("--memory {e}"))?,
         };
-        let log_ranking = Ranking::parse(&self.ranking)
+        let mut log_ranking = Ranking::parse(&self.ranking)
             .ok_or_else(|| format!("--ranking {}: expected {}", self.ranking, Ranking::EXPECTED))?;
+        let mut log_probation = self.log_probation;
+        let mut log_choose = Vec::new();
+        for s in &self.log_choose {
+            log_choose.extend(LogPolicy::parse_list(s).ok_or_else(|| {
+                format!(
+                    "--log-choose {s}: expected rankings ({}), each with +p or +pSHARE for probation",
+                    Ranking::EXPECTED
+                )
+            })?);
+        }
+        if let Some(first) = log_choose.first() {
+            (log_ranking, log_probation) = (first.ranking, first.probation);
+        }
         Ok(SimConfig {
             engine: EngineConfig {
                 profile_sample_rate: self.mrc_sample_rate,
                 log_ranking,
                 log_clean_segments: self.clean_segments,
                 log_ghost: self.log_ghost == "on",
-                log_probation: self.log_probation,
+                log_probation,
+                log_choose,
+                log_choose_rate: self.log_choose_rate,
                 ..self.slab.engine_config(memory)?
             },
             window_requests: self.window_requests,

@@ -210,7 +210,68 @@ pub struct EngineConfig {
     /// rest are evicted and remembered in the ghost, so a key that returns soon after enters the main
     /// queue directly. Turns the ghost on. 0..0.9.
     pub log_probation: f64,
+    /// Log layout: candidate policies for the chooser (`engine::chooser`): with two or more, the
+    /// engine runs a miniature of each on a sample of the keys and switches every pool to the one
+    /// that misses least. The first should be the configured `log_ranking` and `log_probation`.
+    pub log_choose: Vec<LogPolicy>,
+    /// The share of keys the chooser's miniatures see, and of the memory each holds: (0, 1].
+    pub log_choose_rate: f64,
+    /// Log layout: segments of this many bytes instead of the page size (the chooser's miniatures).
+    pub segment_bytes: Option<usize>,
 }
+
+/// A log eviction policy the chooser can run: a ranking and a probationary share. Written `density`,
+/// `clock`, ... or with a share, `clock+p` (0.1, S3-FIFO's) or `clock+p0.05`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LogPolicy {
+    /// The cleaner's ranking.
+    pub ranking: Ranking,
+    /// The probationary share of each pool's segments (0: none).
+    pub probation: f64,
+}
+
+impl LogPolicy {
+    /// The probationary share `R+p` stands for.
+    pub const DEFAULT_PROBATION: f64 = 0.1;
+
+    /// A policy by its spelling (see the type's doc), or `None`.
+    pub fn parse(s: &str) -> Option<LogPolicy> {
+        let (ranking, probation) = match s.split_once("+p") {
+            None => (s, 0.0),
+            Some((r, "")) => (r, Self::DEFAULT_PROBATION),
+            Some((r, share)) => (r, share.parse().ok()?),
+        };
+        let probation_ok = (0.0..=MAX_LOG_PROBATION).contains(&probation);
+        Some(LogPolicy {
+            ranking: Ranking::parse(ranking)?,
+            probation,
+        })
+        .filter(|_| probation_ok)
+    }
+
+    /// A list of policies separated by `/` or `,` (`-o log_choose=density/clock+p`: memcached's `-o`
+    /// separates options with commas), or `None` if one is not a policy.
+    pub fn parse_list(s: &str) -> Option<Vec<LogPolicy>> {
+        (s.split(['/', ',']).map(str::trim))
+            .filter(|p| !p.is_empty())
+            .map(LogPolicy::parse)
+            .collect()
+    }
+
+    /// Its spelling, as `parse` reads it.
+    pub fn name(&self) -> String {
+        if self.probation == 0.0 {
+            self.ranking.name().to_string()
+        } else if self.probation == Self::DEFAULT_PROBATION {
+            format!("{}+p", self.ranking.name())
+        } else {
+            format!("{}+p{}", self.ranking.name(), self.probation)
+        }
+    }
+}
+
+/// The chooser's default share of keys and memory per miniature.
+pub const DEFAULT_LOG_CHOOSE_RATE: f64 = 1.0 / 16.0;
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -232,6 +293,9 @@ impl Default for EngineConfig {
             log_clean_segments: DEFAULT_LOG_CLEAN_SEGMENTS,
             log_ghost: false,
             log_probation: 0.0,
+            log_choose: Vec::new(),
+            log_choose_rate: DEFAULT_LOG_CHOOSE_RATE,
+            segment_bytes: None,
         }
     }
 }
@@ -275,6 +339,12 @@ pub enum ConfigError {
     /// `log_probation` outside 0..=`MAX_LOG_PROBATION`.
     #[error("log probation share must be between 0 and {MAX_LOG_PROBATION}, got {0}")]
     LogProbation(f64),
+    /// `log_choose_rate` outside (0, 1].
+    #[error("the chooser's sampling rate must be in (0, 1], got {0}")]
+    LogChooseRate(f64),
+    /// `segment_bytes` below `MIN_ITEM_SIZE_MAX_BYTES` or below the largest item.
+    #[error("segments of {0} bytes cannot hold the largest item")]
+    SegmentBytes(usize),
     /// `-m` holds more pages than the shards can address (each shard addresses `2^32` chunks).
     #[error("memory limit (-m) of {pages} pages exceeds the {max_pages} pages {shards} shards can address")]
     TooManyPages {
@@ -290,7 +360,8 @@ pub enum ConfigError {
 impl EngineConfig {
     /// The page size: 1 MiB, or `-I` when that is larger.
     pub fn page_size_bytes(&self) -> usize {
-        self.item_size_max_bytes.max(DEFAULT_PAGE_SIZE_BYTES)
+        self.segment_bytes
+            .unwrap_or(self.item_size_max_bytes.max(DEFAULT_PAGE_SIZE_BYTES))
     }
 
     /// Whole pages in `-m` (at least one).
@@ -353,6 +424,14 @@ impl EngineConfig {
         }
         if !(0.0..=MAX_LOG_PROBATION).contains(&self.log_probation) {
             return Err(ConfigError::LogProbation(self.log_probation));
+        }
+        if !(self.log_choose_rate > 0.0 && self.log_choose_rate <= 1.0) {
+            return Err(ConfigError::LogChooseRate(self.log_choose_rate));
+        }
+        if let Some(segment) = self.segment_bytes {
+            if segment < MIN_ITEM_SIZE_MAX_BYTES || self.item_size_max_bytes > segment {
+                return Err(ConfigError::SegmentBytes(segment));
+            }
         }
         Ok(())
     }

@@ -222,6 +222,12 @@ impl AnyShard {
             s.set_ranking(pool, ranking)
         }
     }
+    /// Sets the log's probationary share (`EngineConfig::log_probation`; the slab layout has none).
+    pub(crate) fn set_probation(&mut self, share: f64) {
+        if let AnyShard::Log(s) = self {
+            s.set_probation(share)
+        }
+    }
     /// Bytes the log's cleaner copied and the passes it ran (0 for slab).
     pub(crate) fn cleaner_work(&self) -> (u64, u64) {
         match self {

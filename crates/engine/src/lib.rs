@@ -42,12 +42,12 @@ mod stats;
 mod tenant;
 
 pub use clock::Clock;
-pub use config::{ConfigError, EngineConfig, ItemAccounting, MemoryLayout, Ranking};
+pub use config::{ConfigError, EngineConfig, ItemAccounting, LogPolicy, MemoryLayout, Ranking};
 pub use engine::{
-    parse_decimal, ArithOutcome, ClassHistogram, ClassMrc, ClassSet, CrawlBatch, CrawlQuota, Delta,
-    Engine, Entry, ItemBatch, ItemCursor, ItemFlag, ItemMarks, ItemView, ReassignOutcome,
-    RestoreOutcome, SavedItem, StoreArgs, StoreMode, StoreOutcome, WalkCursor, WalkFilter,
-    WalkedItem, MAX_SHARD_RESTARTS,
+    parse_decimal, ArithOutcome, ChooserReport, ClassHistogram, ClassMrc, ClassSet, CrawlBatch,
+    CrawlQuota, Delta, Engine, Entry, ItemBatch, ItemCursor, ItemFlag, ItemMarks, ItemView,
+    ReassignOutcome, RestoreOutcome, SavedItem, StoreArgs, StoreMode, StoreOutcome, WalkCursor,
+    WalkFilter, WalkedItem, MAX_SHARD_RESTARTS,
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
 pub use globals::{Evicted, EvictionObserver};

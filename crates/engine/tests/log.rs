@@ -3,8 +3,8 @@
 //! updates, ranking functions, `-M`, and tenant targets moving memory in bytes.
 
 use mrcache_engine::{
-    ClassId, Clock, Engine, EngineConfig, Key, MemoryLayout, Ranking, ReassignOutcome, StoreArgs,
-    StoreMode, StoreOutcome, TenantId, UNLIMITED,
+    ClassId, Clock, Engine, EngineConfig, Key, LogPolicy, MemoryLayout, Ranking, ReassignOutcome,
+    StoreArgs, StoreMode, StoreOutcome, TenantId, UNLIMITED,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -116,6 +116,12 @@ fn no_item_ever_returns_another_items_bytes_under_heavy_cleaning() {
             }
             if step % 5000 == 0 {
                 engine.check_invariants().unwrap();
+            }
+            if step % 5000 == 2500 {
+                // A switch of policy (as the chooser makes) between cleanings: nothing is lost.
+                let policies = ["clock+p", "density", "lfu+p0.3", "clock"];
+                let policy = policies[(step / 5000) as usize % policies.len()];
+                engine.apply_log_policy(LogPolicy::parse(policy).unwrap());
             }
         }
         engine.check_invariants().unwrap();
@@ -634,4 +640,63 @@ fn the_clock_keeps_what_is_read_between_sweeps() {
     }
     e.check_invariants().unwrap();
     assert!(missed < 300, "{missed} of 30,000 hot reads missed");
+}
+
+#[test]
+fn the_chooser_switches_to_the_policy_its_miniatures_find_misses_least() {
+    // 20,000 small items (100 bytes) and 600 large ones (50 KB), read uniformly at random through a
+    // lookaside client, in 16 MiB: all the small ones fit, a third of the large ones do. Density
+    // (hits per byte) keeps the small ones and misses far less than clock with probation, which
+    // weighs every item alike. An engine that starts with clock+p and may choose density switches,
+    // and its misses over the last quarter are close to density's own; with one candidate there is
+    // no chooser.
+    let run = |policy: &str, choose: &[&str]| {
+        let start = LogPolicy::parse(policy).unwrap();
+        let e = Engine::new(EngineConfig {
+            memory_limit_bytes: 16 << 20,
+            memory_layout: MemoryLayout::Log,
+            log_ranking: start.ranking,
+            log_probation: start.probation,
+            log_choose: choose
+                .iter()
+                .map(|s| LogPolicy::parse(s).unwrap())
+                .collect(),
+            log_choose_rate: 0.25,
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        let (small, large) = (vec![b's'; 100], vec![b'l'; 50_000]);
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut late_misses = 0;
+        const REQUESTS: u32 = 400_000;
+        for i in 0..REQUESTS {
+            let clock = Clock::logical(100 + i / 10_000);
+            let k = rng.gen_range(0..20_600u32);
+            let key = format!("key:{k}");
+            let key = Key::new(TenantId(0), key.as_bytes());
+            if e.get(key, clock, |_| ()).is_none() {
+                late_misses += usize::from(i >= REQUESTS / 4 * 3);
+                let value = if k < 20_000 { &small } else { &large };
+                e.store(&StoreArgs::set(key, value), clock);
+            }
+        }
+        e.check_invariants().unwrap();
+        (late_misses, e.chooser_report())
+    };
+    let (density, none) = run("density", &[]);
+    assert!(none.is_none(), "no candidates, no chooser");
+    let (clock, _) = run("clock+p", &[]);
+    let (chosen, report) = run("clock+p", &["clock+p", "density"]);
+    let report = report.expect("a chooser");
+    eprintln!("misses in the last 100,000 requests: density {density}, clock+p {clock}, chooser {chosen}; {report:?}");
+    assert!(
+        density * 2 < clock,
+        "the workload tells them apart: {density} vs {clock}"
+    );
+    assert_eq!(report.current.name(), "density");
+    assert!(report.switches >= 1);
+    assert!(
+        (chosen as f64) < 1.1 * density as f64,
+        "chooser {chosen}, density {density}"
+    );
 }

@@ -441,6 +441,16 @@ impl Simulator {
                 .oracle
                 .as_ref()
                 .map(|(schedule, _)| schedule.predicted_miss_ratio()),
+            chooser: self
+                .engine
+                .chooser_report()
+                .map(|r| crate::report::ChooserSummary {
+                    current: r.current.name(),
+                    switches: r.switches,
+                    candidates: (r.candidates.iter())
+                        .map(|(p, gets, ratio)| (p.name(), *gets, *ratio))
+                        .collect(),
+                }),
             tenant_policy: self.arbitration.as_ref().map(|a| a.arbiter().describe()),
             arbiter_rounds: self.arbitration.as_ref().map_or(0, |a| a.stats().rounds),
             tenants: self

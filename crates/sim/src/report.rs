@@ -114,6 +114,20 @@ pub struct SimReport {
     /// Per workload tenant, final (when the run has tenants with memory of their own).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantReport>,
+    /// Log layout with `--log-choose`: the chooser's state at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chooser: Option<ChooserSummary>,
+}
+
+/// The log's policy chooser at the end of a run (`mrcache_engine::ChooserReport`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChooserSummary {
+    /// The policy running at the end.
+    pub current: String,
+    /// Switches over the run.
+    pub switches: u64,
+    /// Each candidate: its name, its miniature's sampled GETs and miss ratio.
+    pub candidates: Vec<(String, u64, f64)>,
 }
 
 impl SimReport {

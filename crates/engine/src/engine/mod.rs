@@ -33,6 +33,7 @@ use crate::tenant::{Key, TenantId};
 use crate::Clock;
 
 mod arith;
+mod chooser;
 mod entry;
 mod pages;
 mod pools;
@@ -43,6 +44,7 @@ mod store;
 mod walk;
 
 pub use arith::{parse_decimal, ArithOutcome, Delta};
+pub use chooser::ChooserReport;
 use entry::count_get;
 pub use entry::{Entry, ItemFlag, ItemView};
 pub use pages::ReassignOutcome;
@@ -61,6 +63,8 @@ pub struct Engine {
     globals: Arc<Globals>,
     shards: Box<[Mutex<AnyShard>]>,
     shard_shift: u32,
+    /// The log's policy chooser, when `log_choose` names candidates.
+    chooser: Option<chooser::Chooser>,
 }
 
 impl Engine {
@@ -132,6 +136,7 @@ impl Engine {
         }
         Ok(Engine {
             shard_shift: 64 - config.shards.trailing_zeros(),
+            chooser: chooser::Chooser::new(&config),
             config,
             geometry,
             globals,
@@ -175,12 +180,49 @@ impl Engine {
         let found = shard.find(key, hash, clock);
         let (handle, miss) = split(found);
         count_get(&mut shard, key.tenant, hash, handle, miss);
-        let h = handle?;
+        let Some(h) = handle else {
+            drop(shard);
+            self.choose_on_get(key, hash, None, clock);
+            return None;
+        };
         shard.bump(h, hash, clock.now);
-        Some(f(ItemView {
-            item: shard.item(h),
+        let item = shard.item(h);
+        let size = (item.client_flags(), item.value_len());
+        let result = f(ItemView {
+            item,
             now: clock.now,
-        }))
+        });
+        drop(shard);
+        self.choose_on_get(key, hash, Some(size), clock);
+        Some(result)
+    }
+
+    /// Feeds a GET to the chooser's miniatures if the key is sampled, and applies its decision.
+    /// Called with no shard lock held.
+    #[inline]
+    fn choose_on_get(&self, key: Key<'_>, hash: u64, hit: Option<(u32, usize)>, clock: Clock) {
+        if let Some(c) = self.chooser.as_ref().filter(|c| c.samples(hash)) {
+            if let Some(policy) = c.get(key, hit, clock) {
+                self.apply_log_policy(policy);
+            }
+        }
+    }
+
+    /// Log layout: every pool ranks by `policy`'s ranking and keeps its probationary share, from the
+    /// next cleaning on (the chooser's switch; also for operators and tests).
+    pub fn apply_log_policy(&self, policy: crate::config::LogPolicy) {
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            for pool in 0..self.config.tenant_pools {
+                shard.set_ranking(pool, policy.ranking);
+            }
+            shard.set_probation(policy.probation);
+        }
+    }
+
+    /// The chooser's state, when it runs.
+    pub fn chooser_report(&self) -> Option<ChooserReport> {
+        self.chooser.as_ref().map(|c| c.report())
     }
 
     /// gat/gats: like `get`, and sets the item's expiry. Counted as a touch and a get, like memcached.
@@ -226,10 +268,14 @@ impl Engine {
 
     /// delete: whether an item was removed.
     pub fn delete(&self, key: Key<'_>, clock: Clock) -> bool {
-        self.with_entry(key, clock, |entry| {
+        let removed = self.with_entry(key, clock, |entry| {
             entry.count_delete();
             entry.remove()
-        })
+        });
+        if let Some(c) = self.chooser.as_ref().filter(|c| c.samples(hash_key(key))) {
+            c.delete(key, clock);
+        }
+        removed
     }
 
     /// touch: sets a new expiry; whether the item exists.

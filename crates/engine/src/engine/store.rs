@@ -91,6 +91,21 @@ pub enum StoreOutcome {
 impl Engine {
     /// set/add/replace/append/prepend/cas, with memcached's rules.
     pub fn store(&self, args: &StoreArgs<'_>, clock: Clock) -> StoreOutcome {
+        let outcome = self.store_locked(args, clock);
+        let whole = matches!(
+            args.mode,
+            StoreMode::Set | StoreMode::Add | StoreMode::Replace | StoreMode::Cas
+        );
+        if let (Some(c), StoreOutcome::Stored { .. }, true) = (&self.chooser, &outcome, whole) {
+            if c.samples(hash_key(args.key)) {
+                c.set(args.key, args.client_flags, args.value.len(), clock);
+            }
+        }
+        outcome
+    }
+
+    /// `store` under the key's shard lock.
+    fn store_locked(&self, args: &StoreArgs<'_>, clock: Clock) -> StoreOutcome {
         let class =
             self.geometry
                 .class_for_item(args.key.bytes.len(), args.client_flags, args.value.len());

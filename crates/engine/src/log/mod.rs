@@ -345,6 +345,15 @@ impl LogShard {
         }
     }
 
+    /// Sets the probationary share from now on (the chooser's switch): keys on probation stay there
+    /// until swept, and a share of 0 lets the queue drain. The ghost starts when first needed.
+    pub(crate) fn set_probation(&mut self, share: f64) {
+        self.probation_share = if self.evict_when_full { share } else { 0.0 };
+        if share > 0.0 && self.ghost.is_none() {
+            self.ghost = Some(Box::default());
+        }
+    }
+
     /// The item's size by the engine's accounting (`mem_requested`, profilers).
     #[inline]
     fn accounted(&self, it: Item<'_>) -> usize {

@@ -326,6 +326,8 @@ impl Settings {
             memory_layout: MemoryLayout::Slab,
             log_ranking: EngineConfig::default().log_ranking,
             log_probation: EngineConfig::default().log_probation,
+            log_choose: Vec::new(),
+            log_choose_rate: EngineConfig::default().log_choose_rate,
             mrc_sample_rate: mrcache_engine::profiling::DEFAULT_SAMPLE_RATE,
             io: IoMode::Auto,
             admin_port: cli.admin_port,

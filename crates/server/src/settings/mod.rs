@@ -195,6 +195,11 @@ pub struct Settings {
     /// `-o log_probation=SHARE` (ours): the share of each log pool's segments where new keys wait on
     /// probation (S3-FIFO's small queue), 0 for none.
     pub log_probation: f64,
+    /// `-o log_choose=P,P,...` (ours): the log's candidate eviction policies for its chooser (the
+    /// first replaces `log_ranking` and `log_probation`); empty: no chooser.
+    pub log_choose: Vec<mrcache_engine::LogPolicy>,
+    /// `-o log_choose_rate=R` (ours): the share of keys and memory each miniature takes.
+    pub log_choose_rate: f64,
     /// `-o mrc_sample_rate=F` (ours): initial sampling rate of the per-class MRC profilers; 0 turns
     /// profiling off.
     pub mrc_sample_rate: f64,
@@ -403,8 +408,16 @@ impl Settings {
             use_cas: self.use_cas,
             item_accounting: self.item_accounting,
             memory_layout: self.memory_layout,
-            log_ranking: self.log_ranking,
-            log_probation: self.log_probation,
+            log_ranking: self
+                .log_choose
+                .first()
+                .map_or(self.log_ranking, |p| p.ranking),
+            log_probation: self
+                .log_choose
+                .first()
+                .map_or(self.log_probation, |p| p.probation),
+            log_choose: self.log_choose.clone(),
+            log_choose_rate: self.log_choose_rate,
             evict_when_full: self.evict_when_full,
             shards: self.shards,
             profile_sample_rate: (self.mrc_sample_rate > 0.0).then_some(self.mrc_sample_rate),

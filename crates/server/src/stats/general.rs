@@ -145,6 +145,9 @@ pub(crate) struct General {
     /// slab).
     pub cleaner_bytes: u64,
     pub cleaner_passes: u64,
+    /// The log layout's eviction policy (the chooser's, `-o log_choose`, or the configured one) and
+    /// the chooser's switches since start; `None` under slab.
+    pub log_policy: Option<(String, u64)>,
 }
 
 impl General {
@@ -202,6 +205,19 @@ impl General {
             log_watchers: ctx.log.watchers(),
             cleaner_bytes,
             cleaner_passes,
+            log_policy: match ctx.engine.chooser_report() {
+                Some(r) => Some((r.current.name(), r.switches)),
+                None => {
+                    (ctx.engine.memory_layout() == mrcache_engine::MemoryLayout::Log).then(|| {
+                        let c = ctx.engine.config();
+                        let policy = mrcache_engine::LogPolicy {
+                            ranking: c.log_ranking,
+                            probation: c.log_probation,
+                        };
+                        (policy.name(), 0)
+                    })
+                }
+            },
         }
     }
 
@@ -353,6 +369,10 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
         |s| s.cleaner_passes.into()),
     counter("log_cleaner_bytes", "log_cleaner_copied_bytes_total", "Bytes of live items the log layout's cleaner copied into fresh segments.",
         |s| s.cleaner_bytes.into()),
+    info("log_policy", "log_policy", "The log layout's eviction policy: the one its chooser runs (-o log_choose), else -o log_ranking and log_probation's; - under slab.",
+        |s| Value::Text(s.log_policy.as_ref().map_or_else(|| "-".into(), |p| p.0.clone()))),
+    counter("log_policy_switches", "log_policy_switches_total", "Times the log's chooser switched policy (-o log_choose).",
+        |s| s.log_policy.as_ref().map_or(0, |p| p.1).into()),
     // /metrics only.
     metrics_gauge("pages_in_use", "Pages of -m held by slab classes.", |s| s.engine.pages_in_use.into()),
     metrics_gauge("page_limit", "Pages in -m.", |s| s.engine.page_limit.into()),

@@ -489,6 +489,57 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
         print: print("log_probation", Print::Setting(|s| s.log_probation.to_string())),
         ..NONE
     },
+    OptionSpec {
+        keys: &["log_choose"],
+        value: value("P/P/...", "eviction policies"),
+        help: "mrcached, log layout: let the cache choose its eviction policy among these \
+               (separated by /; each a ranking, or a ranking+p for a tenth of the segments on \
+               probation, +p0.05 for another share; e.g. density/clock+p): a miniature simulation of each runs on a \
+               sample of the keys (-o log_choose_rate) and the log switches to the one that \
+               misses least, with hysteresis; `stats` shows log_policy. The first is the starting \
+               policy. Default: none (no chooser)",
+        effect: Sets(|s, arg| {
+            let policies = mrcache_engine::LogPolicy::parse_list(arg.value()?)
+                .ok_or(OptionError::Expected(
+                    "rankings (lru, lfu, slru, density, clock), each with +p or +pSHARE for probation",
+                ))?;
+            s.log_choose = policies;
+            Ok(())
+        }),
+        stats: stat(
+            "log_choose",
+            Setting(|s| {
+                let names: Vec<String> = s.log_choose.iter().map(|p| p.name()).collect();
+                if names.is_empty() {
+                    "none".into()
+                } else {
+                    names.join("/")
+                }
+            }),
+        ),
+        print: print(
+            "log_choose",
+            Print::Setting(|s| s.log_choose.iter().map(|p| p.name()).collect::<Vec<_>>().join("/")),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["log_choose_rate"],
+        value: value("R", "a rate in (0, 1]"),
+        help: "mrcached, log layout: the share of keys the chooser's miniatures see, and of the \
+               memory each holds (default 1/16)",
+        effect: Sets(|s, arg| {
+            let rate: f64 = arg.number()?;
+            if !(rate > 0.0 && rate <= 1.0) {
+                return Err(OptionError::Expected("in (0, 1]"));
+            }
+            s.log_choose_rate = rate;
+            Ok(())
+        }),
+        stats: stat("log_choose_rate", Setting(|s| s.log_choose_rate.to_string())),
+        print: print("log_choose_rate", Print::Setting(|s| s.log_choose_rate.to_string())),
+        ..NONE
+    },
     row("tenant_policy", Live(L::TenantPolicy)),
     // Options memcached prints no row for.
     OptionSpec {
