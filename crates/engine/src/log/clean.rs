@@ -407,20 +407,11 @@ impl LogShard {
     /// Reads one input record at `off` of `slot`: unlinks it if dead, else makes it a candidate.
     /// Returns its length.
     fn scan_record(&mut self, pass: &mut Pass, slot: u32, off: usize, clock: Clock) -> usize {
-        let p = read_prefix(&self.seg(slot as usize).mem, off);
-        let h = self.handle(slot, off);
-        let rec = prefix_len(p);
+        let (rec, live) = self.read_record(pass.victim, slot, off, clock);
+        let Some((h, hash, p)) = live else {
+            return rec;
+        };
         let it = self.item(h);
-        if !it.has(bits::LINKED) {
-            return rec;
-        }
-        let hash = hash_key(it.tenant_key());
-        if self.is_dead(h, clock) {
-            let fetched = it.has(bits::FETCHED);
-            self.pools[pass.victim].counters.count_reclaim(fetched);
-            self.unlink(h, hash);
-            return rec;
-        }
         pass.cands.push(Candidate {
             h,
             rec,
@@ -429,6 +420,31 @@ impl LogShard {
             freq: prefix_freq(p),
         });
         rec
+    }
+
+    /// Reads the record at `off` of segment `slot` of pool `victim`: its length, and its handle, key
+    /// hash and prefix if it is live. A dead one (expired, flushed) still linked is reclaimed.
+    pub(super) fn read_record(
+        &mut self,
+        victim: usize,
+        slot: u32,
+        off: usize,
+        clock: Clock,
+    ) -> (usize, Option<(u32, u64, u32)>) {
+        let p = read_prefix(&self.seg(slot as usize).mem, off);
+        let (h, rec) = (self.handle(slot, off), prefix_len(p));
+        let it = self.item(h);
+        if !it.has(bits::LINKED) {
+            return (rec, None);
+        }
+        let hash = hash_key(it.tenant_key());
+        if self.is_dead(h, clock) {
+            let fetched = it.has(bits::FETCHED);
+            self.pools[victim].counters.count_reclaim(fetched);
+            self.unlink(h, hash);
+            return (rec, None);
+        }
+        (rec, Some((h, hash, p)))
     }
 
     /// Ranks the candidates and packs the highest ranked (ties in the inputs' order) into the outputs;

@@ -37,10 +37,8 @@
 use std::collections::VecDeque;
 
 use super::clean::Cleaning;
-use super::{prefix_freq, prefix_len, read_prefix, LogShard};
+use super::{prefix_freq, LogShard};
 use crate::config::Ranking;
-use crate::item::bits;
-use crate::shard::hash_key;
 use crate::Clock;
 
 /// Reads the clock counts (S3-FIFO's two-bit counter): a record read more often survives this many
@@ -196,21 +194,10 @@ impl LogShard {
     /// Decides the record at the sweep's offset in input `slot`: reclaims it if dead, moves it if it
     /// was read and has a target, else evicts it. Returns its length.
     fn sweep_record(&mut self, sweep: &mut Sweep, slot: u32, clock: Clock) -> usize {
-        let off = sweep.off;
-        let p = read_prefix(&self.seg(slot as usize).mem, off);
-        let rec = prefix_len(p);
-        let h = self.handle(slot, off);
-        let it = self.item(h);
-        if !it.has(bits::LINKED) {
+        let (rec, live) = self.read_record(sweep.victim, slot, sweep.off, clock);
+        let Some((h, hash, p)) = live else {
             return rec;
-        }
-        let hash = hash_key(it.tenant_key());
-        if self.is_dead(h, clock) {
-            let fetched = it.has(bits::FETCHED);
-            self.pools[sweep.victim].counters.count_reclaim(fetched);
-            self.unlink(h, hash);
-            return rec;
-        }
+        };
         let probation = self.seg(slot as usize).probation;
         if prefix_freq(p) > 0 {
             if let Some(target) = self.sweep_target(sweep, rec) {
