@@ -289,31 +289,12 @@ pub fn bind_tenant_port(settings: &Settings, port: u16) -> io::Result<Vec<std::n
 }
 
 fn bind_main(settings: &Settings) -> io::Result<Vec<std::net::TcpListener>> {
-    let mut addrs: Vec<(SocketAddr, bool)> = Vec::new();
-    if settings.listen.is_empty() {
-        addrs.push((SocketAddr::from(([0, 0, 0, 0], settings.port)), false));
-    }
-    for spec in &settings.listen {
-        for a in spec.resolve(settings.port)? {
-            addrs.push((a, spec.port.is_some()));
-        }
-    }
-    let mut bound = Vec::with_capacity(addrs.len());
-    let mut ephemeral: Option<u16> = None;
-    for (mut addr, explicit_port) in addrs {
-        if addr.port() == 0 && !explicit_port {
-            if let Some(p) = ephemeral {
-                addr.set_port(p);
-            }
-        }
+    super::bind_each(settings, settings.port, |addr| {
         let l = bind_one(addr, settings.listen_backlog)
             .map_err(|e| io::Error::new(e.kind(), format!("failed to listen on {addr}: {e}")))?;
-        if ephemeral.is_none() && settings.port == 0 {
-            ephemeral = Some(l.local_addr()?.port());
-        }
-        bound.push(l);
-    }
-    Ok(bound)
+        let port = l.local_addr()?.port();
+        Ok((l, port))
+    })
 }
 
 fn bind_one(addr: SocketAddr, backlog: i32) -> io::Result<std::net::TcpListener> {

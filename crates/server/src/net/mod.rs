@@ -489,6 +489,38 @@ impl Server {
 
 /// Stops the workers of a server whose start-up failed: nothing was accepted yet, so they hold no
 /// connection; each wakes, sees the shutdown and exits.
+/// Binds one socket per `-l` address (every interface without `-l`) on `port`, TCP's or UDP's:
+/// `bind` makes one and says the port it got. Where the port is 0 and an address names none, the
+/// sockets after the first take the port the first was given, so that all listen on one port.
+pub(crate) fn bind_each<T>(
+    settings: &crate::settings::Settings,
+    port: u16,
+    bind: impl Fn(SocketAddr) -> io::Result<(T, u16)>,
+) -> io::Result<Vec<T>> {
+    let mut addrs: Vec<(SocketAddr, bool)> = Vec::new();
+    if settings.listen.is_empty() {
+        addrs.push((SocketAddr::from(([0, 0, 0, 0], port)), false));
+    }
+    for spec in &settings.listen {
+        for a in spec.resolve(port)? {
+            addrs.push((a, spec.port.is_some()));
+        }
+    }
+    let mut bound = Vec::with_capacity(addrs.len());
+    let mut ephemeral: Option<u16> = None;
+    for (mut addr, explicit_port) in addrs {
+        if let (0, false, Some(p)) = (addr.port(), explicit_port, ephemeral) {
+            addr.set_port(p);
+        }
+        let (socket, got) = bind(addr)?;
+        if ephemeral.is_none() && port == 0 {
+            ephemeral = Some(got);
+        }
+        bound.push(socket);
+    }
+    Ok(bound)
+}
+
 fn stop_workers(
     ctx: &ServerContext,
     wakers: &[Arc<Waker>],

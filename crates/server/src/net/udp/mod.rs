@@ -62,35 +62,16 @@ pub fn bind(settings: &Settings) -> io::Result<Vec<std::net::UdpSocket>> {
     } else {
         settings.udp_port as u16
     };
-    let mut addrs: Vec<(SocketAddr, bool)> = Vec::new();
-    if settings.listen.is_empty() {
-        addrs.push((SocketAddr::from(([0, 0, 0, 0], port)), false));
-    }
-    for spec in &settings.listen {
-        for a in spec.resolve(port)? {
-            addrs.push((a, spec.port.is_some()));
-        }
-    }
-    let mut bound = Vec::with_capacity(addrs.len());
-    let mut ephemeral: Option<u16> = None;
-    for (mut addr, explicit_port) in addrs {
-        if addr.port() == 0 && !explicit_port {
-            if let Some(p) = ephemeral {
-                addr.set_port(p);
-            }
-        }
+    super::bind_each(settings, port, |addr| {
         let socket = bind_one(addr).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("-U/--udp-port: failed to listen on UDP {addr}: {e}"),
             )
         })?;
-        if ephemeral.is_none() && port == 0 {
-            ephemeral = Some(socket.local_addr()?.port());
-        }
-        bound.push(socket);
-    }
-    Ok(bound)
+        let port = socket.local_addr()?.port();
+        Ok((socket, port))
+    })
 }
 
 fn bind_one(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
