@@ -124,6 +124,36 @@ fn run(settings: Settings, daemon: Option<Daemon>) -> Result<(), Box<dyn std::er
     served
 }
 
+/// memcached's `MEMCACHED_PORT_FILENAME`: when set, the ports the server listens on, a line per socket
+/// as memcached writes them (`TCP INET: 11211`, `UDP INET6: 11211`), written to `FILE.lck` and renamed
+/// to FILE once every socket is bound, so whoever sees the file sees them all (memcached's test
+/// harness reads it to find a server started on a free port).
+fn write_port_file(server: &Server) -> std::io::Result<()> {
+    let Some(path) = std::env::var_os("MEMCACHED_PORT_FILENAME") else {
+        return Ok(());
+    };
+    let mut text = String::new();
+    for (transport, addrs) in [("TCP", server.local_addrs()), ("UDP", server.udp_addrs())] {
+        for a in addrs {
+            let family = if a.is_ipv6() { "INET6" } else { "INET" };
+            text.push_str(&format!("{transport} {family}: {}\n", a.port()));
+        }
+    }
+    let mut lock = path.clone();
+    lock.push(".lck");
+    std::fs::write(&lock, text)
+        .and_then(|()| std::fs::rename(&lock, &path))
+        .map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "MEMCACHED_PORT_FILENAME {}: {e}",
+                    std::path::Path::new(&path).display()
+                ),
+            )
+        })
+}
+
 /// Announces the running server, starts the admin port, lets a daemon's starting process go, and
 /// waits for the server to stop (saving the cache after a graceful stop with `-e`).
 fn serve(
@@ -132,6 +162,7 @@ fn serve(
     daemon: Option<Daemon>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let verbose = ctx.settings.verbose;
+    write_port_file(&server)?;
     if verbose > 0 {
         for a in server.local_addrs() {
             eprintln!("mrcached: listening on {a}");

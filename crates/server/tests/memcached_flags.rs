@@ -139,3 +139,34 @@ fn bad_values_are_refused_by_both() {
         }
     }
 }
+
+/// `MEMCACHED_PORT_FILENAME=FILE`: the ports listened on, as memcached writes them, there once the
+/// server announces itself.
+#[test]
+fn the_port_file_lists_every_socket_as_memcached_writes_it() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("mrcached-portfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ports");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mrcached"))
+        .args(["-p", "0", "-U", "-1", "-l", "127.0.0.1"])
+        .args(user_args())
+        .env("MEMCACHED_PORT_FILENAME", &file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let port_of = |line: String| line.rsplit(':').next().unwrap().trim().to_string();
+    let tcp = port_of(lines.next().unwrap().unwrap());
+    let udp = port_of(lines.next().unwrap().unwrap());
+    let written = std::fs::read_to_string(&file);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        written.unwrap(),
+        format!("TCP INET: {tcp}\nUDP INET: {udp}\n"),
+        "memcached 1.6.18 writes one `TRANSPORT FAMILY: PORT` line per socket"
+    );
+}
