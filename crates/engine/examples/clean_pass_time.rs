@@ -2,7 +2,9 @@
 //! the sets that finished a cleaning pass and the others (which, under the log, advance the pass under
 //! way a step), under the log layout and, for comparison, the slab layout.
 //!
-//! `cargo run --release -p mrcache-engine --example clean_pass_time -- [memory_mib] [sets] [slab|log|both] [ranking]`
+//! `cargo run --release -p mrcache-engine --example clean_pass_time -- [memory_mib] [sets] [slab|log|both] [policy]`
+//!
+//! `policy`: the log's ranking, or a ranking with `+p` for probation (`clock+p`: sweeps; see `LogPolicy`).
 //!
 //! One thread, one shard (so a set's time is how long it held the shard lock, which every request on
 //! that shard waits for), 1% MRC profiling (the server's default). 32-byte keys drawn uniformly from
@@ -31,7 +33,7 @@ fn thread_cpu_ns() -> u64 {
 }
 
 use mrcache_engine::{
-    Clock, Engine, EngineConfig, Key, MemoryLayout, Ranking, StoreArgs, TenantId,
+    Clock, Engine, EngineConfig, Key, LogPolicy, MemoryLayout, Ranking, StoreArgs, TenantId,
 };
 
 const KEYS: u64 = 100_000;
@@ -59,13 +61,14 @@ fn row(name: &str, mut v: Vec<u64>) {
     );
 }
 
-fn run(layout: MemoryLayout, ranking: Ranking, memory_mib: u64, sets: u64) {
+fn run(layout: MemoryLayout, policy: LogPolicy, memory_mib: u64, sets: u64) {
     let config = EngineConfig {
         memory_limit_bytes: memory_mib << 20,
         shards: 1,
         profile_sample_rate: Some(0.01),
         memory_layout: layout,
-        log_ranking: ranking,
+        log_ranking: policy.ranking,
+        log_probation: policy.probation,
         ..EngineConfig::default()
     };
     let engine = Engine::new(config).expect("engine config");
@@ -114,8 +117,8 @@ fn run(layout: MemoryLayout, ranking: Ranking, memory_mib: u64, sets: u64) {
     }
     let ran = passes - passes_before;
     println!(
-        "{layout:?} (ranking {}): {ran} passes, {:.0} KiB copied per pass, at most {most_copied} bytes by one set",
-        ranking.name(),
+        "{layout:?} (policy {}): {ran} passes, {:.0} KiB copied per pass, at most {most_copied} bytes by one set",
+        policy.name(),
         if ran > 0 {
             (bytes - bytes_before) as f64 / ran as f64 / 1024.0
         } else {
@@ -141,9 +144,20 @@ fn main() {
         Some("log") => &[MemoryLayout::Log],
         Some(other) => panic!("layout: expected slab, log or both, got {other:?}"),
     };
-    let ranking = args.next().map_or(Ranking::default(), |r| {
-        Ranking::parse(&r).unwrap_or_else(|| panic!("ranking: expected {}", Ranking::EXPECTED))
-    });
+    let policy = args.next().map_or(
+        LogPolicy {
+            ranking: Ranking::default(),
+            probation: 0.0,
+        },
+        |r| {
+            LogPolicy::parse(&r).unwrap_or_else(|| {
+                panic!(
+                    "policy: expected {}, with +p for probation",
+                    Ranking::EXPECTED
+                )
+            })
+        },
+    );
     println!(
         "-m {memory_mib} MiB, one shard, {sets} sets of 200 B values over 100k keys (µs per set)"
     );
@@ -152,6 +166,6 @@ fn main() {
         "", "sets", "min", "p50", "p99", "p99.9", "max"
     );
     for &layout in layouts {
-        run(layout, ranking, memory_mib, sets);
+        run(layout, policy, memory_mib, sets);
     }
 }

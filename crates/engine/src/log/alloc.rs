@@ -53,10 +53,8 @@ impl LogShard {
         let off = seg.used;
         seg.used += rec;
         seg.mem[off..off + 4].copy_from_slice(&super::make_prefix(rec, 0).to_le_bytes());
-        let used = seg.used;
-        let room = self.seg_bytes - used;
         // The pass never touches a head, so the new record is not moved by its step.
-        self.step(rec, room, clock);
+        self.step(rec, clock);
         Ok(self.handle(slot, off))
     }
 

@@ -246,8 +246,8 @@ impl LogShard {
     /// worth of full segments. (With fewer, a pass now would take too few inputs and evict all it
     /// read; the pass runs whole when the segment is needed, when the head has joined the queue.)
     ///
-    /// A sweep is not started here but by the step of an append that leaves the asker's head with
-    /// `SWEEP_START` or less room (`step`): it needs one segment, and it evicts as it goes.
+    /// A sweep evicts as it goes, so it is not started here but by the first step that finds the
+    /// fuller of the pool's heads with a `SWEEP_START`-th of a segment left (`step`).
     pub(super) fn begin_for(&mut self, pool: usize, clock: Clock) {
         if self.pass.is_none() {
             if let Some(&victim) = self.victims(pool).first() {
@@ -266,7 +266,7 @@ impl LogShard {
         self.sweep_for = None;
         self.surrender_tail(victim);
         if self.sweeps(victim) {
-            return self.begin_sweep(victim);
+            return self.begin_sweep(victim, asker);
         }
         let k = self.clean_segments.min(self.pools[victim].full.len());
         if k == 0 {
@@ -301,17 +301,15 @@ impl LogShard {
         true
     }
 
-    /// Advances the cleaning under way by the work owed for `appended` bytes, appended to a head
-    /// that has `room` bytes left (see the module doc); starts a sweep that is due.
-    pub(super) fn step(&mut self, appended: usize, room: usize, clock: Clock) {
-        if room > self.seg_bytes / super::sweep::SWEEP_START {
-            if matches!(self.pass, Some(Cleaning::Sweep(_))) {
-                return;
-            }
-        } else if let Some(asker) = self.sweep_for.filter(|_| self.pass.is_none()) {
-            self.sweep_for = None;
-            if let Some(&victim) = self.victims(asker).first() {
-                self.begin(victim, asker, clock);
+    /// Advances the cleaning under way by the work owed for `appended` bytes (see the module doc);
+    /// starts a sweep that is due.
+    pub(super) fn step(&mut self, appended: usize, clock: Clock) {
+        if let Some(asker) = self.sweep_for.filter(|_| self.pass.is_none()) {
+            if self.min_head_room(asker) * super::sweep::SWEEP_START <= self.seg_bytes {
+                self.sweep_for = None;
+                if let Some(&victim) = self.victims(asker).first() {
+                    self.begin(victim, asker, clock);
+                }
             }
         }
         match self.pass.take() {
@@ -606,6 +604,17 @@ impl LogShard {
             debug_assert_eq!(self.seg(slot as usize).used, 0);
             self.spares.push(slot);
         }
+    }
+
+    /// Bytes left in the fuller of `pool`'s heads, main and probationary (0 without one).
+    pub(super) fn min_head_room(&self, pool: usize) -> usize {
+        let p = &self.pools[pool];
+        [p.head, p.probation_head]
+            .iter()
+            .flatten()
+            .map(|&slot| self.seg_bytes - self.seg(slot as usize).used)
+            .min()
+            .unwrap_or(0)
     }
 
     /// Bytes left in `pool`'s head segment (0 without one).

@@ -153,8 +153,8 @@ pub(crate) struct LogShard {
     spares: Vec<u32>,
     /// The cleaning pass under way, if any (`clean`).
     pass: Option<clean::Cleaning>,
-    /// A sweep is due for this pool's next segment; it starts when that pool's head is nearly full
-    /// (`clean::LogShard::step`).
+    /// A sweep is due for this pool's next segment; it starts when that pool's fuller head is nearly
+    /// full (`clean::LogShard::step`).
     sweep_for: Option<usize>,
     /// Keys evicted lately, when `log_ghost` or probation is on (`ghost`).
     ghost: Option<Box<ghost::Ghost>>,

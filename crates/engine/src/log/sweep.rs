@@ -17,17 +17,18 @@
 //! **When it ends.** After each input, if the inputs it emptied and did not write to outnumber the
 //! spare it wrote to: one of them repays the spare, one is the segment the sweep frees, and any more
 //! go back to the budget. Otherwise it takes another input (the next the pool's queues offer: the
-//! probationary queue's, or the main queue's when it ranks by the clock), up to `MAX_INPUTS`. The last
-//! input it may take (none after it, or the cap) is *final*: its survivors are moved only into the
-//! room of the target being written, the rest evicted, so that it is emptied and not written to, and
-//! the spare can always be repaid. A sweep over segments whose items were all read frees nothing
-//! (every count then one lower) and the cleaner runs another.
+//! probationary queue's, or the main queue's when it ranks by the clock), up to `MAX_INPUTS`. A new
+//! target is taken only while the inputs it has not written to and those still to come can free a
+//! segment (`sweep_target`); past that point a survivor that does not fit the target being written
+//! is evicted, so every sweep frees a segment. Segments whose items were all read cost the most: up to
+//! `MAX_INPUTS - 1` segments copied for the one freed.
 //!
-//! **Pace.** A sweep starts when the head of the pool that needs the segment has a `SWEEP_START`-th
-//! of a segment of room left, and does `SWEEP_PACE` bytes of scanning and moving per byte appended,
-//! so that it is usually done before the head is full and its evictions happen in the last stretch
-//! before the memory is needed (an early eviction is a miss the cache had room to avoid). Whatever is
-//! left when the segment is needed is done then (`finish`).
+//! **Pace.** A sweep is due when a pool takes a cleaned segment or the last free one, and starts when
+//! the fuller of that pool's two heads has a `SWEEP_START`-th of a segment left: it evicts as it goes,
+//! and an eviction made early is a miss the cache had room to avoid (starting at once cost up to 7%
+//! more misses on the orm traces). It does `SWEEP_PACE` bytes of scanning and moving per byte
+//! appended, more when what it may still have to do would not be done before that head is full
+//! (`sweep_pace`). Whatever is left when the segment is needed is done then (`finish`).
 //!
 //! Invariants: the sweep's segments are listed once each: the tail it began with and its inputs
 //! (`counted`: all counted in the victim, all marked `cleaning`), and the spare once written to
@@ -45,10 +46,10 @@ use crate::Clock;
 /// sweeps without another read.
 pub(super) const CLOCK_MAX: u32 = 3;
 
-/// A sweep starts when its asker's head has a this-many-th of a segment left.
+/// A sweep starts when its asker's fuller head has a this-many-th of a segment left.
 pub(super) const SWEEP_START: usize = 4;
 
-/// Bytes of scanning and moving a sweep does per byte appended.
+/// Bytes of scanning and moving a sweep does per byte appended, at least.
 const SWEEP_PACE: usize = 16;
 
 /// Most inputs one sweep takes.
@@ -57,6 +58,8 @@ const MAX_INPUTS: usize = 8;
 /// A sweep under way (see the module doc).
 pub(super) struct Sweep {
     victim: usize,
+    /// The pool whose next segment it frees: it paces itself to that pool's heads.
+    asker: usize,
     /// The victim's segments it holds: the tail it began with (if any), then its inputs in order.
     counted: Vec<u32>,
     /// Index in `counted` of the input being swept, and the offset of its next record.
@@ -68,9 +71,8 @@ pub(super) struct Sweep {
     targets: Vec<u32>,
     /// Inputs emptied and not (yet) written to, oldest first.
     empty: VecDeque<u32>,
-    /// Inputs taken, and whether the last of them is final (see the module doc).
+    /// Inputs taken.
     inputs: usize,
-    last_is_final: bool,
     done: bool,
 }
 
@@ -84,18 +86,20 @@ impl Sweep {
         (&self.counted, &self.beside)
     }
 
-    fn sweeping_final(&self) -> bool {
-        self.last_is_final && self.at + 1 == self.counted.len()
+    /// Index in `counted` of its first input (after the tail it began with, if any).
+    fn first_input(&self) -> usize {
+        self.counted.len() - self.inputs
     }
 }
 
 impl LogShard {
     /// Starts a sweep over `victim`: false when it has no input for one.
-    pub(super) fn begin_sweep(&mut self, victim: usize) -> bool {
+    pub(super) fn begin_sweep(&mut self, victim: usize, asker: usize) -> bool {
         let tail = self.pools[victim].tail.take();
         let counted: Vec<u32> = tail.into_iter().collect();
         let mut sweep = Sweep {
             victim,
+            asker,
             at: counted.len(),
             off: 0,
             targets: counted.clone(),
@@ -103,7 +107,6 @@ impl LogShard {
             beside: Vec::new(),
             empty: VecDeque::new(),
             inputs: 0,
-            last_is_final: false,
             done: false,
         };
         if !self.take_input(&mut sweep) {
@@ -152,11 +155,20 @@ impl LogShard {
         self.seg_mut(slot as usize).cleaning = true;
         sweep.counted.push(slot);
         sweep.inputs += 1;
-        // Queues only grow between steps (heads join them), so an input available now still is when
-        // this one is done: the final input is known when it is taken.
-        let (more_probation, more_main) = self.sweepable(victim);
-        sweep.last_is_final = sweep.inputs == MAX_INPUTS || !(more_probation || more_main);
         true
+    }
+
+    /// Inputs the sweep could still take after the one it is on: at most `MAX_INPUTS` in all, and
+    /// no more than the queues it may take from hold. Queues only grow between steps (heads join
+    /// them), so this never falls but as the sweep takes inputs.
+    fn inputs_to_come(&self, sweep: &Sweep) -> usize {
+        let p = &self.pools[sweep.victim];
+        let main = if p.ranking == Ranking::Clock {
+            p.full.len()
+        } else {
+            0
+        };
+        (MAX_INPUTS - sweep.inputs).min(p.probation.len() + main)
     }
 
     /// Sweeps the records owed for `appended` bytes (`None`: all that is left), then puts the sweep
@@ -167,7 +179,7 @@ impl LogShard {
         appended: Option<usize>,
         clock: Clock,
     ) {
-        let mut budget = appended.map_or(usize::MAX, |a| a.saturating_mul(SWEEP_PACE));
+        let mut budget = appended.map_or(usize::MAX, |a| a.saturating_mul(self.sweep_pace(&sweep)));
         while !sweep.done && budget > 0 {
             let slot = sweep.counted[sweep.at];
             let used = self.seg(slot as usize).used;
@@ -184,11 +196,22 @@ impl LogShard {
             sweep.at += 1;
             sweep.off = 0;
             let freed = sweep.empty.len() > sweep.beside.len();
-            if freed || sweep.last_is_final || !self.take_input(&mut sweep) {
+            if freed || !self.take_input(&mut sweep) {
                 sweep.done = true;
             }
         }
         self.pass = Some(Cleaning::Sweep(sweep));
+    }
+
+    /// Bytes of work per byte appended: `SWEEP_PACE`, or more when what may be left (the inputs it
+    /// may still take, scanned and copied) would not be done before the asker's fuller head is, so
+    /// that the asker seldom waits for a sweep's rest (`finish_sweep`).
+    fn sweep_pace(&self, sweep: &Sweep) -> usize {
+        let room = self.min_head_room(sweep.asker).max(1);
+        let left = (MAX_INPUTS + 1 - (sweep.at + 1 - sweep.first_input()).min(MAX_INPUTS))
+            * 2
+            * self.seg_bytes;
+        SWEEP_PACE.max(left.div_ceil(room))
     }
 
     /// Decides the record at the sweep's offset in input `slot`: reclaims it if dead, moves it if it
@@ -212,22 +235,38 @@ impl LogShard {
     }
 
     /// The segment a survivor of `rec` bytes is moved to: the one being written if it has room, else
-    /// the next (the spare, then emptied inputs), none while sweeping the final input.
+    /// the next, an emptied input or else the spare, if the sweep can still free a segment after
+    /// taking it (`None`: the survivor is evicted).
+    ///
+    /// What keeps that promise: were the sweep to write no new target from now on, the inputs it
+    /// leaves unwritten (the emptied ones, the one it is on, those to come) must outnumber the spare
+    /// it wrote, so that one repays the spare and one is freed. A new target is taken only if that
+    /// still holds after taking it.
     fn sweep_target(&mut self, sweep: &mut Sweep, rec: usize) -> Option<u32> {
         if let Some(&t) = sweep.targets.last() {
             if self.seg(t as usize).used + rec <= self.seg_bytes {
                 return Some(t);
             }
         }
-        if sweep.sweeping_final() {
+        // The spare first (as long as it is unused), then emptied inputs.
+        let to_spare = sweep.beside.is_empty() && !self.spares.is_empty();
+        if !to_spare && sweep.empty.is_empty() {
             return None;
         }
-        let next = if sweep.beside.is_empty() {
-            let spare = self.spares.pop()?;
+        let (unwritten, spare) = if to_spare {
+            (sweep.empty.len(), sweep.beside.len() + 1)
+        } else {
+            (sweep.empty.len() - 1, sweep.beside.len())
+        };
+        if unwritten + 1 + self.inputs_to_come(sweep) <= spare {
+            return None;
+        }
+        let next = if to_spare {
+            let spare = self.spares.pop().expect("a spare");
             sweep.beside.push(spare);
             spare
         } else {
-            sweep.empty.pop_front()?
+            sweep.empty.pop_front().expect("an emptied input")
         };
         let seg = self.seg_mut(next as usize);
         debug_assert_eq!(seg.items, 0, "a target starts empty");
