@@ -149,60 +149,35 @@ impl Server {
     }
 
     fn start_mrcached(kind: &ServerKind, path: &PathBuf, args: &[&str]) -> Server {
-        let mut child = Command::new(path)
+        let mut command = Command::new(path);
+        command
             .args(["-U", "0", "-l", "127.0.0.1", "-p", "0"])
             .args(user_args())
             .args(args)
-            .args(extra_mrcached_args())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {path:?}: {e}"));
-        let stderr_tail = collect_stderr(&mut child);
-
-        // A reader thread forwards the announcement line and then keeps draining
-        // stdout, so the server can never block on a full pipe.
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let (line_tx, line_rx) = mpsc::channel::<String>();
-        thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            while matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
-                let _ = line_tx.send(std::mem::take(&mut line));
-            }
-        });
-
-        let deadline = Instant::now() + STARTUP_TIMEOUT;
+            .args(extra_mrcached_args());
+        let (child, stderr_tail, announced) = spawn_announced(&mut command);
         let mut server = Server {
             kind: kind.clone(),
             child,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             stderr_tail,
         };
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match line_rx.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(addr) = line.trim_end().strip_prefix("listening on ") {
-                        server.addr = addr
-                            .parse()
-                            .unwrap_or_else(|e| panic!("bad address in {line:?}: {e}"));
-                        return server;
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => panic!(
-                    "{path:?} did not print `listening on ADDR` within {STARTUP_TIMEOUT:?}; \
-                     stderr:\n{}",
-                    server.stderr_tail()
-                ),
-                Err(mpsc::RecvTimeoutError::Disconnected) => panic!(
-                    "{path:?} closed stdout before printing `listening on ADDR` (exit: {:?}); \
-                     stderr:\n{}",
-                    server.exit_status(),
-                    server.stderr_tail()
-                ),
+        match announced {
+            Ok(addr) => {
+                server.addr = addr;
+                server
             }
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+                "{path:?} did not print `listening on ADDR` within {STARTUP_TIMEOUT:?}; \
+                 stderr:\n{}",
+                server.stderr_tail()
+            ),
+            Err(mpsc::RecvTimeoutError::Disconnected) => panic!(
+                "{path:?} closed stdout before printing `listening on ADDR` (exit: {:?}); \
+                 stderr:\n{}",
+                server.exit_status(),
+                server.stderr_tail()
+            ),
         }
     }
 
@@ -567,48 +542,67 @@ impl Announced {
     /// deadline, for its `listening on ADDR` line on stdout; panics with its exit status and output
     /// otherwise. Stdout is drained afterwards, so the process never blocks on it.
     pub fn start(command: &mut Command) -> Announced {
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-        let stderr_tail = collect_stderr(&mut child);
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let (line_tx, line_rx) = mpsc::channel::<String>();
-        thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            while matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
-                let _ = line_tx.send(std::mem::take(&mut line));
-            }
-        });
-        let deadline = Instant::now() + STARTUP_TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match line_rx.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(addr) = line.trim_end().strip_prefix("listening on ") {
-                        let addr = addr.parse().expect("an address after `listening on`");
-                        return Announced { child, addr };
-                    }
-                }
-                Err(e) => {
-                    let _ = child.kill();
-                    let status = child.wait();
-                    let tail = stderr_tail
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .clone();
-                    panic!(
-                        "{command:?} did not announce its address ({e:?}; exit {status:?}); \
-                         stderr:\n{}",
-                        String::from_utf8_lossy(&tail)
-                    );
-                }
+        let (mut child, stderr_tail, announced) = spawn_announced(command);
+        match announced {
+            Ok(addr) => Announced { child, addr },
+            Err(e) => {
+                let _ = child.kill();
+                let status = child.wait();
+                let tail = stderr_tail
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                panic!(
+                    "{command:?} did not announce its address ({e:?}; exit {status:?}); \
+                     stderr:\n{}",
+                    String::from_utf8_lossy(&tail)
+                );
             }
         }
     }
+}
+
+/// Spawns `command` with its stdout and stderr piped and waits, up to the start-up deadline, for
+/// its `listening on ADDR` line; a thread goes on draining stdout, so the process never blocks on
+/// it. Returns the child, its stderr's tail, and the address or why none came.
+fn spawn_announced(
+    command: &mut Command,
+) -> (
+    Child,
+    Arc<Mutex<Vec<u8>>>,
+    Result<SocketAddr, mpsc::RecvTimeoutError>,
+) {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    let stderr_tail = collect_stderr(&mut child);
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (line_tx, line_rx) = mpsc::channel::<String>();
+    thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        while matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+            let _ = line_tx.send(std::mem::take(&mut line));
+        }
+    });
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    let announced = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match line_rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(addr) = line.trim_end().strip_prefix("listening on ") {
+                    break Ok(addr
+                        .parse()
+                        .unwrap_or_else(|e| panic!("bad address in {line:?}: {e}")));
+                }
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    (child, stderr_tail, announced)
 }
 
 impl Drop for Announced {
