@@ -154,9 +154,8 @@ impl SimArgs {
             Some(_) => DEFAULT_MEMORY_LIMIT_BYTES,
             None => parse_bytes(&self.memory).map_err(|e| format!("--memory {e}"))?,
         };
-        let mut log_ranking = Ranking::parse(&self.ranking)
+        let log_ranking = Ranking::parse(&self.ranking)
             .ok_or_else(|| format!("--ranking {}: expected {}", self.ranking, Ranking::EXPECTED))?;
-        let mut log_probation = self.log_probation;
         let mut log_choose = Vec::new();
         for s in &self.log_choose {
             log_choose.extend(LogPolicy::parse_list(s).ok_or_else(|| {
@@ -166,16 +165,13 @@ impl SimArgs {
                 )
             })?);
         }
-        if let Some(first) = log_choose.first() {
-            (log_ranking, log_probation) = (first.ranking, first.probation);
-        }
         Ok(SimConfig {
             engine: EngineConfig {
                 profile_sample_rate: self.mrc_sample_rate,
                 log_ranking,
                 log_clean_segments: self.clean_segments,
                 log_ghost: self.log_ghost == "on",
-                log_probation,
+                log_probation: self.log_probation,
                 log_choose,
                 log_choose_rate: self.log_choose_rate,
                 ..self.slab.engine_config(memory)?

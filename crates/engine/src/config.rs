@@ -212,7 +212,7 @@ pub struct EngineConfig {
     pub log_probation: f64,
     /// Log layout: candidate policies for the chooser (`engine::chooser`): with two or more, the
     /// engine runs a miniature of each on a sample of the keys and switches every pool to the one
-    /// that misses least. The first should be the configured `log_ranking` and `log_probation`.
+    /// that misses least. The first runs at the start, in place of `log_ranking` and `log_probation`.
     pub log_choose: Vec<LogPolicy>,
     /// The share of keys the chooser's miniatures see, and of the memory each holds: (0, 1].
     pub log_choose_rate: f64,

@@ -70,8 +70,12 @@ pub struct Engine {
 impl Engine {
     /// An empty engine of `config`, after `EngineConfig::validate`: no pages are taken until items are
     /// stored.
-    pub fn new(config: EngineConfig) -> Result<Engine, ConfigError> {
+    pub fn new(mut config: EngineConfig) -> Result<Engine, ConfigError> {
         config.validate()?;
+        if let (Some(first), true) = (config.log_choose.first(), config.log_choose.len() >= 2) {
+            // The chooser starts with its first candidate running.
+            (config.log_ranking, config.log_probation) = (first.ranking, first.probation);
+        }
         let geometry = Arc::new(Geometry::new(&config));
         let globals = Arc::new(Globals::new(
             config.page_budget(),
@@ -180,31 +184,40 @@ impl Engine {
         let found = shard.find(key, hash, clock);
         let (handle, miss) = split(found);
         count_get(&mut shard, key.tenant, hash, handle, miss);
+        // Only a key the chooser samples costs it anything (after the shard lock is released).
+        let chooser = self.chooser.as_ref().filter(|c| c.samples(hash));
         let Some(h) = handle else {
             drop(shard);
-            self.choose_on_get(key, hash, None, clock);
+            if let Some(c) = chooser {
+                self.choose_on_get(c, key, None, clock);
+            }
             return None;
         };
         shard.bump(h, hash, clock.now);
         let item = shard.item(h);
-        let size = (item.client_flags(), item.value_len());
+        let size = chooser.map(|_| (item.client_flags(), item.value_len()));
         let result = f(ItemView {
             item,
             now: clock.now,
         });
         drop(shard);
-        self.choose_on_get(key, hash, Some(size), clock);
+        if let Some(c) = chooser {
+            self.choose_on_get(c, key, size, clock);
+        }
         Some(result)
     }
 
-    /// Feeds a GET to the chooser's miniatures if the key is sampled, and applies its decision.
-    /// Called with no shard lock held.
-    #[inline]
-    fn choose_on_get(&self, key: Key<'_>, hash: u64, hit: Option<(u32, usize)>, clock: Clock) {
-        if let Some(c) = self.chooser.as_ref().filter(|c| c.samples(hash)) {
-            if let Some(policy) = c.get(key, hit, clock) {
-                self.apply_log_policy(policy);
-            }
+    /// Feeds a sampled GET to the chooser's miniatures and applies its decision. Called with no shard
+    /// lock held.
+    fn choose_on_get(
+        &self,
+        chooser: &chooser::Chooser,
+        key: Key<'_>,
+        hit: Option<(u32, usize)>,
+        clock: Clock,
+    ) {
+        if let Some(policy) = chooser.get(key, hit, clock) {
+            self.apply_log_policy(policy);
         }
     }
 

@@ -127,22 +127,24 @@ impl LogShard {
         true
     }
 
-    /// Whether a sweep over `pool` may take the front segment of its probationary queue (first) or
-    /// of its main queue (second). The main queue only under the clock: a ranked pool's main queue
-    /// is cleaned by ranked passes.
-    fn sweepable(&self, pool: usize) -> (bool, bool) {
+    /// The full segments a sweep over `pool` may take: its probationary queue's, and its main
+    /// queue's under the clock (a ranked pool's main queue is cleaned by ranked passes).
+    fn sweepable(&self, pool: usize) -> (usize, usize) {
         let p = &self.pools[pool];
-        (
-            !p.probation.is_empty(),
-            !p.full.is_empty() && p.ranking == Ranking::Clock,
-        )
+        let main = if p.ranking == Ranking::Clock {
+            p.full.len()
+        } else {
+            0
+        };
+        (p.probation.len(), main)
     }
 
     /// Takes the sweep's next input: from the queue `queue_to_clean` names if the sweep may take it,
     /// else the other. False when there is none or the sweep has its `MAX_INPUTS`.
     fn take_input(&mut self, sweep: &mut Sweep) -> bool {
         let victim = sweep.victim;
-        let (may_probation, may_main) = self.sweepable(victim);
+        let (probation_segments, main_segments) = self.sweepable(victim);
+        let (may_probation, may_main) = (probation_segments > 0, main_segments > 0);
         if sweep.inputs == MAX_INPUTS || !(may_probation || may_main) {
             return false;
         }
@@ -165,13 +167,8 @@ impl LogShard {
     /// no more than the queues it may take from hold. Queues only grow between steps (heads join
     /// them), so this never falls but as the sweep takes inputs.
     fn inputs_to_come(&self, sweep: &Sweep) -> usize {
-        let p = &self.pools[sweep.victim];
-        let main = if p.ranking == Ranking::Clock {
-            p.full.len()
-        } else {
-            0
-        };
-        (MAX_INPUTS - sweep.inputs).min(p.probation.len() + main)
+        let (probation, main) = self.sweepable(sweep.victim);
+        (MAX_INPUTS - sweep.inputs).min(probation + main)
     }
 
     /// Sweeps the records owed for `appended` bytes (`None`: all that is left), then puts the sweep

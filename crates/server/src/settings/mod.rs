@@ -408,14 +408,8 @@ impl Settings {
             use_cas: self.use_cas,
             item_accounting: self.item_accounting,
             memory_layout: self.memory_layout,
-            log_ranking: self
-                .log_choose
-                .first()
-                .map_or(self.log_ranking, |p| p.ranking),
-            log_probation: self
-                .log_choose
-                .first()
-                .map_or(self.log_probation, |p| p.probation),
+            log_ranking: self.log_ranking,
+            log_probation: self.log_probation,
             log_choose: self.log_choose.clone(),
             log_choose_rate: self.log_choose_rate,
             evict_when_full: self.evict_when_full,
