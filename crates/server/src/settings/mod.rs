@@ -313,6 +313,26 @@ impl Settings {
     /// Range checks memcached makes, naming the flag.
     fn validate(&self) -> Result<(), SettingsError> {
         let err = |flag, why: &str| Err(SettingsError::flag(flag, why));
+        // The log's eviction options do nothing under the slab layout: refused, not ignored.
+        if self.memory_layout == MemoryLayout::Slab {
+            let log_only = [
+                ("-o log_probation", self.log_probation > 0.0),
+                ("-o log_choose", !self.log_choose.is_empty()),
+                (
+                    "-o log_ranking",
+                    self.log_ranking != EngineConfig::default().log_ranking,
+                ),
+            ];
+            if let Some((flag, _)) = log_only.iter().find(|(_, given)| *given) {
+                return err(flag, "applies to -o memory_layout=log only");
+            }
+        }
+        if !self.evict_when_full && self.log_probation > 0.0 {
+            return err(
+                "-o log_probation",
+                "nothing is evicted under -M, so no key can wait on probation",
+            );
+        }
         if self.threads == 0 {
             return err("-t/--threads", "number of threads must be greater than 0");
         }

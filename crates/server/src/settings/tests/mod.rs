@@ -736,3 +736,27 @@ fn memory_layout_option_picks_the_engine_layout() {
 }
 
 mod options;
+
+#[test]
+fn the_logs_eviction_options_are_refused_where_they_would_do_nothing() {
+    for opt in [
+        "log_probation=0.1",
+        "log_choose=density/clock+p",
+        "log_ranking=clock",
+    ] {
+        let e = err(&["-o", opt]);
+        assert!(
+            e.contains("applies to -o memory_layout=log only"),
+            "{opt}: {e}"
+        );
+    }
+    let e = err(&["-M", "-o", "memory_layout=log,log_probation=0.1"]);
+    assert!(e.contains("-o log_probation") && e.contains("-M"), "{e}");
+    let s = run(&[
+        "-o",
+        "memory_layout=log,log_choose=density/clock+p,log_probation=0.2",
+    ])
+    .unwrap();
+    assert_eq!(s.log_choose.len(), 2);
+    assert_eq!(s.log_probation, 0.2);
+}
