@@ -11,8 +11,8 @@
 #      conformance and memcapable tests fail, not skip, without memcached)
 #   6. pytest tests/python against target/release/mrcached
 #   7. (the fuzz corpus replay is a cargo test: mrcache-protocol --test replay)
-#   8. the conformance suite, memcapable and pytest again under the log layout
-#      (MRCACHED_EXTRA_ARGS="-o memory_layout=log")
+#   8. the conformance suite, memcapable and pytest again on epoll and under memcached's slab layout
+#      (MRCACHED_EXTRA_ARGS="-o io=epoll", "-o memory_layout=slab")
 # Every step runs even if an earlier one failed. The last line is the summary
 # `N passed, N failed`: the sum of cargo's `test result:` lines and pytest's
 # counts, plus one per gate step (tools, fmt, clippy, build). The exit
@@ -133,14 +133,14 @@ counted_step "pytest tests/python" pytest.log pytest pytest_run tests/python
 
 # ---- the other network I/O path and memory layout ---------------------------------------------------
 # Everything above ran on the defaults (-o io=auto: io_uring where the kernel runs it, else epoll;
-# -o memory_layout=slab). The conformance suite, memcapable and the Python tests run again on epoll and
-# on the log-structured layout:
+# -o memory_layout=log). The conformance suite, memcapable and the Python tests run again on epoll and
+# on memcached's slab layout:
 # MRCACHED_EXTRA_ARGS is appended to every mrcached the Rust and Python harnesses start.
 # Both also rerun the abusive-client memory bounds (tests/hardening.rs), the connection churn
 # (tests/churn.rs: abortive closes mid-value leave no connection or descriptor behind) and the concurrent
 # clients' lost-update check (tests/concurrency.rs): each must hold whatever the layout and on both I/O
 # paths.
-for extra in "-o io=epoll" "-o memory_layout=log"; do
+for extra in "-o io=epoll" "-o memory_layout=slab"; do
     tag="${extra#-o }"
     tests=(--test conformance --test memcapable --test hardening --test churn --test concurrency)
     export MRCACHED_EXTRA_ARGS="$extra"

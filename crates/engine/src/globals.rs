@@ -158,6 +158,31 @@ pub struct Evicted<'a> {
     pub value_len: usize,
 }
 
+impl<'a> Evicted<'a> {
+    /// The eviction of `item` (stored with `expiry`, last accessed at `atime`) at `now`.
+    pub(crate) fn of(
+        item: crate::item::Item<'a>,
+        class: crate::geometry::ClassId,
+        fetched: bool,
+        expiry: u32,
+        atime: u32,
+        now: u32,
+    ) -> Evicted<'a> {
+        Evicted {
+            key: item.key(),
+            fetched,
+            ttl_secs: if expiry == 0 {
+                -1
+            } else {
+                i64::from(expiry) - i64::from(now)
+            },
+            last_access_secs: now.saturating_sub(atime),
+            class,
+            value_len: item.value_len(),
+        }
+    }
+}
+
 /// What `Engine::set_eviction_observer` installs.
 pub type EvictionObserver = Box<dyn Fn(&Evicted<'_>) + Send + Sync>;
 

@@ -44,6 +44,14 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE as u8);
         }
     };
+    let unused = settings.slab_options_without_effect();
+    if !unused.is_empty() {
+        eprintln!(
+            "mrcached: {} only tune memcached's slab classes and have no effect under the log layout \
+             (the default); add -o memory_layout=slab to use them",
+            unused.join(", ")
+        );
+    }
     // memcached raises the open-files limit to -c before anything else, or exits with EX_OSERR.
     if let Err(e) = rlimit::ensure_open_files(settings.max_connections) {
         eprintln!("mrcached: {e}");

@@ -3,7 +3,8 @@
 //!
 //! Each class's curve comes from the engine's profilers (`Engine::mrc`), evaluated in items and reported
 //! both in items and at page counts (the unit allocation policies move), with the class's current pages
-//! and items beside it so a reader can see where on its curve each class sits.
+//! and items beside it so a reader can see where on its curve each class sits. Under the log layout
+//! there is one class, whose pages are segments of the mean record (as `stats slabs` shows it).
 //!
 //! Each tenant with a pool of its own has a whole-tenant curve (`Engine::pool_histogram`: every class of
 //! its pool, sizes in bytes; only with tenant pools), reported in bytes of items and at page counts, a
@@ -13,7 +14,7 @@
 
 use serde::Serialize;
 
-use mrcache_engine::{ClassId, Engine, EngineStats, TenantId, UNLIMITED};
+use mrcache_engine::{ClassId, Engine, EngineStats, MemoryLayout, TenantId, UNLIMITED};
 use mrcache_profile::{MrcQuery, ReuseTimeMethod, SizeUnit};
 
 use crate::context::ServerContext;
@@ -124,12 +125,20 @@ pub fn report(ctx: &ServerContext, class: Option<ClassId>, only: Option<TenantId
     let classes = curves
         .into_iter()
         .map(|c| {
-            let g = geometry.class(c.class);
             let snapshot = &stats.classes[c.class.index()];
+            // A slab class's chunks are fixed; the log's one class holds its mean record, as many a
+            // segment as `stats slabs` shows (so its curve in pages is the log's).
+            let (chunk_size_bytes, chunks_per_page) = match engine.memory_layout() {
+                MemoryLayout::Slab => {
+                    let g = geometry.class(c.class);
+                    (g.chunk_size_bytes, g.chunks_per_page)
+                }
+                MemoryLayout::Log => (snapshot.chunk_size_bytes, snapshot.chunks_per_page),
+            };
             ClassCurve {
                 class: c.class.0,
-                chunk_size_bytes: g.chunk_size_bytes,
-                chunks_per_page: g.chunks_per_page,
+                chunk_size_bytes,
+                chunks_per_page,
                 pages: snapshot.total_pages,
                 items: snapshot.items,
                 requests: c.requests,
@@ -142,7 +151,7 @@ pub fn report(ctx: &ServerContext, class: Option<ClassId>, only: Option<TenantId
                     .collect(),
                 curve_pages: pages
                     .iter()
-                    .map(|&p| (p, c.curve.miss_ratio_at((p * g.chunks_per_page) as f64)))
+                    .map(|&p| (p, c.curve.miss_ratio_at((p * chunks_per_page) as f64)))
                     .collect(),
             }
         })

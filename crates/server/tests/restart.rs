@@ -196,6 +196,11 @@ fn check_all(c: &mut Client, stored: &Stored, down_since: Instant) {
 /// Fill, graceful stop, start again: everything is back, `stats` counts it, the file is consumed and
 /// new CAS values continue above the restored ones.
 fn restart_keeps_everything(test: &str, extra: &[&str], stop_by_signal: bool) {
+    restart_keeps_everything_into(test, extra, extra, stop_by_signal);
+}
+
+/// As [`restart_keeps_everything`], saved by a server with `extra` and loaded by one with `then`.
+fn restart_keeps_everything_into(test: &str, extra: &[&str], then: &[&str], stop_by_signal: bool) {
     let dir = temp_dir(test);
     let file = dir.join("cache");
     let started = Instant::now();
@@ -211,7 +216,7 @@ fn restart_keeps_everything(test: &str, extra: &[&str], stop_by_signal: bool) {
     wait_stderr(&server, &format!("saved {ITEMS} items"));
     assert!(file.exists());
 
-    let server = start(&args(&file, extra));
+    let server = start(&args(&file, then));
     let mut c = Client::connect(&server);
     assert_eq!(c.stat("restart_items_restored"), ITEMS.to_string());
     assert_eq!(c.stat("curr_items"), ITEMS.to_string());
@@ -230,21 +235,54 @@ fn shutdown_graceful_keeps_every_item_with_flags_ttl_and_cas() {
 }
 
 #[test]
+fn a_file_saved_in_one_layout_loads_into_the_other() {
+    let slab = ["-m", "64", "-o", "memory_layout=slab"];
+    let log = ["-m", "64", "-o", "memory_layout=log"];
+    restart_keeps_everything_into("slab-to-log", &slab, &log, false);
+    restart_keeps_everything_into("log-to-slab", &log, &slab, false);
+}
+
+#[test]
 fn sigusr1_keeps_every_item_under_memcacheds_policies() {
     restart_keeps_everything(
         "memcached",
-        &["-m", "64", "--slab-policy", "memcached"],
+        &[
+            "-m",
+            "64",
+            "-o",
+            "memory_layout=slab",
+            "--slab-policy",
+            "memcached",
+        ],
         true,
     );
-    restart_keeps_everything("automove", &["-m", "64", "-o", "slab_automove=1"], true);
+    restart_keeps_everything(
+        "automove",
+        &["-m", "64", "-o", "memory_layout=slab,slab_automove=1"],
+        true,
+    );
     restart_keeps_everything(
         "twemcache",
-        &["-m", "64", "--slab-policy", "twemcache"],
+        &[
+            "-m",
+            "64",
+            "-o",
+            "memory_layout=slab",
+            "--slab-policy",
+            "twemcache",
+        ],
         true,
     );
     restart_keeps_everything(
         "memcached-accounting",
-        &["-m", "64", "-o", "item_accounting=memcached", "-t", "2"],
+        &[
+            "-m",
+            "64",
+            "-o",
+            "memory_layout=slab,item_accounting=memcached",
+            "-t",
+            "2",
+        ],
         true,
     );
 }

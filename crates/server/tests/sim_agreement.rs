@@ -3,7 +3,7 @@
 //! policy must give exactly the same hit count.
 //!
 //! The server runs with one shard (`-t 1`), automove off (the simulator's `memcached` policy), and no
-//! item expiry involved, so its real clock cannot change any decision.
+//! item expiry involved, so its real clock cannot change any decision. Both layouts are checked.
 
 mod common;
 
@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::time::Duration;
 
 use common::{Server, ServerKind};
+use mrcache_engine::MemoryLayout;
 use mrcache_sim::{key_text, SimConfig, Simulator, SlabPolicy};
 use mrcache_workload::synth::{Access, WorkloadSpec};
 use mrcache_workload::Op;
@@ -24,20 +25,14 @@ fn workload(spec: &str) -> Vec<Access> {
 }
 
 /// Replays through a live server; returns (gets, misses).
-fn replay_live(stream: &[Access], memory_mib: u64) -> (u64, u64) {
+fn replay_live(stream: &[Access], memory_mib: u64, layout: MemoryLayout) -> (u64, u64) {
     let mrcached = ServerKind::mrcached();
     let mem = memory_mib.to_string();
-    let server = Server::start(
-        &mrcached,
-        &[
-            "-m",
-            &mem,
-            "-t",
-            "1",
-            "-o",
-            "slab_automove=0,shards=1,item_accounting=memcached",
-        ],
+    let options = format!(
+        "slab_automove=0,shards=1,item_accounting=memcached,memory_layout={}",
+        layout.name()
     );
+    let server = Server::start(&mrcached, &["-m", &mem, "-t", "1", "-o", &options]);
     let conn = server.connect(Duration::from_secs(5)).expect("connect");
     conn.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
@@ -90,23 +85,33 @@ fn replay_live(stream: &[Access], memory_mib: u64) -> (u64, u64) {
     (gets, misses)
 }
 
-/// Replays `spec` both ways at `memory_mib`; asserts equal misses and at least `min_evictions` evictions.
+/// Replays `spec` both ways at `memory_mib`, in each layout; asserts equal misses and at least
+/// `min_evictions` evictions.
 fn agree(spec: &str, memory_mib: u64, min_evictions: u64) {
     // The live client issues every request as a lookaside GET; so does the simulator here.
     let stream: Vec<Access> = workload(spec)
         .into_iter()
         .map(|a| Access { op: Op::Get, ..a })
         .collect();
-    let config = SimConfig::with_memory(memory_mib << 20);
-    let sim = Simulator::run(config, SlabPolicy::memcached(), stream.iter().copied()).unwrap();
-    let (gets, misses) = replay_live(&stream, memory_mib);
-    eprintln!("{spec} at {memory_mib} MiB: simulator {} gets, {} misses, {} evictions; server {misses} misses", sim.gets, sim.misses, sim.evictions);
-    assert_eq!(gets, sim.gets);
-    assert!(
-        sim.evictions >= min_evictions,
-        "the cache must be under pressure for the test to mean something"
-    );
-    assert_eq!(misses, sim.misses);
+    for layout in [MemoryLayout::Slab, MemoryLayout::Log] {
+        let mut config = SimConfig::with_memory(memory_mib << 20);
+        config.engine.memory_layout = layout;
+        let sim = Simulator::run(config, SlabPolicy::memcached(), stream.iter().copied()).unwrap();
+        let (gets, misses) = replay_live(&stream, memory_mib, layout);
+        eprintln!(
+            "{spec} at {memory_mib} MiB, {}: simulator {} gets, {} misses, {} evictions; server {misses} misses",
+            layout.name(),
+            sim.gets,
+            sim.misses,
+            sim.evictions
+        );
+        assert_eq!(gets, sim.gets);
+        assert!(
+            sim.evictions >= min_evictions,
+            "the cache must be under pressure for the test to mean something"
+        );
+        assert_eq!(misses, sim.misses, "{}", layout.name());
+    }
 }
 
 /// A few slab classes competing for pages, under heavy eviction.

@@ -113,7 +113,7 @@ fn switch_load(policy: &str, max_phase2: u64) -> (f64, u64, u64) {
             "-t",
             "1",
             "-o",
-            "shards=1,mrc_sample_rate=0.1",
+            "shards=1,mrc_sample_rate=0.1,memory_layout=slab",
             "--slab-policy",
             policy,
         ],

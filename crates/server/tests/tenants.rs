@@ -396,10 +396,12 @@ fn a_reserve_protects_a_tenant_from_a_flooding_neighbour() {
         reserved.pages,
         reserved.reserved_pages
     );
-    // The same traffic in one shared memory: b's flood evicts a's working set.
+    // The same traffic in one shared memory: b's flood evicts much of a's working set (under the
+    // slab layout's LRU more than half; the log's density ranking keeps about half, as a's keys are
+    // read and b's are not).
     let pooled = flood("pooled", Some(reserved.working_set));
     assert!(
-        pooled.hit_ratio < 0.5,
+        pooled.hit_ratio < 0.75,
         "pooled: a kept {:.3} of its working set",
         pooled.hit_ratio
     );

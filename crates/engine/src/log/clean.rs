@@ -43,6 +43,7 @@
 use super::sweep::Sweep;
 use super::{prefix_freq, prefix_len, read_prefix, LogShard, LEN_BITS};
 use crate::config::Ranking;
+use crate::globals::Evicted;
 use crate::item::bits;
 use crate::shard::hash_key;
 use crate::Clock;
@@ -545,6 +546,11 @@ impl LogShard {
         self.pools[victim]
             .counters
             .count_eviction(expiry, atime, fetched, clock.now);
+        if let Some(observe) = self.globals.eviction_observer() {
+            let it = self.item(h);
+            let (class, now) = (super::LOG_CLASS, clock.now);
+            observe(&Evicted::of(it, class, fetched, expiry, atime, now));
+        }
         self.remember_evicted(h, hash, ghost);
         self.unlink(h, hash);
     }

@@ -21,6 +21,7 @@
 //!   explicit page move can), but for a first page where `set_first_pages_under_caps` keeps that rule.
 
 use super::{AllocError, Page, Part, Shard};
+use crate::globals::Evicted;
 use crate::item::{bits, NIL};
 use crate::tenant::TenantId;
 use crate::Clock;
@@ -194,18 +195,8 @@ impl Shard {
         self.remember_evicted(tail);
         if let Some(observe) = self.globals.eviction_observer() {
             let it = self.item(tail);
-            observe(&crate::globals::Evicted {
-                key: it.key(),
-                fetched,
-                ttl_secs: if expiry == 0 {
-                    -1
-                } else {
-                    i64::from(expiry) - i64::from(clock.now)
-                },
-                last_access_secs: clock.now.saturating_sub(atime),
-                class: part.class(),
-                value_len: it.value_len(),
-            });
+            let (class, now) = (part.class(), clock.now);
+            observe(&Evicted::of(it, class, fetched, expiry, atime, now));
         }
         Some(self.unlink_and_take(part, tail))
     }

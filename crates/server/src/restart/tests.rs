@@ -155,7 +155,15 @@ fn other_settings_are_refused_naming_the_setting() {
     // Threads, shards and policies may change across a restart.
     assert!(check_compatible(
         &saved,
-        &run(&["mrcached", "-t", "8", "--slab-policy", "psa"])
+        &run(&[
+            "mrcached",
+            "-t",
+            "8",
+            "-o",
+            "memory_layout=slab",
+            "--slab-policy",
+            "psa"
+        ])
     )
     .is_ok());
 }

@@ -119,7 +119,7 @@ pub(super) struct Cli {
     /// extended options, comma-separated key[=value] (see below)
     #[arg(short = 'o', long = "extended", action = ArgAction::Append)]
     extended: Vec<String>,
-    /// slab allocation policy, NAME[:key=value,...]: memcached (no moves), automove, automove2
+    /// slab allocation policy (with -o memory_layout=slab), NAME[:key=value,...]: memcached (no moves), automove, automove2
     /// (memcached's slab_automove=1 and 2), twemcache, psa, facebook, lama-mr, lama-art (LAMA: pages go
     /// where the classes' miss-ratio curves say they save the most misses or response time), dynacache
     /// (Dynacache: each tenant's hits maximised over concave fits of its classes' hit curves; a tenant
@@ -323,7 +323,7 @@ impl Settings {
             // Set below from `-m`, `-I` and `-t`, unless `-o shards` is given.
             shards: 1,
             item_accounting: DEFAULT_ITEM_ACCOUNTING,
-            memory_layout: MemoryLayout::Slab,
+            memory_layout: MemoryLayout::Log,
             log_ranking: EngineConfig::default().log_ranking,
             log_probation: EngineConfig::default().log_probation,
             log_choose: Vec::new(),

@@ -24,7 +24,9 @@ pub mod rlimit;
 
 use std::path::PathBuf;
 
-use mrcache_engine::config::DEFAULT_PAGE_SIZE_BYTES;
+use mrcache_engine::config::{
+    DEFAULT_GROWTH_FACTOR, DEFAULT_MIN_CHUNK_DATA_BYTES, DEFAULT_PAGE_SIZE_BYTES,
+};
 use mrcache_engine::{EngineConfig, ItemAccounting, MemoryLayout, Ranking};
 use mrcache_policy::class::LamaParams;
 use mrcache_policy::{ClassPolicySpec, TenantPolicySpec};
@@ -187,7 +189,7 @@ pub struct Settings {
     pub shards: usize,
     /// `-o item_accounting=compact|memcached` (ours): how item sizes pick slab classes.
     pub item_accounting: ItemAccounting,
-    /// `-o memory_layout=slab|log` (ours): memcached's slab classes (default) or Memshare's log.
+    /// `-o memory_layout=log|slab` (ours): Memshare's log (default) or memcached's slab classes.
     pub memory_layout: MemoryLayout,
     /// `-o log_ranking=NAME` (ours): how the log's cleaner ranks the items of pools whose tenant sets
     /// none (`--config` `ranking`).
@@ -310,6 +312,27 @@ fn prev_power_of_two(n: usize) -> usize {
 }
 
 impl Settings {
+    /// memcached's slab options this command line gives that the log layout does not use: accepted
+    /// so that memcached's command lines start, and named in a notice at start-up.
+    pub fn slab_options_without_effect(&self) -> Vec<&'static str> {
+        if self.memory_layout != MemoryLayout::Log {
+            return Vec::new();
+        }
+        let given = [
+            ("-f", self.growth_factor != DEFAULT_GROWTH_FACTOR),
+            (
+                "-n",
+                self.min_chunk_data_bytes != DEFAULT_MIN_CHUNK_DATA_BYTES,
+            ),
+            ("-o slab_automove", self.slab_automove_given),
+            (
+                "-o slab_chunk_max",
+                self.recorded.get("slab_chunk_max").is_some(),
+            ),
+        ];
+        given.iter().filter(|(_, g)| *g).map(|(f, _)| *f).collect()
+    }
+
     /// Range checks memcached makes, naming the flag.
     fn validate(&self) -> Result<(), SettingsError> {
         let err = |flag, why: &str| Err(SettingsError::flag(flag, why));
@@ -326,6 +349,15 @@ impl Settings {
             if let Some((flag, _)) = log_only.iter().find(|(_, given)| *given) {
                 return err(flag, "applies to -o memory_layout=log only");
             }
+        }
+        // Likewise a slab policy of ours under the log (memcached's slab options stay accepted, with
+        // no effect, so that memcached's command lines start).
+        if self.memory_layout == MemoryLayout::Log && self.slab_policy.is_some() {
+            return err(
+                "--slab-policy",
+                "applies to -o memory_layout=slab only (the log layout, the default, moves memory \
+                 between sizes by itself)",
+            );
         }
         if !self.evict_when_full && self.log_probation > 0.0 {
             return err(

@@ -436,12 +436,13 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         keys: &["memory_layout"],
         value: value("L", "slab or log"),
-        help: "mrcached: slab (memcached's slab classes; default) or log (Memshare's \
-               log-structured memory: items of every size appended to 1 MiB segments per tenant, a \
-               cleaner that keeps the highest-ranked items; memory moves between sizes and \
-               tenants in bytes). Under log, `stats slabs` shows one class (1) whose pages are the \
-               segments, and `slabs reassign` answers NOSPARE for any two classes (no class holds \
-               pages), SAME and BADCLASS as memcached",
+        help: "mrcached: log (default; Memshare's log-structured memory: items of every size \
+               appended to 1 MiB segments per tenant, a cleaner that keeps the highest-ranked \
+               items; memory moves between sizes and tenants in bytes) or slab (memcached's slab \
+               classes, for --slab-policy, slab_automove and `slabs reassign`). Under log, `stats \
+               slabs` shows one class (1) whose pages are the segments, `slabs reassign` answers \
+               NOSPARE for any two classes (no class holds pages), SAME and BADCLASS as memcached, \
+               and memcached's slab options (-f, -n, slab_chunk_max, slab_automove) have no effect",
         effect: Sets(|s, arg| {
             s.memory_layout =
                 MemoryLayout::parse(arg.value()?).ok_or(OptionError::Expected("slab or log"))?;

@@ -351,10 +351,15 @@ fn slab_policy_defaults_to_lama_and_memcached_flags_still_choose_its_movers() {
         "memcached"
     );
     assert_eq!(
-        run(&["-o", "slab_automove=2", "--slab-policy", "psa:misses=50"])
-            .unwrap()
-            .slab_policy_spec()
-            .to_string(),
+        run(&[
+            "-o",
+            "slab_automove=2,memory_layout=slab",
+            "--slab-policy",
+            "psa:misses=50"
+        ])
+        .unwrap()
+        .slab_policy_spec()
+        .to_string(),
         "psa:misses=50"
     );
     assert!(err(&["--slab-policy", "lru"]).contains("--slab-policy"));
@@ -564,6 +569,8 @@ fn invalid_policy_specs_are_refused_once_with_their_reason() {
     );
     // A valid spec is kept as given (in the policy's parameter order) and printed the same way.
     let s = run(&[
+        "-o",
+        "memory_layout=slab",
         "--slab-policy",
         "lama-art:hit_us=50",
         "--tenant-policy",
@@ -717,15 +724,15 @@ fn memory_layout_option_picks_the_engine_layout() {
     use mrcache_engine::MemoryLayout;
     assert_eq!(
         run(&[]).unwrap().engine_config().memory_layout,
-        MemoryLayout::Slab
+        MemoryLayout::Log
     );
-    let s = run(&["-o", "memory_layout=log"]).unwrap();
-    assert_eq!(s.memory_layout, MemoryLayout::Log);
-    assert_eq!(s.engine_config().memory_layout, MemoryLayout::Log);
+    let s = run(&["-o", "memory_layout=slab"]).unwrap();
+    assert_eq!(s.memory_layout, MemoryLayout::Slab);
+    assert_eq!(s.engine_config().memory_layout, MemoryLayout::Slab);
     assert!(s
         .describe()
         .iter()
-        .any(|(k, v)| *k == "memory_layout" && v == "log"));
+        .any(|(k, v)| *k == "memory_layout" && v == "slab"));
     assert!(err(&["-o", "memory_layout=heap"]).contains("slab or log"));
     assert!(err(&["-o", "memory_layout"]).contains("needs a value"));
     let help = match Settings::parse_from(["mrcached", "-h"]).unwrap() {
@@ -738,18 +745,32 @@ fn memory_layout_option_picks_the_engine_layout() {
 mod options;
 
 #[test]
-fn the_logs_eviction_options_are_refused_where_they_would_do_nothing() {
+fn options_of_one_layout_are_refused_under_the_other() {
     for opt in [
         "log_probation=0.1",
         "log_choose=density/clock+p",
         "log_ranking=clock",
     ] {
-        let e = err(&["-o", opt]);
+        let e = err(&["-o", "memory_layout=slab", "-o", opt]);
         assert!(
             e.contains("applies to -o memory_layout=log only"),
             "{opt}: {e}"
         );
     }
+    // And the slab policies under the log, while memcached's slab options start, named in a notice.
+    let e = err(&["--slab-policy", "lama-mr"]);
+    assert!(
+        e.starts_with("--slab-policy: applies to -o memory_layout=slab only"),
+        "{e}"
+    );
+    assert!(run(&["-o", "memory_layout=slab", "--slab-policy", "lama-mr"]).is_ok());
+    let s = run(&["-f", "1.5", "-o", "slab_automove=2,slab_chunk_max=262144"]).unwrap();
+    assert_eq!(
+        s.slab_options_without_effect(),
+        ["-f", "-o slab_automove", "-o slab_chunk_max"]
+    );
+    let s = run(&["-f", "1.5", "-o", "memory_layout=slab,slab_automove=2"]).unwrap();
+    assert!(s.slab_options_without_effect().is_empty());
     let e = err(&["-M", "-o", "memory_layout=log,log_probation=0.1"]);
     assert!(e.contains("-o log_probation") && e.contains("-M"), "{e}");
     let s = run(&[

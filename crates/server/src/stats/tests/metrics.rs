@@ -3,10 +3,11 @@
 
 use super::*;
 
-/// A server with a tenant, items in several classes, hits, misses and a reset ratio: every figure
-/// has something to show.
+/// A server with a tenant, items in several classes (the slab layout's), hits, misses and a reset
+/// ratio: every figure has something to show.
 fn busy_server() -> ServerContext {
-    let mut server = ctx_with_tenants(
+    let mut server = ctx_with_tenants_in(
+        slab(),
         "[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\ntarget_hit_ratio = 0.9\nweight = 2.5\n\
          rate_limit = 100\nrate_burst = 3\n",
     );

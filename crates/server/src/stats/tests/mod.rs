@@ -13,8 +13,21 @@ fn ctx_with(settings: Settings) -> ServerContext {
     ServerContext::new(engine, settings, 2)
 }
 
+/// The default settings in memcached's slab layout, for the figures of its slab classes.
+fn slab() -> Settings {
+    Settings {
+        memory_layout: mrcache_engine::MemoryLayout::Slab,
+        ..Settings::default()
+    }
+}
+
 /// A server whose `--config` is `toml`.
 fn ctx_with_tenants(toml: &str) -> ServerContext {
+    ctx_with_tenants_in(Settings::default(), toml)
+}
+
+/// A server with `settings` whose `--config` is `toml`.
+fn ctx_with_tenants_in(settings: Settings, toml: &str) -> ServerContext {
     let config = crate::tenants::TenantsConfig::merge(
         crate::tenants::config::parse_config(toml).unwrap(),
         Vec::new(),
@@ -22,7 +35,7 @@ fn ctx_with_tenants(toml: &str) -> ServerContext {
     .unwrap();
     ctx_with(Settings {
         tenants: config,
-        ..Settings::default()
+        ..settings
     })
 }
 
@@ -180,6 +193,34 @@ fn slabs_and_items_after_one_set() {
     }
 }
 
+#[test]
+fn slabs_under_the_log_show_one_class_whose_pages_are_segments() {
+    let ctx = ctx();
+    assert_eq!(
+        ctx.engine.memory_layout(),
+        mrcache_engine::MemoryLayout::Log
+    );
+    let clock = ctx.clock();
+    for (key, len) in [("a", 1), ("b", 5000)] {
+        let value = vec![b'x'; len];
+        let key = mrcache_engine::Key::default_tenant(key.as_bytes());
+        ctx.engine.store(&StoreArgs::set(key, &value), clock);
+    }
+    let mut out = Vec::new();
+    slabs(&ctx, &mut out);
+    assert_eq!(value(&out, "1:used_chunks"), "2");
+    assert_eq!(value(&out, "1:total_pages"), "1");
+    assert_eq!(value(&out, "active_slabs"), "1");
+    assert_eq!(value(&out, "total_malloced"), "1048576");
+    assert!(
+        !names(&out).iter().any(|n| n.starts_with("2:")),
+        "one class"
+    );
+    let mut out = Vec::new();
+    items(&ctx, &mut out);
+    assert_eq!(value(&out, "items:1:number"), "2");
+}
+
 fn slabs_and_items_after_one_set_under(
     accounting: ItemAccounting,
     chunk: &str,
@@ -188,7 +229,7 @@ fn slabs_and_items_after_one_set_under(
 ) {
     let ctx = ctx_with(Settings {
         item_accounting: accounting,
-        ..Settings::default()
+        ..slab()
     });
     let clock = ctx.clock();
     ctx.engine.store(
@@ -282,7 +323,7 @@ mod metrics;
 
 #[test]
 fn tenant_miss_entropy_spreads_with_the_classes_missed() {
-    let ctx = ctx();
+    let ctx = ctx_with(slab());
     let entropy = |ctx: &ServerContext| {
         let mut out = Vec::new();
         tenants(ctx, None, &mut out);

@@ -67,7 +67,7 @@ const CASES: &[(&str, &[&str])] = &[
             "-e",
             "$DIR/no-such-memory-file",
             "-o",
-            "no_modern,item_accounting=memcached,memory_layout=log,io=epoll",
+            "no_modern,item_accounting=memcached,memory_layout=slab,io=epoll",
             "-o",
             "mrc_sample_rate=0.5,slab_chunk_max=1024",
             "--slab-policy",
