@@ -4,7 +4,7 @@
 #   scripts/compare-memcached.sh [-t THREADS] [-m MB] [-d DURATION] [-r ROUNDS] [-b "MRCACHED FLAGS"]
 #                                [-- extra mrcache bench flags]
 #
-# -b adds a third server, mrcached with the given extra flags (e.g. "-o mrc_sample_rate=0 --slab-policy
+# -b adds a third server, mrcached with the given extra flags (e.g. "-o memory_layout=slab,mrc_sample_rate=0 --slab-policy
 # memcached": profiling and the rebalancer off), benchmarked in the same rounds and compared with the
 # default mrcached.
 #

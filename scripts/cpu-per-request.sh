@@ -5,7 +5,7 @@
 #                              [-- VARIANT]
 #
 # VARIANT is one of
-#   (nothing)                 mrcached with "-o mrc_sample_rate=0 --slab-policy memcached" (profiling and
+#   (nothing)                 mrcached with "-o memory_layout=slab,mrc_sample_rate=0 --slab-policy memcached" (profiling and
 #                             the rebalancer off)
 #   memcached                 Debian's memcached with the same -m and -t
 #   bin=PATH [FLAGS...]       another mrcached binary (e.g. an older build), with FLAGS
@@ -34,7 +34,7 @@ while getopts "r:n:t:k:v:z:" opt; do
 done
 shift $((OPTIND - 1))
 variant=("$@")
-[ ${#variant[@]} -eq 0 ] && variant=(-o mrc_sample_rate=0 --slab-policy memcached)
+[ ${#variant[@]} -eq 0 ] && variant=(-o memory_layout=slab,mrc_sample_rate=0 --slab-policy memcached)
 cargo build --release -q -p mrcache-server -p mrcache-cli
 # shellcheck source=scripts/lib/ports.sh
 . scripts/lib/ports.sh

@@ -49,6 +49,11 @@
 #            the suite's fixture (default crates/sim/tests/fixtures/anchors.json): libCacheSim's miss
 #            ratios on the whole cache2k-web07 (76,118 requests) at 5% and 10% of its distinct objects, with
 #            the mrcache configurations of the same capacity and the command that produced them
+#        scripts/eviction-anchors.sh --sized-fixture [OUT_JSON] [--trace NAME] [--requests N] [--shares 50,75]
+#            the default eviction's fixture (default crates/sim/tests/fixtures/default_eviction.json):
+#            libCacheSim's miss ratios at equal bytes, each object the size of its log record with the ETC
+#            value `mrcache sim` gives it, on arc-OLTP (914,145 requests) at 50% and 75% of the distinct
+#            objects' bytes (needs cargo build --release -p mrcache-sim --example sized_trace)
 #        scripts/eviction-anchors.sh --report [OUT_DIR]    rewrite anchors.md and .csv from anchors.json
 #   env: VENV (virtualenv, default target/venv-anchors; made here, never committed), MRCACHE (default
 #        target/release/mrcache), TRACES_DIR (default ../shared/traces), WORK (converted traces, default
@@ -74,6 +79,11 @@ if [ "${1:-}" = "--fixture" ]; then
   out=${2:-crates/sim/tests/fixtures/anchors.json}
   exec "$VENV/bin/python" scripts/eviction_anchors.py fixture "$out" \
     --command "scripts/eviction-anchors.sh --fixture $out" "${@:3}"
+fi
+if [ "${1:-}" = "--sized-fixture" ]; then
+  out=${2:-crates/sim/tests/fixtures/default_eviction.json}
+  exec "$VENV/bin/python" scripts/eviction_anchors.py sized-fixture "$out" \
+    --command "scripts/eviction-anchors.sh --sized-fixture $out" "${@:3}"
 fi
 if [ "${1:-}" = "--report" ]; then
   exec "$VENV/bin/python" scripts/eviction_anchors.py report "${2:-docs/anchors}"

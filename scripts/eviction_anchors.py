@@ -146,9 +146,9 @@ def load_keys(path, fmt, limit=None):
     return keys[:limit] if limit else keys
 
 
-def write_oracle(keys, out_path):
-    """libCacheSim's oracleGeneral: u32 time, u64 id, u32 size (1), i64 next access index (-1: none).
-    Ids are dense (1..distinct), so every trace is the same kind of key stream to every algorithm."""
+def write_oracle(keys, out_path, sizes=None):
+    """libCacheSim's oracleGeneral: u32 time, u64 id, u32 size (1, or `sizes`), i64 next access index (-1:
+    none). Ids are dense (1..distinct), so every trace is the same kind of key stream to every algorithm."""
     n = len(keys)
     _, ids = np.unique(keys, return_inverse=True)
     ids = ids.astype(np.uint64) + 1
@@ -160,7 +160,7 @@ def write_oracle(keys, out_path):
     rec = np.zeros(n, dtype=np.dtype([("t", "<u4"), ("id", "<u8"), ("sz", "<u4"), ("nx", "<i8")]))
     rec["t"] = np.arange(n, dtype=np.uint64).astype(np.uint32)
     rec["id"] = ids
-    rec["sz"] = 1
+    rec["sz"] = 1 if sizes is None else sizes
     rec["nx"] = nxt
     tmp = out_path + ".tmp"
     rec.tofile(tmp)
@@ -610,6 +610,56 @@ def fixture(args):
         f.write("\n")
 
 
+def sized_fixture(args):
+    """libCacheSim at equal bytes: the items a key-only trace gets in `mrcache sim` (16-byte keys, ETC values,
+    seed 1), each charged the bytes of its log record, in a cache of `share` of the distinct items' bytes."""
+    name, limit = args.trace, args.requests
+    path, fmt = TRACES[name][0], TRACES[name][1]
+    full = os.path.join(args.traces_dir, path)
+    keys = load_keys(full, fmt, limit)
+    os.makedirs(args.work, exist_ok=True)
+    sizes_path = os.path.join(args.work, f"{name}-{len(keys)}.sizes")
+    if not os.access(args.sized_trace, os.X_OK):
+        sys.exit(f"no {args.sized_trace}: cargo build --release -p mrcache-sim --example sized_trace")
+    subprocess.run([args.sized_trace, full, sizes_path, str(len(keys))], check=True, capture_output=True)
+    sizes = np.fromfile(sizes_path, dtype="<u4")
+    if len(sizes) != len(keys):
+        sys.exit(f"{name}: {len(sizes)} sizes for {len(keys)} requests")
+    _, first = np.unique(keys, return_index=True)
+    distinct_bytes = int(sizes[first].sum())
+    oracle = sizes_path + ".oracleGeneral.bin"
+    write_oracle(keys, oracle, sizes)
+    cells = []
+    for share in args.shares:
+        memory = distinct_bytes * share // 100
+        algos = {col: round(run_lcs(oracle, cls, params, memory)[0], 6) for col, cls, params in ALGORITHMS}
+        cells.append({"share_percent": share, "memory_bytes": memory,
+                      "s3fifo_miss_ratio": algos["S3-FIFO"], "libcachesim_miss_ratios": algos,
+                      "best_fixed": min(FIXED, key=lambda a: algos[a])})
+        print(f"{name}[:{len(keys)}] {share}% = {memory} bytes: {algos}", file=sys.stderr)
+    doc = {
+        "description": "libCacheSim miss ratios at equal bytes on a shortened real trace, for the suite's test "
+                       "that the default eviction misses no more than S3-FIFO (crates/sim/tests/"
+                       "default_eviction.rs). Each request's object has the size `mrcache sim` gives it "
+                       "(16-byte key, ETC value, seed 1), charged the bytes of its log record (a 32-byte "
+                       "header and prefix, rounded up to 8: `cargo run --release -p mrcache-sim --example "
+                       "sized_trace`), so both caches hold the same items in the same bytes; libCacheSim packs "
+                       "them into one byte budget, while mrcache's log also keeps heads and a spare segment in "
+                       "it. memory_bytes = share x the distinct objects' bytes. Miss ratio = misses / requests "
+                       "(every request a GET, a miss inserts the object). LHD is randomised in libCacheSim.",
+        "trace": path, "trace_format": fmt, "requests": int(len(keys)), "whole_trace": limit is None,
+        "distinct_objects": int(len(first)), "distinct_bytes": distinct_bytes, "key_size": KEY_SIZE,
+        "libcachesim": lcs.__version__ if hasattr(lcs, "__version__") else "?",
+        "algorithms": {a: {"libcachesim_class": c, "params": p} for a, c, p in ALGORITHMS},
+        "command": args.command,
+        "sizes": cells,
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces-dir", default=os.environ.get("TRACES_DIR", "../shared/traces"))
@@ -626,12 +676,21 @@ def main():
     f.add_argument("--requests", type=int, default=None, help="the first REQUESTS only (default: whole trace)")
     f.add_argument("--shares", type=lambda s: [int(x) for x in s.split(",")], default=[5, 10])
     f.add_argument("--command", default=" ".join(sys.argv))
+    z = sub.add_parser("sized-fixture", help="libCacheSim at equal bytes with mrcache's ETC item sizes")
+    z.add_argument("out", nargs="?", default="crates/sim/tests/fixtures/default_eviction.json")
+    z.add_argument("--trace", default="arc-OLTP", choices=sorted(TRACES))
+    z.add_argument("--requests", type=int, default=None, help="the first REQUESTS only (default: whole trace)")
+    z.add_argument("--shares", type=lambda s: [int(x) for x in s.split(",")], default=[50, 75])
+    z.add_argument("--sized-trace", default=os.environ.get("SIZED_TRACE", "target/release/examples/sized_trace"))
+    z.add_argument("--command", default=" ".join(sys.argv))
     args = ap.parse_args()
     if args.cmd == "run":
         run(args)
     elif args.cmd == "report":
         data = json.load(open(os.path.join(args.out, "anchors.json")))
         write_outputs(args.out, data["meta"], data["cells"], data["meta"]["clocks"])
+    elif args.cmd == "sized-fixture":
+        sized_fixture(args)
     else:
         fixture(args)
 

@@ -12,18 +12,19 @@
 # classes emptied by idle moves take back, from the class that got their page, when they are used
 # again). One connection and --pipeline 1 by
 # default, so the server sees the trace's own order with each miss's SET right after its GET. The table
-# gives each server's GET miss ratio, mrcached's (and mrcached-log's) against memcached's, and beside
+# gives each server's GET miss ratio, mrcached's (and mrcached-slab's) against memcached's, and beside
 # each the simulator's (`mrcache sim`, whole trace; omitted with REQUESTS) for the same trace, memory,
-# slab policy and item accounting: memcached's for memcached (policy memcached: demand-filled),
-# mrcached's default compact accounting for mrcached (lama-mr, or the POLICY of mrcached:POLICY, or
-# the log layout for mrcached-log).
+# layout, slab policy and item accounting: memcached's for memcached (policy memcached: demand-filled),
+# mrcached's default compact accounting for mrcached (the log layout, its default), mrcached-slab
+# (slab, lama-mr) and mrcached:POLICY (slab, POLICY).
 #
 # Usage: scripts/live-replay.sh [TRACES_DIR] [OUT_DIR]
 #   env: TRACES (file names under TRACES_DIR), MEMS (default "16 32", memcached -m in MiB),
-#        SERVERS (default "memcached mrcached mrcached:memcached mrcached:automove"; mrcached:POLICY runs
-#        mrcached --slab-policy POLICY, mrcached-log runs mrcached -o memory_layout=log: Memshare's
-#        log-structured memory with its default ranking, §15), REQUESTS (cap on GETs per replay; default
-#        one whole pass),
+#        SERVERS (default "memcached mrcached mrcached-slab"; mrcached is the default: Memshare's
+#        log-structured memory with its default ranking, §15; mrcached-slab runs -o memory_layout=slab
+#        (slab classes, lama-mr); mrcached:POLICY runs -o memory_layout=slab --slab-policy POLICY;
+#        mrcached-log is mrcached with -o memory_layout=log given), REQUESTS (cap on GETs per replay;
+#        default one whole pass),
 #        CONNECTIONS and PIPELINE (default 1 and 1), THREADS (server -t, default 1: one engine shard, as
 #        the simulator), JOBS (replays run at once, default 1), SIM (0: no simulator column).
 # Results are kept in OUT_DIR (default target/live-replay); a rerun reuses them (delete them to rerun).
@@ -38,7 +39,7 @@ TRACES=${TRACES:-"kv/cache2k-orm-busy.trace.xz kv/cache2k-orm-night.trace.xz kv/
 kv/cache2k-web12.trace.xz kv/corda_vaultservice.trace.gz block/arc-OLTP.lis.zst
 block/cloudPhysicsIO.oracleGeneral.bin"}
 MEMS=${MEMS:-"16 32"}
-SERVERS=${SERVERS:-"memcached mrcached mrcached:memcached mrcached:automove"}
+SERVERS=${SERVERS:-"memcached mrcached mrcached-slab"}
 REQUESTS=${REQUESTS:-}
 CONNECTIONS=${CONNECTIONS:-1}
 PIPELINE=${PIPELINE:-1}
@@ -78,9 +79,10 @@ run_live() {
         case "$s" in
             memcached) cmd=(memcached "${user_flag[@]}" -U 0 -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS") ;;
             mrcached) cmd=("$MRCACHED" "${user_flag[@]}" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS") ;;
-            mrcached:*) cmd=("$MRCACHED" "${user_flag[@]}" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS" --slab-policy "${s#mrcached:}") ;;
+            mrcached-slab) cmd=("$MRCACHED" "${user_flag[@]}" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS" -o memory_layout=slab) ;;
+            mrcached:*) cmd=("$MRCACHED" "${user_flag[@]}" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS" -o memory_layout=slab --slab-policy "${s#mrcached:}") ;;
             mrcached-log) cmd=("$MRCACHED" "${user_flag[@]}" -l 127.0.0.1 -p "$port" -m "$m" -t "$THREADS" -o memory_layout=log) ;;
-            *) echo "unknown server $s (memcached, mrcached, mrcached:POLICY or mrcached-log)" >&2; return 1 ;;
+            *) echo "unknown server $s (memcached, mrcached, mrcached-slab, mrcached:POLICY or mrcached-log)" >&2; return 1 ;;
         esac
         "${cmd[@]}" > "$base.server.log" 2>&1 &
         pid=$!
@@ -111,18 +113,18 @@ run_live() {
 }
 
 # The simulator's run of what server $3 does: memcached's accounting and no moves for memcached;
-# mrcached's compact accounting and its slab policy (default lama-mr) for mrcached[:POLICY], the log
-# layout for mrcached-log; with the server's profiler memory (--mrc-memory-share 0.01, the
-# simulator's default being 10%).
+# mrcached's compact accounting and the log layout for mrcached and mrcached-log, slab and lama-mr for
+# mrcached-slab, slab and POLICY for mrcached:POLICY; with the server's profiler memory
+# (--mrc-memory-share 0.01, the simulator's default being 10%).
 run_sim() {
-    local t=$1 m=$2 s=$3 name out policy=(--policy lama-mr) accounting=compact
+    local t=$1 m=$2 s=$3 name out policy=(--layout log) accounting=compact
     name=$(basename "$t" | cut -d. -f1)
     out="$OUT/$name-$m-${s//:/-}.sim.json"
     [ -s "$out" ] && return 0
     case "$s" in
         memcached) policy=(--policy memcached) accounting=memcached ;;
+        mrcached-slab) policy=(--policy lama-mr) ;;
         mrcached:*) policy=(--policy "${s#mrcached:}") ;;
-        mrcached-log) policy=(--layout log) ;;
     esac
     "$MRCACHE" sim --trace "$TRACES_DIR/$t" --memory "${m}MiB" --value-size etc --seed 1 --key-size 16 \
         --override-sizes --item-accounting "$accounting" "${policy[@]}" --mrc-memory-share 0.01 --json \
@@ -163,15 +165,15 @@ for line in open(jobs):
 rel = lambda a, b: "-" if b == 0 else f"{a / b - 1:+.1%}"
 live = servers
 has_sim = any(k.startswith("sim ") for c in cells.values() for k in c)
-label = {"memcached": "memcached 1.6.18", "mrcached": "mrcached (default: lama-mr, paced)", "mrcached-log": "mrcached, log layout"}
+label = {"memcached": "memcached 1.6.18", "mrcached": "mrcached (default: log, density)",
+         "mrcached-slab": "mrcached, slab + lama-mr", "mrcached-log": "mrcached, log layout"}
 head = ["trace", "-m", "GETs"]
 for s in live:
     head.append(label.get(s, s.replace("mrcached:", "mrcached ")))
     if has_sim:
         head.append("sim")
-log = "mrcached-log" in live
-head += ["mrcached/memcached"] + (["mrcached-log/memcached"] if log else []) + \
-    ["mrcached pages moved: policy (rules) / all"]
+slab = "mrcached-slab" in live
+head += ["mrcached/memcached"] + (["mrcached-slab/memcached", "mrcached-slab pages moved: policy (rules) / all"] if slab else [])
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for (name, m), c in cells.items():
@@ -182,13 +184,11 @@ for (name, m), c in cells.items():
             row.append(f"{c['sim ' + s]:.4f}" if "sim " + s in c else "-")
     d = c.get("mrcached")
     row.append(rel(d["miss"], c["memcached"]["miss"]) if d and "memcached" in c else "-")
-    if log:
-        row.append(rel(c["mrcached-log"]["miss"], c["memcached"]["miss"]) if "memcached" in c else "-")
-    if d:
+    if slab:
+        d = c["mrcached-slab"]
+        row.append(rel(d["miss"], c["memcached"]["miss"]) if "memcached" in c else "-")
         rules = ", ".join(f"{k} {v}" for k, v in sorted(d["rules"].items()) if v)
         row.append(f"{d['policy_moved']}" + (f" ({rules})" if rules else "") + f" / {d['moved']}")
-    else:
-        row.append("-")
     print("| " + " | ".join(row) + " |")
 errs = [(k, s, c[s]["errors"]) for k, c in cells.items() for s in live if c[s]["errors"]]
 for k, s, e in errs:

@@ -56,3 +56,10 @@ pub use pool::{PoolSnapshot, UNLIMITED};
 pub use shard::{AllocError, InvariantError, Miss, PageMoveOutcome, Partition, Violation};
 pub use stats::{ClassCounters, ClassSnapshot, EngineStats, GlobalCounters, TenantCounters};
 pub use tenant::{Key, TenantId};
+
+/// Bytes an item with these key and value lengths takes in a segment of the log layout (its header
+/// and a 4-byte prefix, rounded up to 8): what a byte-sized model of the log, such as an anchor
+/// simulation in another cache simulator, should charge it.
+pub fn log_record_bytes(key_len: usize, value_len: usize) -> usize {
+    log::record_bytes(key_len, value_len)
+}
