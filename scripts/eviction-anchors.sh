@@ -54,6 +54,9 @@
 #            libCacheSim's miss ratios at equal bytes, each object the size of its log record with the ETC
 #            value `mrcache sim` gives it, on arc-OLTP (914,145 requests) at 50% and 75% of the distinct
 #            objects' bytes (needs cargo build --release -p mrcache-sim --example sized_trace)
+#        scripts/eviction-anchors.sh --sized [--traces A,B] [--memories 10%,25%,50%,16MiB,32MiB]
+#            a markdown table: libCacheSim at equal bytes (objects the size of their log records) beside
+#            `mrcache sim`'s default (log), slab + memcached and slab + lama-mr, with the pages each held
 #        scripts/eviction-anchors.sh --report [OUT_DIR]    rewrite anchors.md and .csv from anchors.json
 #   env: VENV (virtualenv, default target/venv-anchors; made here, never committed), MRCACHE (default
 #        target/release/mrcache), TRACES_DIR (default ../shared/traces), WORK (converted traces, default
@@ -84,6 +87,9 @@ if [ "${1:-}" = "--sized-fixture" ]; then
   out=${2:-crates/sim/tests/fixtures/default_eviction.json}
   exec "$VENV/bin/python" scripts/eviction_anchors.py sized-fixture "$out" \
     --command "scripts/eviction-anchors.sh --sized-fixture $out" "${@:3}"
+fi
+if [ "${1:-}" = "--sized" ]; then
+  exec "$VENV/bin/python" scripts/eviction_anchors.py sized "${@:2}"
 fi
 if [ "${1:-}" = "--report" ]; then
   exec "$VENV/bin/python" scripts/eviction_anchors.py report "${2:-docs/anchors}"

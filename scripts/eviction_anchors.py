@@ -610,10 +610,10 @@ def fixture(args):
         f.write("\n")
 
 
-def sized_fixture(args):
-    """libCacheSim at equal bytes: the items a key-only trace gets in `mrcache sim` (16-byte keys, ETC values,
-    seed 1), each charged the bytes of its log record, in a cache of `share` of the distinct items' bytes."""
-    name, limit = args.trace, args.requests
+def sized_oracle(args, name, limit=None):
+    """Trace `name` (its first `limit` requests) as a libCacheSim oracleGeneral file whose objects have the
+    sizes of their log records with the ETC values `mrcache sim` gives them. Returns the keys, the index of
+    each distinct key's first request, the distinct objects' bytes and the file."""
     path, fmt = TRACES[name][0], TRACES[name][1]
     full = os.path.join(args.traces_dir, path)
     keys = load_keys(full, fmt, limit)
@@ -626,9 +626,55 @@ def sized_fixture(args):
     if len(sizes) != len(keys):
         sys.exit(f"{name}: {len(sizes)} sizes for {len(keys)} requests")
     _, first = np.unique(keys, return_index=True)
-    distinct_bytes = int(sizes[first].sum())
     oracle = sizes_path + ".oracleGeneral.bin"
     write_oracle(keys, oracle, sizes)
+    return keys, first, int(sizes[first].sum()), oracle
+
+
+def sized_table(args):
+    """Markdown: libCacheSim at equal bytes (objects the size of their log records) beside `mrcache sim`'s
+    default (log), slab + memcached (memcached's accounting) and slab + lama-mr, with the pages each held."""
+    engines = [("default (log)", ["--layout", "log", "--item-accounting", "compact"]),
+               ("slab + memcached", ["--policy", "memcached", "--item-accounting", "memcached"]),
+               ("slab + lama-mr", ["--policy", "lama-mr", "--item-accounting", "compact",
+                                   "--mrc-memory-share", "0.01"])]
+    head = ["trace", "memory", "bytes", "LRU", "S3-FIFO", "best fixed", "LHD"] + \
+        [f"{e} (pages held)" for e, _ in engines] + ["default / S3-FIFO", "default / best fixed"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for name in args.traces:
+        path = TRACES[name][0]
+        _, _, distinct_bytes, oracle = sized_oracle(args, name)
+        for m in args.memories:
+            memory = distinct_bytes * int(m[:-1]) // 100 if m.endswith("%") else int(m[:-3]) << 20
+            algos = {col: run_lcs(oracle, cls, params, memory)[0] for col, cls, params in ALGORITHMS}
+            best = min(FIXED, key=lambda a: algos[a])
+            row = [name, m, str(memory), f"{algos['LRU']:.4f}", f"{algos['S3-FIFO']:.4f}",
+                   f"{algos[best]:.4f} ({best})", f"{algos['LHD']:.4f}"]
+            default = None
+            for label, flags in engines:
+                cmd = [args.mrcache, "sim", "--trace", os.path.join(args.traces_dir, path), "--memory",
+                       str(memory), "--value-size", "etc", "--seed", "1", "--key-size", str(KEY_SIZE),
+                       "--json", "-q"] + flags
+                out = subprocess.run(cmd, capture_output=True, text=True)
+                if out.returncode:
+                    row.append("refused: " + out.stderr.strip().splitlines()[-1].replace("|", "/"))
+                    continue
+                r = json.loads(out.stdout)
+                pages = max(sum(a["pages"] for a in r["allocation"]), 0)
+                row.append(f"{r['miss_ratio']:.4f} ({pages})")
+                default = r["miss_ratio"] if default is None and label.startswith("default") else default
+            rel = lambda x: "-" if default is None else f"{default / x - 1:+.1%}"
+            row += [rel(algos["S3-FIFO"]), rel(algos[best])]
+            print("| " + " | ".join(row) + " |", flush=True)
+
+
+def sized_fixture(args):
+    """libCacheSim at equal bytes: the items a key-only trace gets in `mrcache sim` (16-byte keys, ETC values,
+    seed 1), each charged the bytes of its log record, in a cache of `share` of the distinct items' bytes."""
+    name, limit = args.trace, args.requests
+    path, fmt = TRACES[name][0], TRACES[name][1]
+    keys, first, distinct_bytes, oracle = sized_oracle(args, name, limit)
     cells = []
     for share in args.shares:
         memory = distinct_bytes * share // 100
@@ -683,8 +729,14 @@ def main():
     z.add_argument("--shares", type=lambda s: [int(x) for x in s.split(",")], default=[50, 75])
     z.add_argument("--sized-trace", default=os.environ.get("SIZED_TRACE", "target/release/examples/sized_trace"))
     z.add_argument("--command", default=" ".join(sys.argv))
+    t = sub.add_parser("sized", help="markdown table: libCacheSim at equal bytes beside mrcache sim's layouts")
+    t.add_argument("--traces", type=lambda s: s.split(","), default=["cache2k-orm-busy", "cache2k-orm-night", "arc-OLTP"])
+    t.add_argument("--memories", type=lambda s: s.split(","), default=["10%", "25%", "50%", "16MiB", "32MiB"])
+    t.add_argument("--sized-trace", default=os.environ.get("SIZED_TRACE", "target/release/examples/sized_trace"))
     args = ap.parse_args()
-    if args.cmd == "run":
+    if args.cmd == "sized":
+        sized_table(args)
+    elif args.cmd == "run":
         run(args)
     elif args.cmd == "report":
         data = json.load(open(os.path.join(args.out, "anchors.json")))
