@@ -3,7 +3,7 @@
 //! unique cannot both store with it), and every `append` that answered `STORED` left its token in the
 //! value exactly once. Each client is its own connection on its own thread, pipelining nothing, so the
 //! server's workers interleave their requests on shared keys as fast as they come.
-//! scripts/test.sh reruns this file under `-o io=epoll` and `-o memory_layout=log`, so it holds on both
+//! scripts/test.sh reruns this file under `-o io=epoll` and `-o memory_layout=slab`, so it holds on both
 //! I/O paths and both layouts. Counts are bounded; every read has a timeout.
 
 mod common;
