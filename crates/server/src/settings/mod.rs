@@ -426,6 +426,7 @@ impl Settings {
         ServerBounds {
             main_ports,
             memory_limit_bytes: self.memory_limit_bytes,
+            log_layout: self.memory_layout == MemoryLayout::Log,
         }
     }
 

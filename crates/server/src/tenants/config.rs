@@ -32,7 +32,8 @@
 //! only with a `rate_limit`; `tenant_policy`, when given, is a valid
 //! tenant arbiter spec (it is read as a `TenantPolicySpec`, so the file is refused with the spec's reason).
 //! Against the server ([`TenantsConfig::check_server`], at start-up and on every reload alike): no
-//! tenant port is a main port, and the reserves sum to at most the memory limit.
+//! tenant port is a main port, the reserves sum to at most the memory limit, and no tenant sets a
+//! `ranking` under the slab layout (it would do nothing there).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -196,6 +197,11 @@ pub enum ConfigError {
         /// The memory limit (`-m`, or `cache_memlimit`), in bytes.
         limit: u64,
     },
+    /// A tenant sets `ranking`, which only the log layout has, in a server of the slab layout.
+    RankingUnderSlab {
+        /// The tenant.
+        tenant: String,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -289,6 +295,10 @@ impl fmt::Display for ConfigError {
                 f,
                 "tenant reserves sum to {total} bytes, more than the memory limit of {limit} bytes (-m)"
             ),
+            ConfigError::RankingUnderSlab { tenant } => write!(
+                f,
+                "tenant {tenant}: ranking applies to -o memory_layout=log only (this server runs slab)"
+            ),
         }
     }
 }
@@ -351,6 +361,8 @@ pub struct ServerBounds {
     pub main_ports: Vec<u16>,
     /// The memory limit in force, in bytes.
     pub memory_limit_bytes: u64,
+    /// The server runs the log layout (where a tenant's `ranking` applies).
+    pub log_layout: bool,
 }
 
 /// Every configured tenant, in file order (config tenants, then `-Y` users without a config entry), and
@@ -484,7 +496,7 @@ impl TenantsConfig {
     }
 
     /// Checks the configuration against the server it is to run in: no tenant port is a main port,
-    /// and the reserves fit in the memory limit. The one check both start-up (`Settings`) and a
+    /// the reserves fit in the memory limit, and no tenant sets a `ranking` the layout does not have. The one check both start-up (`Settings`) and a
     /// SIGHUP reload (`Tenants::reload`) make, so a reload can put in force nothing that start-up
     /// would refuse.
     pub fn check_server(&self, server: &ServerBounds) -> Result<(), ConfigError> {
@@ -495,6 +507,11 @@ impl TenantsConfig {
                     port,
                 });
             }
+        }
+        if let Some(t) = (self.tenants.iter()).find(|t| !server.log_layout && t.ranking.is_some()) {
+            return Err(ConfigError::RankingUnderSlab {
+                tenant: t.name.clone(),
+            });
         }
         let total = self
             .tenants

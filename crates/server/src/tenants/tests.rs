@@ -221,6 +221,7 @@ fn the_server_check_refuses_main_ports_and_reserves_above_the_limit() {
     let bounds = |ports: &[u16], mb: u64| ServerBounds {
         main_ports: ports.to_vec(),
         memory_limit_bytes: mb << 20,
+        log_layout: true,
     };
     assert_eq!(c.check_server(&bounds(&[11211], 64)), Ok(()));
     assert_eq!(
@@ -239,6 +240,20 @@ fn the_server_check_refuses_main_ports_and_reserves_above_the_limit() {
         }
     );
     assert!(err.to_string().contains("reserves sum to 67108864 bytes"));
+    // A tenant's ranking exists only in the log layout.
+    let ranked = TenantsConfig::merge(
+        parse_config("[[tenant]]\nname = \"r\"\nprefix = \"r:\"\nranking = \"lru\"\n").unwrap(),
+        Vec::new(),
+    )
+    .unwrap();
+    assert_eq!(ranked.check_server(&bounds(&[11211], 64)), Ok(()));
+    let slab = ServerBounds {
+        log_layout: false,
+        ..bounds(&[11211], 64)
+    };
+    let err = ranked.check_server(&slab).unwrap_err();
+    assert_eq!(err, ConfigError::RankingUnderSlab { tenant: "r".into() });
+    assert!(err.to_string().contains("memory_layout=log only"), "{err}");
 }
 
 #[test]
