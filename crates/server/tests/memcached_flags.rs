@@ -149,7 +149,7 @@ fn the_port_file_lists_every_socket_as_memcached_writes_it() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("ports");
     let mut child = Command::new(env!("CARGO_BIN_EXE_mrcached"))
-        .args(["-p", "0", "-U", "-1", "-l", "127.0.0.1"])
+        .args(["-p", "-1", "-U", "-1", "-l", "127.0.0.1"])
         .args(user_args())
         .env("MEMCACHED_PORT_FILENAME", &file)
         .stdout(std::process::Stdio::piped())

@@ -53,8 +53,9 @@ Not supported: -Z (TLS).",
     after_help = after_help()
 )]
 pub(super) struct Cli {
-    /// TCP port to listen on (0: ephemeral; prints `listening on ADDR:PORT`)
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT)]
+    /// TCP port to listen on (0 or -1: ephemeral; prints `listening on ADDR:PORT`)
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT,
+          allow_negative_numbers = true, value_parser = parse_tcp_port)]
     port: u16,
     /// UDP port to listen on, on the -l interfaces (0: off; -1: ephemeral); the last -U given counts
     #[arg(short = 'U', long = "udp-port", default_value_t = DEFAULT_UDP_PORT,
@@ -413,6 +414,22 @@ fn parse_item_size(s: &str) -> Result<ItemSizeMax, SettingsError> {
 }
 
 /// `-U`: a port, 0 (off) or -1 (ephemeral), as memcached reads it.
+/// `-p`: a port, or -1 for an ephemeral one as memcached reads it (so is 0 here; memcached's 0 turns TCP
+/// off).
+fn parse_tcp_port(s: &str) -> Result<u16, SettingsError> {
+    match s.trim().parse::<i32>() {
+        Ok(-1) => Ok(0),
+        Ok(p) => u16::try_from(p).map_err(|_| ()),
+        Err(_) => Err(()),
+    }
+    .map_err(|()| {
+        SettingsError::flag(
+            "-p/--port",
+            format!("invalid port number '{s}' (0 or -1 picks an ephemeral port)"),
+        )
+    })
+}
+
 fn parse_udp_port(s: &str) -> Result<i32, SettingsError> {
     match s.trim().parse::<i32>() {
         Ok(p) if (EPHEMERAL_UDP_PORT..=i32::from(u16::MAX)).contains(&p) => Ok(p),

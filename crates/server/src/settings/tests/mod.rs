@@ -220,6 +220,17 @@ fn refusals_name_the_flag() {
 
 #[test]
 fn unix_socket_and_udp_flags() {
+    // -p -1 is memcached's ephemeral TCP port; here 0 is too.
+    assert_eq!(run(&["-p", "-1"]).unwrap().port, 0);
+    assert_eq!(run(&["-p", "0"]).unwrap().port, 0);
+    assert_eq!(run(&["--port=11300"]).unwrap().port, 11300);
+    for bad in ["-2", "65536", "x"] {
+        let e = err(&["-p", bad]);
+        assert!(
+            e.starts_with("-p/--port: invalid port number"),
+            "{bad}: {e}"
+        );
+    }
     let s = run(&[]).unwrap();
     assert_eq!(
         (s.udp_port, s.unix_socket.clone(), s.unix_mask),
