@@ -24,12 +24,13 @@
 #   SERVERS      default "memcached mrcached mrcached-slab segcache"; mrcached is the default build
 #                (log layout), mrcached-slab runs -o memory_layout=slab
 #   DURATION, WARMUP          each peak/load run (default 2s and 500ms)
-#   QOS, QOS_DURATION, QOS_WARMUP  the QoS target and each search step (default p95=500us, 1s, 500ms)
+#   QOS, QOS_DURATION, QOS_WARMUP  the QoS target and each search step (default p95=500us, 1s, 300ms)
 #   MEMORY       -m in MiB (default 1024; Segcache gets the same bytes as its heap)
 #   CONNECTIONS  client connections (default 50 or 32 per server thread, whichever is more)
 #   CLIENT_THREADS  bench threads (default one per client core)
 #   MRCACHED, MRCACHE  binaries (default target/release/...), MEMCACHED (default memcached from PATH),
 #   SEGCACHE     Segcache's launcher (default ../shared/anchors/segcache/run.sh PORT HEAP_BYTES)
+#   MEASURE=0    measure nothing: rebuild scaling.md and scaling.svg from the reports already in OUT_DIR
 # Segcache takes its worker count from `[worker] threads` in its config template: the script runs the
 # anchor's run.sh unchanged from a scratch copy whose template says threads = N. With N > 1 Segcache adds
 # a storage thread that owns the cache (the workers hand it requests), so its N workers are not memcached's
@@ -50,7 +51,7 @@ MEMCACHED=${MEMCACHED:-memcached}
 SEGCACHE=${SEGCACHE:-../shared/anchors/segcache/run.sh}
 SERVERS=${SERVERS:-"memcached mrcached mrcached-slab segcache"}
 DURATION=${DURATION:-2s} WARMUP=${WARMUP:-500ms}
-QOS=${QOS:-p95=500us} QOS_DURATION=${QOS_DURATION:-1s} QOS_WARMUP=${QOS_WARMUP:-500ms}
+QOS=${QOS:-p95=500us} QOS_DURATION=${QOS_DURATION:-1s} QOS_WARMUP=${QOS_WARMUP:-300ms}
 MEMORY=${MEMORY:-1024}
 
 cores=$(nproc)
@@ -78,7 +79,7 @@ if [ -z "${THREADS:-}" ]; then
     done
 fi
 for n in $THREADS; do
-    { [[ "$n" =~ ^[1-9][0-9]*$ ]] && [ "$n" -lt "$cores" ]; } ||
+    { [[ "$n" =~ ^[1-9][0-9]*$ ]] && { [ "$n" -lt "$cores" ] || [ "${MEASURE:-1}" = 0 ]; }; } ||
         { echo "THREADS: $n is not a thread count below nproc ($cores): the client needs a core" >&2; exit 64; }
 done
 mkdir -p "$out"
@@ -203,6 +204,7 @@ echo "scaling: $cores cores, THREADS=\"${THREADS# }\", SERVERS=\"$SERVERS\", -m 
 failed=()
 for n in $THREADS; do
     for s in $SERVERS; do
+        [ "${MEASURE:-1}" = 0 ] && continue
         rm -f "$out/$s-t$n"-{peak,qos,load50,load80,cpu}.json
         measure "$s" "$n" || { failed+=("$s -t $n"); stop_server; }
     done
@@ -248,8 +250,8 @@ def p99_cell(r):
 
 rows, series = [], {}
 notes = set()
-for n in threads:
-    for s in servers:
+for s in servers:
+    for n in threads:
         base = f"{out}/{s}-t{n}"
         peak, cpu, q = load(base + "-peak.json"), load(base + "-cpu.json"), load(base + "-qos.json")
         l50, l80 = load(base + "-load50.json"), load(base + "-load80.json")
@@ -283,7 +285,10 @@ print("![peak (solid) and QoS (dashed) throughput against server threads](scalin
 # The figure: throughput against N, one colour per server; solid = peak, dashed = QoS throughput.
 W, H, L, R, T, B = 640, 400, 80, 170, 30, 50
 xs = sorted({int(n) for n in threads})
-top = max([p for pts in series.values() for _, p, _ in pts] + [1]) * 1.1
+highest = max([p for pts in series.values() for _, p, _ in pts] + [1])
+step = min(m * 10 ** e for e in range(10) for m in (1, 2, 5) if m * 10 ** e >= highest / 5)
+ticks = -(-highest // step)  # round the axis up to a whole step
+top = step * ticks
 x = lambda n: L + (W - L - R) * (xs.index(n) + 0.5) / len(xs)
 y = lambda v: H - B - (H - T - B) * v / top
 colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
@@ -295,10 +300,11 @@ svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-f
        f'<text x="15" y="{(T + H - B) / 2}" text-anchor="middle" transform="rotate(-90 15 {(T + H - B) / 2})">requests/s</text>']
 for n in xs:
     svg.append(f'<text x="{x(n)}" y="{H - B + 18}" text-anchor="middle">{n}</text>')
-for i in range(6):
-    v = top * i / 5
+for i in range(int(ticks) + 1):
+    v = step * i
+    label = f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"
     svg.append(f'<line x1="{L - 4}" y1="{y(v)}" x2="{W - R}" y2="{y(v)}" stroke="#ddd"/>')
-    svg.append(f'<text x="{L - 6}" y="{y(v) + 4}" text-anchor="end">{v / 1000:.0f}k</text>')
+    svg.append(f'<text x="{L - 6}" y="{y(v) + 4}" text-anchor="end">{label}</text>')
 for k, (s, pts) in enumerate(series.items()):
     c = colours[k % len(colours)]
     for idx, dash in ((1, ""), (2, ' stroke-dasharray="5,4"')):
