@@ -37,7 +37,8 @@
 # N shards; all its threads stay on the same N cores.
 # With defaults the whole run takes about 6 minutes on 16 cores (16 cells of ~20 s) and under 2 on 2.
 # On a 2-core machine only N=1 fits and the one client core may limit the peak: see the "client CPU"
-# column (near 100%: the client, not the server, set the peak; CPU per request still compares servers).
+# column (near 100%: the client, not the server, set the peak; CPU per request still compares servers)
+# and the "server CPU" column (its CPU seconds over the peak run's wall time on its N cores).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR (env: THREADS SERVERS DURATION MEMORY ..., see the header)" >&2; exit 64; }
 out=$(realpath -m -- "$1")
@@ -172,21 +173,23 @@ field() { python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print(
 
 # All four measurements of server $1 with $2 threads.
 measure() {
-    local s=$1 n=$2 base="$out/$1-t$2" before after peak
+    local s=$1 n=$2 base="$out/$1-t$2" peak
     client_pin=(taskset -c "$n-$((cores - 1))")
     client_threads=${CLIENT_THREADS:-$((cores - n))}
     connections=${CONNECTIONS:-$((32 * n > 50 ? 32 * n : 50))}
     start_server "$s" "$n" || return 1
     bench 90 "$scratch/preload.json" --preload --rate 1000 --warmup 0s --duration 1s || return 1
-    before=$(cpu_and_commands)
+    local before after
+    read -r -a before <<< "$(cpu_and_commands) $(date +%s.%N)"
     bench "$run_secs" "$base-peak.json" --warmup "$WARMUP" --duration "$DURATION" || return 1
-    after=$(cpu_and_commands)
-    read -r c0 n0 c1 n1 <<< "$before $after"
+    read -r -a after <<< "$(cpu_and_commands) $(date +%s.%N)"
+    # server_cpu_share: its CPU seconds over the run's wall time on its N cores (1.0 = all busy).
     python3 -c 'import json, sys
-c0, n0, c1, n1 = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-print(json.dumps({"cpu_seconds": c1 - c0, "commands": n1 - n0,
-                  "cpu_us_per_request": (c1 - c0) * 1e6 / max(n1 - n0, 1)}))' "$c0" "$n0" "$c1" "$n1" \
-        > "$base-cpu.json"
+c0, n0, t0, c1, n1, t1 = map(float, sys.argv[1:7])
+print(json.dumps({"cpu_seconds": c1 - c0, "commands": int(n1 - n0), "wall_seconds": t1 - t0,
+                  "cpu_us_per_request": (c1 - c0) * 1e6 / max(n1 - n0, 1),
+                  "server_cpu_share": (c1 - c0) / max(t1 - t0, 1e-9) / int(sys.argv[7])}))' \
+        "${before[@]}" "${after[@]}" "$n" > "$base-cpu.json"
     peak=$(field "$base-peak.json" 'int(r["throughput_ops"])')
     [ "$peak" -gt 0 ] || { echo "$s -t $n: no throughput at peak (see $base-peak.json)" >&2; return 1; }
     bench "$qos_secs" "$base-qos.json" --qos "$QOS" --rate "$peak" --warmup "$QOS_WARMUP" \
@@ -256,7 +259,7 @@ for s in servers:
         peak, cpu, q = load(base + "-peak.json"), load(base + "-cpu.json"), load(base + "-qos.json")
         l50, l80 = load(base + "-load50.json"), load(base + "-load80.json")
         if not peak:
-            rows.append([s, n, "failed", "-", "-", "-", "-", "-"])
+            rows.append([s, n, "failed"] + ["-"] * 6)
             continue
         best = (q or {}).get("qos") or {}
         best = best.get("best")
@@ -265,18 +268,22 @@ for s in servers:
         if bad:
             notes.add(f"{s} N={n}: {bad} request errors (timeouts, resets...) in its runs: see the reports")
         u = peak.get("client_cpu_util")
+        share = cpu.get("server_cpu_share") if cpu else None
         rows.append([s, n, f"{peak['throughput_ops']:.0f}", f"{cpu['cpu_us_per_request']:.2f}" if cpu else "-",
-                     qos_ops, p99_cell(l50), p99_cell(l80), "-" if u is None else f"{100 * u:.0f}%"])
+                     qos_ops, p99_cell(l50), p99_cell(l80), "-" if share is None else f"{100 * share:.0f}%",
+                     "-" if u is None else f"{100 * u:.0f}%"])
         series.setdefault(s, []).append((int(n), peak["throughput_ops"], best["achieved_ops"] if best else None))
 
 head = ["server", "N", "peak req/s", "server CPU µs/request", f"QoS req/s ({qos})",
-        "p99 µs at 50% of peak", "p99 µs at 80% of peak", "client CPU at peak"]
+        "p99 µs at 50% of peak", "p99 µs at 80% of peak", "server CPU at peak", "client CPU at peak"]
 print("| " + " | ".join(head) + " |")
 print("|" + " --- |" * len(head))
 for row in rows:
     print("| " + " | ".join(str(c) for c in row) + " |")
 print()
-print("\"ran X/s\": the open loop achieved less than 95% of the offered rate.")
+print("\"ran X/s\": the open loop achieved less than 95% of the offered rate. Server and client CPU at peak: the share of"
+      " their cores they were on a CPU; near 100% the client, not the server, may have set the peak, and both far below"
+      " 100% mean the machine itself (other work, stolen time) limited the run.")
 for note in sorted(notes):
     print(f"warning: {note}")
 print()
