@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Does the log layout's cleaner delay requests? Tail latency of mrcached's slab layout (the default)
-# against `-o memory_layout=log` under one open-loop load at a fraction of peak, with the cleaner busy
+# Does the log layout's cleaner delay requests? Tail latency of mrcached's slab layout against the log
+# layout (the default) under one open-loop load at a fraction of peak, with the cleaner busy
 # throughout (docs/results.md §15.5; issue 14's target: p99.9 at most 1 ms at half of peak).
 #
 #   scripts/cleaner-latency.sh [-m MB] [-t THREADS] [-k KEYS] [-v VALUE_SIZE] [-g GET_RATIO]
