@@ -3,11 +3,14 @@
 
 use super::*;
 
-/// A server with a tenant, items in several classes (the slab layout's), hits, misses and a reset
-/// ratio: every figure has something to show.
-fn busy_server() -> ServerContext {
+/// A server in `layout` with a tenant, items of many sizes (in several classes under slab), hits,
+/// misses and a reset ratio: every figure has something to show.
+fn busy_server(layout: mrcache_engine::MemoryLayout) -> ServerContext {
     let mut server = ctx_with_tenants_in(
-        slab(),
+        Settings {
+            memory_layout: layout,
+            ..Settings::default()
+        },
         "[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\ntarget_hit_ratio = 0.9\nweight = 2.5\n\
          rate_limit = 100\nrate_burst = 3\n",
     );
@@ -132,7 +135,16 @@ fn check_on_metrics<S>(
 
 #[test]
 fn every_stats_figure_is_on_metrics() {
-    let server = busy_server();
+    for layout in [
+        mrcache_engine::MemoryLayout::Log,
+        mrcache_engine::MemoryLayout::Slab,
+    ] {
+        every_stats_figure_is_on_metrics_in(layout);
+    }
+}
+
+fn every_stats_figure_is_on_metrics_in(layout: mrcache_engine::MemoryLayout) {
+    let server = busy_server(layout);
     let exposition = prometheus(&server);
     let moving = ["uptime", "time", "rusage_user", "rusage_system"];
     let sample = samples(&exposition);
@@ -162,9 +174,12 @@ fn every_stats_figure_is_on_metrics() {
     let mut out = Vec::new();
     items(&server, &mut out);
     let lines = stat_lines(&out);
-    assert!(
-        lines.len() > classes::ITEMS.len(),
-        "items in several classes"
+    // The log is one class; slab's items fall in several.
+    let several = lines.len() > classes::ITEMS.len();
+    assert_eq!(
+        several,
+        layout == mrcache_engine::MemoryLayout::Slab,
+        "{layout:?}"
     );
     for (name, value) in &lines {
         let (class, field) = name
@@ -333,7 +348,9 @@ fn assert_well_formed(exposition: &str) {
 
 #[test]
 fn exposition_is_well_formed() {
-    assert_well_formed(&prometheus(&busy_server()));
+    use mrcache_engine::MemoryLayout::{Log, Slab};
+    assert_well_formed(&prometheus(&busy_server(Log)));
+    assert_well_formed(&prometheus(&busy_server(Slab)));
     assert_well_formed(&prometheus(&ctx()));
 }
 
@@ -345,7 +362,9 @@ fn exposition_is_well_formed() {
 fn exposition_passes_promtool() {
     use std::io::Write as _;
     let promtool = std::env::var_os("PROMTOOL").unwrap_or_else(|| "promtool".into());
-    for exposition in [prometheus(&busy_server()), prometheus(&ctx())] {
+    use mrcache_engine::MemoryLayout::{Log, Slab};
+    let servers = [busy_server(Log), busy_server(Slab), ctx()];
+    for exposition in servers.iter().map(prometheus) {
         let mut child = std::process::Command::new(&promtool)
             .args(["check", "metrics"])
             .stdin(std::process::Stdio::piped())
