@@ -56,7 +56,9 @@ pub struct SimArgs {
     policy: Vec<String>,
     /// Memory layouts to compare, comma-separated: slab (memcached's slab classes, run with every
     /// --policy) and log (Memshare's log-structured memory: segments per tenant, a cleaner, no classes;
-    /// run once per tenant arbiter, reported as policy `log`). E.g. --layout slab,log.
+    /// run once per tenant arbiter, reported as policy `log`). E.g. --layout slab,log. The server's
+    /// default is log (with --item-accounting compact); this default stays slab so that slab policies
+    /// and earlier results replay unchanged.
     #[arg(long, default_value = "slab")]
     layout: Vec<String>,
     /// Log layout: how the cleaner ranks items: density (the default: accesses per byte, so it keeps
