@@ -159,18 +159,16 @@ pub struct Evicted<'a> {
 }
 
 impl<'a> Evicted<'a> {
-    /// The eviction of `item` (stored with `expiry`, last accessed at `atime`) at `now`.
+    /// The eviction of `item`, of `class`, at `now`.
     pub(crate) fn of(
         item: crate::item::Item<'a>,
         class: crate::geometry::ClassId,
-        fetched: bool,
-        expiry: u32,
-        atime: u32,
         now: u32,
     ) -> Evicted<'a> {
+        let (expiry, atime) = (item.expiry(), item.atime());
         Evicted {
             key: item.key(),
-            fetched,
+            fetched: item.has(crate::item::bits::FETCHED),
             ttl_secs: if expiry == 0 {
                 -1
             } else {

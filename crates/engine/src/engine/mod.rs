@@ -72,7 +72,7 @@ impl Engine {
     /// stored.
     pub fn new(mut config: EngineConfig) -> Result<Engine, ConfigError> {
         config.validate()?;
-        if let (Some(first), true) = (config.log_choose.first(), config.log_choose.len() >= 2) {
+        if let [first, _, ..] = config.log_choose[..] {
             // The chooser starts with its first candidate running.
             (config.log_ranking, config.log_probation) = (first.ranking, first.probation);
         }

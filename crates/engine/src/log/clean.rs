@@ -547,9 +547,7 @@ impl LogShard {
             .counters
             .count_eviction(expiry, atime, fetched, clock.now);
         if let Some(observe) = self.globals.eviction_observer() {
-            let it = self.item(h);
-            let (class, now) = (super::LOG_CLASS, clock.now);
-            observe(&Evicted::of(it, class, fetched, expiry, atime, now));
+            observe(&Evicted::of(self.item(h), super::LOG_CLASS, clock.now));
         }
         self.remember_evicted(h, hash, ghost);
         self.unlink(h, hash);

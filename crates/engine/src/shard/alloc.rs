@@ -194,9 +194,7 @@ impl Shard {
             .count_eviction(expiry, atime, fetched, clock.now);
         self.remember_evicted(tail);
         if let Some(observe) = self.globals.eviction_observer() {
-            let it = self.item(tail);
-            let (class, now) = (part.class(), clock.now);
-            observe(&Evicted::of(it, class, fetched, expiry, atime, now));
+            observe(&Evicted::of(self.item(tail), part.class(), clock.now));
         }
         Some(self.unlink_and_take(part, tail))
     }
