@@ -14,7 +14,7 @@
 
 use serde::Serialize;
 
-use mrcache_engine::{ClassId, Engine, EngineStats, MemoryLayout, TenantId, UNLIMITED};
+use mrcache_engine::{ClassId, Engine, EngineStats, TenantId, UNLIMITED};
 use mrcache_profile::{MrcQuery, ReuseTimeMethod, SizeUnit};
 
 use crate::context::ServerContext;
@@ -118,23 +118,17 @@ pub fn report(ctx: &ServerContext, class: Option<ClassId>, only: Option<TenantId
     let engine = &ctx.engine;
     let clock = ctx.clock();
     let stats = engine.stats(clock);
-    let geometry = engine.geometry();
     let query = MrcQuery::new(SizeUnit::Objects);
     let pages = page_points(stats.page_limit);
     let curves = engine.mrc(class, &query);
     let classes = curves
         .into_iter()
         .map(|c| {
+            // The class's chunk as `stats slabs` shows it: a slab class's fixed chunk, the log's mean
+            // record (so a curve in pages is in the layout's own pages).
             let snapshot = &stats.classes[c.class.index()];
-            // A slab class's chunks are fixed; the log's one class holds its mean record, as many a
-            // segment as `stats slabs` shows (so its curve in pages is the log's).
-            let (chunk_size_bytes, chunks_per_page) = match engine.memory_layout() {
-                MemoryLayout::Slab => {
-                    let g = geometry.class(c.class);
-                    (g.chunk_size_bytes, g.chunks_per_page)
-                }
-                MemoryLayout::Log => (snapshot.chunk_size_bytes, snapshot.chunks_per_page),
-            };
+            let (chunk_size_bytes, chunks_per_page) =
+                (snapshot.chunk_size_bytes, snapshot.chunks_per_page);
             ClassCurve {
                 class: c.class.0,
                 chunk_size_bytes,

@@ -649,7 +649,7 @@ impl Listener {
             main_ports: self.main_ports.clone(),
             memory_limit_bytes: self.ctx.engine.page_limit() as u64
                 * self.ctx.engine.geometry().page_size_bytes() as u64,
-            log_layout: self.ctx.engine.memory_layout() == mrcache_engine::MemoryLayout::Log,
+            ..self.ctx.settings.server_bounds()
         };
         if let Err(e) = self.ctx.tenants.reload(&bounds) {
             eprintln!(

@@ -413,16 +413,15 @@ fn parse_item_size(s: &str) -> Result<ItemSizeMax, SettingsError> {
     Ok(ItemSizeMax(bytes))
 }
 
-/// `-U`: a port, 0 (off) or -1 (ephemeral), as memcached reads it.
 /// `-p`: a port, or -1 for an ephemeral one as memcached reads it (so is 0 here; memcached's 0 turns TCP
 /// off).
 fn parse_tcp_port(s: &str) -> Result<u16, SettingsError> {
     match s.trim().parse::<i32>() {
-        Ok(-1) => Ok(0),
-        Ok(p) => u16::try_from(p).map_err(|_| ()),
-        Err(_) => Err(()),
+        Ok(-1) => Some(0),
+        Ok(p) => u16::try_from(p).ok(),
+        Err(_) => None,
     }
-    .map_err(|()| {
+    .ok_or_else(|| {
         SettingsError::flag(
             "-p/--port",
             format!("invalid port number '{s}' (0 or -1 picks an ephemeral port)"),
@@ -430,6 +429,7 @@ fn parse_tcp_port(s: &str) -> Result<u16, SettingsError> {
     })
 }
 
+/// `-U`: a port, 0 (off) or -1 (ephemeral), as memcached reads it.
 fn parse_udp_port(s: &str) -> Result<i32, SettingsError> {
     match s.trim().parse::<i32>() {
         Ok(p) if (EPHEMERAL_UDP_PORT..=i32::from(u16::MAX)).contains(&p) => Ok(p),

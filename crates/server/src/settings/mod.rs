@@ -336,28 +336,35 @@ impl Settings {
     /// Range checks memcached makes, naming the flag.
     fn validate(&self) -> Result<(), SettingsError> {
         let err = |flag, why: &str| Err(SettingsError::flag(flag, why));
-        // The log's eviction options do nothing under the slab layout: refused, not ignored.
-        if self.memory_layout == MemoryLayout::Slab {
-            let log_only = [
-                ("-o log_probation", self.log_probation > 0.0),
-                ("-o log_choose", !self.log_choose.is_empty()),
-                (
-                    "-o log_ranking",
-                    self.log_ranking != EngineConfig::default().log_ranking,
-                ),
-            ];
-            if let Some((flag, _)) = log_only.iter().find(|(_, given)| *given) {
-                return err(flag, "applies to -o memory_layout=log only");
-            }
-        }
-        // Likewise a slab policy of ours under the log (memcached's slab options stay accepted, with
-        // no effect, so that memcached's command lines start).
-        if self.memory_layout == MemoryLayout::Log && self.slab_policy.is_some() {
-            return err(
+        // Our options of one layout do nothing under the other: refused, not ignored. (memcached's
+        // slab options stay accepted under the log, with a notice, so that its command lines start.)
+        let one_layout_only = [
+            (
+                "-o log_probation",
+                self.log_probation > 0.0,
+                MemoryLayout::Log,
+            ),
+            (
+                "-o log_choose",
+                !self.log_choose.is_empty(),
+                MemoryLayout::Log,
+            ),
+            (
+                "-o log_ranking",
+                self.log_ranking != EngineConfig::default().log_ranking,
+                MemoryLayout::Log,
+            ),
+            (
                 "--slab-policy",
-                "applies to -o memory_layout=slab only (the log layout, the default, moves memory \
-                 between sizes by itself)",
-            );
+                self.slab_policy.is_some(),
+                MemoryLayout::Slab,
+            ),
+        ];
+        if let Some((flag, _, layout)) = (one_layout_only.iter())
+            .find(|(_, given, layout)| *given && *layout != self.memory_layout)
+        {
+            let why = format!("applies to -o memory_layout={} only", layout.name());
+            return err(flag, &why);
         }
         if !self.evict_when_full && self.log_probation > 0.0 {
             return err(

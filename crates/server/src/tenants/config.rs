@@ -496,9 +496,9 @@ impl TenantsConfig {
     }
 
     /// Checks the configuration against the server it is to run in: no tenant port is a main port,
-    /// the reserves fit in the memory limit, and no tenant sets a `ranking` the layout does not have. The one check both start-up (`Settings`) and a
-    /// SIGHUP reload (`Tenants::reload`) make, so a reload can put in force nothing that start-up
-    /// would refuse.
+    /// the reserves fit in the memory limit, and no tenant sets a `ranking` the layout does not have.
+    /// The one check both start-up (`Settings`) and a SIGHUP reload (`Tenants::reload`) make, so a
+    /// reload can put in force nothing that start-up would refuse.
     pub fn check_server(&self, server: &ServerBounds) -> Result<(), ConfigError> {
         for t in &self.tenants {
             if let Some(port) = t.port.filter(|p| server.main_ports.contains(p)) {
