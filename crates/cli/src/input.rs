@@ -98,7 +98,7 @@ pub fn take_trace_error(slot: &TraceErrorSlot) -> Result<(), String> {
 fn parse_value_size(text: &str) -> Result<ValueSizeModel, String> {
     let bad = || format!("--value-size {text}: expected N, A-B or etc");
     if text == "etc" {
-        return Ok(ValueSizeModel::Etc { max: 500_000 });
+        return Ok(ValueSizeModel::ETC);
     }
     match text.split_once('-') {
         Some((a, b)) => Ok(ValueSizeModel::Uniform(

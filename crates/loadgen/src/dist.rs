@@ -348,7 +348,7 @@ mod tests {
         let sizer = ValueSizer::new(ValueSize::Etc, 1);
         // `mrcache sim --trace` sizes a key-only trace's request by (seed, trace id); the bench's
         // model differs only in its cap (1,000,000 bytes against 500,000), above these sizes.
-        let sim = mrcache_workload::dist::ValueSizeModel::Etc { max: 500_000 };
+        let sim = mrcache_workload::dist::ValueSizeModel::ETC;
         for (index, id) in [(0u64, 123_456u64), (1, 99)] {
             let want = sim.size(1, id) as usize;
             assert!(want < 500_000);

@@ -1,15 +1,14 @@
 //! Writes the item sizes `mrcache sim` gives a key-only trace, for simulators outside this workspace
 //! (scripts/eviction_anchors.py feeds them to libCacheSim): one little-endian u32 per request, the bytes
 //! the log layout's record of that request's item takes (`mrcache_engine::log_record_bytes` of the key
-//! and the value), with `mrcache sim`'s defaults: 16-byte keys, ETC value sizes (at most 500,000 bytes),
-//! seed 1.
+//! and the value), with `mrcache sim`'s defaults (`TraceSizing::default`: 16-byte keys, ETC values of at
+//! most 500,000 bytes, seed 1).
 //!
 //! `cargo run --release -p mrcache-sim --example sized_trace -- TRACE OUT [REQUESTS]`
 
 use std::io::Write;
 
 use mrcache_sim::TraceSizing;
-use mrcache_workload::synth::ValueSizeModel;
 use mrcache_workload::{open_trace, TraceFormat};
 
 fn main() {
@@ -26,12 +25,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let sizing = TraceSizing {
-        key_size: 16,
-        value_size: ValueSizeModel::Etc { max: 500_000 },
-        override_sizes: false,
-        seed: 1,
-    };
+    let sizing = TraceSizing::default();
     let requests = open_trace(std::path::Path::new(trace), TraceFormat::Auto)
         .unwrap_or_else(|e| panic!("{trace}: {e}"));
     let mut w = std::io::BufWriter::new(

@@ -21,6 +21,19 @@ pub struct TraceSizing {
     pub seed: u64,
 }
 
+impl Default for TraceSizing {
+    /// What `mrcache sim --trace` gives a trace by default: 16-byte keys, and for key-only traces
+    /// ETC values (`ValueSizeModel::ETC`) drawn with seed 1.
+    fn default() -> TraceSizing {
+        TraceSizing {
+            key_size: 16,
+            value_size: ValueSizeModel::ETC,
+            override_sizes: false,
+            seed: 1,
+        }
+    }
+}
+
 impl TraceSizing {
     /// The access of trace request `r`, sized as this says.
     pub fn access(&self, r: &Request) -> Access {

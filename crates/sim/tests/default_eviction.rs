@@ -17,7 +17,7 @@
 
 use mrcache_engine::{ItemAccounting, MemoryLayout};
 use mrcache_sim::{SimConfig, Simulator, SlabPolicy, TraceSizing};
-use mrcache_workload::synth::{Access, ValueSizeModel};
+use mrcache_workload::synth::Access;
 use mrcache_workload::{open_trace, Op, TraceFormat};
 
 const FIXTURE: &str = include_str!("fixtures/default_eviction.json");
@@ -29,9 +29,7 @@ fn lookaside_stream(fixture: &serde_json::Value) -> Vec<Access> {
     let requests = fixture["requests"].as_u64().unwrap() as usize;
     let sizing = TraceSizing {
         key_size: fixture["key_size"].as_u64().unwrap() as u8,
-        value_size: ValueSizeModel::Etc { max: 500_000 },
-        override_sizes: false,
-        seed: 1,
+        ..TraceSizing::default()
     };
     let stream: Vec<Access> = open_trace(&dir.join(name), TraceFormat::Auto)
         .unwrap_or_else(|e| panic!("{name}: {e}"))

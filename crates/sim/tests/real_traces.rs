@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use mrcache_sim::{SimConfig, Simulator, SlabPolicy, TraceSizing, UpperBoundProfiler};
-use mrcache_workload::synth::{Access, ValueSizeModel};
+use mrcache_workload::synth::Access;
 use mrcache_workload::{open_trace, TraceFormat};
 
 /// The shared traces folder; panics, naming it, when it is missing.
@@ -20,12 +20,7 @@ fn traces_dir() -> PathBuf {
 
 /// The first `requests` of a key-only trace with ETC value sizes (the CLI's `--value-size etc`).
 fn trace(name: &str, requests: usize) -> Vec<Access> {
-    let sizing = TraceSizing {
-        key_size: 16,
-        value_size: ValueSizeModel::Etc { max: 500_000 },
-        override_sizes: false,
-        seed: 1,
-    };
+    let sizing = TraceSizing::default();
     open_trace(&traces_dir().join(name), TraceFormat::Auto)
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .take(requests)

@@ -135,6 +135,10 @@ pub enum ValueSizeModel {
 }
 
 impl ValueSizeModel {
+    /// ETC's distribution with its tail cut at 500,000 bytes: what `--value-size etc` and the `etc`
+    /// workloads use.
+    pub const ETC: ValueSizeModel = ValueSizeModel::Etc { max: 500_000 };
+
     /// The size in bytes of object `key`'s value, a function of (`seed`, `key`) alone.
     pub fn size(&self, seed: u64, key: u64) -> u32 {
         match *self {

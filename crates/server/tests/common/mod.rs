@@ -375,15 +375,20 @@ fn collect_stderr(child: &mut Child) -> Arc<Mutex<Vec<u8>>> {
     tail
 }
 
-/// Runs a command to completion with a deadline, returning its exit code and
-/// combined stdout+stderr; the child is killed if the deadline passes.
-pub fn run_with_deadline(command: &mut Command, timeout: Duration) -> (Option<i32>, String) {
-    let mut child = command
+/// Spawns `command` with no stdin and its stdout and stderr piped; panics, naming it, if it cannot run.
+fn spawn_piped(command: &mut Command) -> Child {
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"))
+}
+
+/// Runs a command to completion with a deadline, returning its exit code and
+/// combined stdout+stderr; the child is killed if the deadline passes.
+pub fn run_with_deadline(command: &mut Command, timeout: Duration) -> (Option<i32>, String) {
+    let mut child = spawn_piped(command);
     let output = Arc::new(Mutex::new(Vec::new()));
     let readers: Vec<_> = [
         child
@@ -572,12 +577,7 @@ fn spawn_announced(
     Arc<Mutex<Vec<u8>>>,
     Result<SocketAddr, mpsc::RecvTimeoutError>,
 ) {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    let mut child = spawn_piped(command);
     let stderr_tail = collect_stderr(&mut child);
     let stdout = child.stdout.take().expect("stdout is piped");
     let (line_tx, line_rx) = mpsc::channel::<String>();

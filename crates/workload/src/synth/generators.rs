@@ -249,15 +249,8 @@ mod tests {
 
     #[test]
     fn three_phase_moves_from_the_first_set_to_the_second() {
-        let set = |popularity| {
-            SingleApp::new(
-                popularity,
-                KeySizeModel::Etc,
-                ValueSizeModel::Etc { max: 500_000 },
-                1.0,
-                1,
-            )
-        };
+        let set =
+            |popularity| SingleApp::new(popularity, KeySizeModel::Etc, ValueSizeModel::ETC, 1.0, 1);
         let w = ThreePhase::new(
             set(Popularity::pareto(10_000, 214.476, 0.348238)),
             set(Popularity::pareto(10_000, 312.6175, 0.05)),

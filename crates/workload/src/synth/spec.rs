@@ -100,7 +100,7 @@ impl WorkloadSpec {
                 let app = SingleApp::new(
                     popularity,
                     KeySizeModel::Etc,
-                    ValueSizeModel::Etc { max: 500_000 },
+                    ValueSizeModel::ETC,
                     get_ratio,
                     seed,
                 );
@@ -141,7 +141,7 @@ impl WorkloadSpec {
                 let etc = SingleApp::new(
                     p.popularity_named("etc_popularity", etc_objects, "zipf:0.9")?,
                     KeySizeModel::Etc,
-                    ValueSizeModel::Etc { max: 500_000 },
+                    ValueSizeModel::ETC,
                     ETC_GET_RATIO,
                     seed,
                 );
@@ -245,7 +245,7 @@ impl Params<'_> {
             value: v.clone(),
         };
         if v == "etc" {
-            return Ok(ValueSizeModel::Etc { max: 500_000 });
+            return Ok(ValueSizeModel::ETC);
         }
         match v.split_once('-') {
             Some((a, b)) => {

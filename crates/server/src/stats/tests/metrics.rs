@@ -7,10 +7,7 @@ use super::*;
 /// misses and a reset ratio: every figure has something to show.
 fn busy_server(layout: mrcache_engine::MemoryLayout) -> ServerContext {
     let mut server = ctx_with_tenants_in(
-        Settings {
-            memory_layout: layout,
-            ..Settings::default()
-        },
+        in_layout(layout),
         "[[tenant]]\nname = \"a\"\nreserved = \"3MiB\"\ntarget_hit_ratio = 0.9\nweight = 2.5\n\
          rate_limit = 100\nrate_burst = 3\n",
     );

@@ -13,12 +13,17 @@ fn ctx_with(settings: Settings) -> ServerContext {
     ServerContext::new(engine, settings, 2)
 }
 
-/// The default settings in memcached's slab layout, for the figures of its slab classes.
-fn slab() -> Settings {
+/// The default settings in `layout`.
+fn in_layout(layout: mrcache_engine::MemoryLayout) -> Settings {
     Settings {
-        memory_layout: mrcache_engine::MemoryLayout::Slab,
+        memory_layout: layout,
         ..Settings::default()
     }
+}
+
+/// The default settings in memcached's slab layout, for the figures of its slab classes.
+fn slab() -> Settings {
+    in_layout(mrcache_engine::MemoryLayout::Slab)
 }
 
 /// A server whose `--config` is `toml`.
