@@ -661,9 +661,10 @@ def sized_table(args):
                     row.append("refused: " + out.stderr.strip().splitlines()[-1].replace("|", "/"))
                     continue
                 r = json.loads(out.stdout)
-                pages = max(sum(a["pages"] for a in r["allocation"]), 0)
+                pages = sum(a["pages"] for a in r["allocation"])
                 row.append(f"{r['miss_ratio']:.4f} ({pages})")
-                default = r["miss_ratio"] if default is None and label.startswith("default") else default
+                if label.startswith("default"):
+                    default = r["miss_ratio"]
             rel = lambda x: "-" if default is None else f"{default / x - 1:+.1%}"
             row += [rel(algos["S3-FIFO"]), rel(algos[best])]
             print("| " + " | ".join(row) + " |", flush=True)

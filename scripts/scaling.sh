@@ -148,15 +148,6 @@ start_server() {
     return 1
 }
 
-# Prints "CPU_SECONDS COMMANDS" of the running server: utime + stime from /proc and the gets + sets its
-# stats count (memcached and mrcached: cmd_get + cmd_set; Segcache, on its admin port: get + set).
-cpu_and_commands() {
-    local commands
-    commands=$(server_stats "$stats_port" |
-        awk '$1 == "cmd_get" || $1 == "cmd_set" || $1 == "get" || $1 == "set" {n += $2} END {print n + 0}')
-    awk -v hz="$(getconf CLK_TCK)" -v n="$commands" '{printf "%.6f %d\n", ($14 + $15) / hz, n}' "/proc/$pid/stat"
-}
-
 # One bench run against the running server, client on cores $n..nproc-1, bounded by $1 seconds;
 # the report goes to $2; the remaining arguments are added to the load.
 bench() {
@@ -180,9 +171,9 @@ measure() {
     start_server "$s" "$n" || return 1
     bench 90 "$scratch/preload.json" --preload --rate 1000 --warmup 0s --duration 1s || return 1
     local before after
-    read -r -a before <<< "$(cpu_and_commands) $(date +%s.%N)"
+    read -r -a before <<< "$(server_cpu_and_commands "$stats_port" "$pid") $(date +%s.%N)"
     bench "$run_secs" "$base-peak.json" --warmup "$WARMUP" --duration "$DURATION" || return 1
-    read -r -a after <<< "$(cpu_and_commands) $(date +%s.%N)"
+    read -r -a after <<< "$(server_cpu_and_commands "$stats_port" "$pid") $(date +%s.%N)"
     # server_cpu_share: its CPU seconds over the run's wall time on its N cores (1.0 = all busy).
     python3 -c 'import json, sys
 c0, n0, t0, c1, n1, t1 = map(float, sys.argv[1:7])

@@ -55,12 +55,14 @@ for line in buf.decode().splitlines():
 PY
 }
 
-# Prints "USER_SECONDS SYSTEM_SECONDS COMMANDS" for the server process $2 listening on 127.0.0.1:$1: its
-# utime and stime from /proc (fields 14 and 15 of stat(5), in clock ticks) and the gets + sets it has
-# served (cmd_get + cmd_set).
+# Prints "USER_SECONDS SYSTEM_SECONDS COMMANDS" for the server process $2 whose stats answer on
+# 127.0.0.1:$1: its utime and stime from /proc (fields 14 and 15 of stat(5), in clock ticks) and the
+# gets + sets it has served (memcached's and mrcached's cmd_get + cmd_set; Segcache's admin port
+# counts them as get + set).
 server_times_and_commands() {
     local commands
-    commands=$(server_stats "$1" | awk '$1 == "cmd_get" || $1 == "cmd_set" {n += $2} END {print n + 0}')
+    commands=$(server_stats "$1" |
+        awk '$1 == "cmd_get" || $1 == "cmd_set" || $1 == "get" || $1 == "set" {n += $2} END {print n + 0}')
     awk -v hz="$(getconf CLK_TCK)" -v n="$commands" '{printf "%.6f %.6f %d\n", $14 / hz, $15 / hz, n}' \
         "/proc/$2/stat"
 }
