@@ -44,9 +44,12 @@ fn stats_settings(kind: &ServerKind, args: &[&str]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Compares mrcached under the slab layout, where memcached's slab options act as memcached's do (under
+/// the default log layout no mover runs: see `slab_options_show_their_effect_under_the_log`).
 fn same_rows_as_memcached(args: &[&str]) {
     let theirs = stats_settings(&ServerKind::memcached(), args);
-    let ours: HashMap<String, String> = stats_settings(&ServerKind::mrcached(), args)
+    let slab_args = [&["-o", "memory_layout=slab"], args].concat();
+    let ours: HashMap<String, String> = stats_settings(&ServerKind::mrcached(), &slab_args)
         .into_iter()
         .collect();
     let mut compared = Vec::new();
@@ -78,6 +81,28 @@ fn options_memcached_accepts_show_as_memcached_shows_them() {
     ]);
     same_rows_as_memcached(&["-o", "slab_automove=0,slab_automove,slab_chunk_max=512"]);
     same_rows_as_memcached(&["-I", "2m", "-o", "slab_chunk_max=1048576,temporary_ttl=0"]);
+}
+
+#[test]
+fn slab_options_show_their_effect_under_the_log() {
+    // Accepted (memcached's command lines start), but no class pages move under the log: `stats
+    // settings` says so, and `slabs automove` is refused rather than acknowledged.
+    let args = ["-o", "slab_automove=2"];
+    let settings: HashMap<String, String> = stats_settings(&ServerKind::mrcached(), &args)
+        .into_iter()
+        .collect();
+    assert_eq!(settings["memory_layout"], "log");
+    assert_eq!(settings["slab_automove"], "0");
+    assert_eq!(settings["slab_policy"], "none");
+    let server = Server::start(&ServerKind::mrcached(), &args);
+    let mut c = LineClient::connect(server.port());
+    let refusal = "CLIENT_ERROR slabs automove needs -o memory_layout=slab";
+    for command in ["slabs automove 1\r\n", "slabs automove ratio 0.5\r\n"] {
+        assert_eq!(c.call(command), refusal, "{command:?}");
+    }
+    // An error is written despite noreply, as memcached writes its errors.
+    assert_eq!(c.call("slabs automove 1 noreply\r\n"), refusal);
+    assert_eq!(c.call("mn\r\n"), "MN");
 }
 
 /// Exit status and output of a server started with `args` that should refuse them.

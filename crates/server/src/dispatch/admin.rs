@@ -9,7 +9,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use mrcache_engine::{ClassId, ReassignOutcome};
+use mrcache_engine::{ClassId, MemoryLayout, ReassignOutcome};
 use mrcache_policy::class::AutomoveParams;
 use mrcache_policy::ClassPolicySpec;
 use mrcache_protocol::{response, LruRequest, ShutdownMode, SlabsRequest, StatsRequest};
@@ -234,6 +234,16 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
         }
     };
     if !operator(ctx, what, noreply, out) {
+        return Flow::Continue;
+    }
+    let log_layout = ctx.server.engine.memory_layout() == MemoryLayout::Log;
+    if log_layout && what == "slabs automove" {
+        // The log has no class pages to move: memory follows sizes by cleaning. Saying OK would let
+        // an operator believe a mover started; `stats settings` shows `slab_automove 0` here.
+        response::line(
+            out,
+            "CLIENT_ERROR slabs automove needs -o memory_layout=slab",
+        );
         return Flow::Continue;
     }
     match r {

@@ -7,6 +7,8 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use mrcache_engine::MemoryLayout;
+
 use super::stat;
 use crate::context::ServerContext;
 use crate::settings::options::{yes_no, Live, StatsValue, OPTIONS};
@@ -85,7 +87,11 @@ pub(crate) fn settings(ctx: &ServerContext, out: &mut Vec<u8>) {
 
 /// The running server's value of a [`Live`] row.
 fn live_value(ctx: &ServerContext, live: Live) -> String {
+    // The log layout has no class pages: no mover and no class policy runs, whatever was asked.
+    let log_layout = ctx.engine.memory_layout() == MemoryLayout::Log;
     match live {
+        Live::AutomoveMode if log_layout => "0".to_string(),
+        Live::SlabPolicy if log_layout => "none".to_string(),
         Live::AutomoveMode => ctx.automove_mode.load(Relaxed).to_string(),
         Live::AutomoveRatio => format!("{:.2}", ctx.automove_ratio()),
         Live::Shards => ctx.engine.shard_count().to_string(),
