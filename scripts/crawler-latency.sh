@@ -10,7 +10,8 @@
 # Each server (-s, default "slab log memcached": mrcached -o memory_layout=slab, =log, and Debian's
 # memcached) gets -m MB (default 1024) and -t THREADS (default 4) on 127.0.0.1, is preloaded with KEYS
 # items (default 1,000,000; 32-byte keys, VALUE_SIZE-byte values, default 100) and then measured in
-# three scenarios, REPEATS times (default 3), in turn:
+# three scenarios, REPEATS times (default 3), in turn (MRCACHED=PATH runs another mrcached binary,
+# e.g. an earlier build, for a side-by-side comparison):
 #   idle      the load alone: mrcache bench, open loop at RATE requests/s (default 20000; Poisson
 #             arrivals, 90% gets over the preloaded keys, 16 connections), DURATION (default 10s) after
 #             2s of warm-up; latency counted from each request's intended send time;
@@ -46,7 +47,7 @@ shift
 mkdir -p "$out"
 
 cargo build --release -q -p mrcache-server -p mrcache-cli
-mrcached=target/release/mrcached
+mrcached=${MRCACHED:-target/release/mrcached}
 mrcache=target/release/mrcache
 # shellcheck source=scripts/lib/ports.sh
 . scripts/lib/ports.sh  # the script runs from the repository root

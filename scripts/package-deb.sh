@@ -68,7 +68,8 @@ install -m 644 "$src/mrcached.conf" "$root/etc/mrcached.conf"
 install -m 644 "$src/mrcached.service" "$root/lib/systemd/system/mrcached.service"
 install -m 755 "$src/systemd-mrcached-wrapper" "$root/usr/share/mrcached/scripts/"
 install -m 644 "$src/mrcached.tmpfiles" "$root/usr/lib/tmpfiles.d/mrcached.conf"
-install -m 644 README.md docs/compatibility.md "$root/usr/share/doc/mrcached/"
+install -m 644 README.md docs/compatibility.md docs/operating.md docs/choosing.md \
+    docs/performance.md "$root/usr/share/doc/mrcached/"
 license=$(sed -n 's/^license *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 printf 'mrcached %s\nLicense: %s\n' "$version" "$license" >"$root/usr/share/doc/mrcached/copyright"
 for script in postinst prerm postrm; do

@@ -14,11 +14,10 @@
 //!   as memcached sleeps after every thousand items. It inspects at most `lru_crawler tocrawl` items
 //!   of each class (0: all of them), in index order — not LRU order, so the items a bounded crawl
 //!   inspects are a sample of the class rather than its oldest.
-//! - A **metadump** runs on the worker of the connection that asked for it, streamed in bounded steps
-//!   between the other connections' requests (`crate::dispatch::dump`): it needs the client's socket,
-//!   and the output bound and turn-taking of the session already keep it from holding the worker. It
-//!   holds the claim for its whole length. `lru_crawler sleep` does not slow it down (a worker never
-//!   sleeps).
+//! - A **metadump** is walked and formatted on a dump thread of its own at the lowest priority, paced
+//!   by `lru_crawler sleep` as a crawl is, and its lines are copied to the client by the connection's
+//!   worker between the other connections' requests (`crate::dispatch::dump`). The connection holds
+//!   the claim until it has written `END` or is gone.
 //!
 //! `lru_crawler enable` / `disable` turn the crawler on and off at run time (`-o no_lru_crawler`
 //! starts it off): while off, crawls and metadumps are refused, a crawl under way stops after its

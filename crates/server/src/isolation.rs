@@ -368,6 +368,19 @@ impl ThreadPlacement {
     }
 }
 
+/// Lowers the calling thread to the lowest time-sharing priority (nice 19), for background work that
+/// should take a CPU only when the workers leave it idle (a metadump's formatting): a worker that wakes
+/// preempts it at once instead of after the scheduler's wake-up granularity (milliseconds). Not
+/// SCHED_IDLE, which on a saturated CPU would never run it. Best effort: raising a nice value needs no
+/// privilege, and a thread left at its priority still does correct work.
+pub fn lower_current_thread_priority() {
+    // SAFETY: plain syscalls on the calling thread's id (Linux keeps nice values per thread).
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -459,3 +459,34 @@ fn a_dumper_that_goes_away_frees_the_crawler() {
         assert!(dump(&server, "lru_crawler metadump 1\r\n").ends_with("END\r\n"));
     }
 }
+
+/// A metadump's lines come from a dump thread paced by `lru_crawler sleep`: while the thread sleeps
+/// the dumping connection parks and its worker serves others, and each chunk the thread hands over
+/// wakes the worker (a lost wake-up would stall the dump until the read deadline), on both I/O paths.
+#[test]
+fn a_paced_metadump_parks_its_connection_and_is_woken_for_each_chunk() {
+    const ITEMS: usize = 50_000;
+    for io in ["io=auto", "io=epoll"] {
+        let server = mrcached(&["-t", "1", "-m", "256", "-o", io]);
+        load(&server, "key", ITEMS, 0);
+        let mut other = Client::connect(server.port());
+        assert_eq!(other.call("lru_crawler sleep 2000\r\n"), "OK");
+        let mut dumper = server.connect(TIMEOUT).unwrap();
+        dumper.write_all(b"lru_crawler metadump all\r\n").unwrap();
+        let mut first = [0; 4];
+        dumper.read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"key=", "{io}");
+        assert_eq!(
+            other.call("get key7\r\n"),
+            "VALUE key7 0 5\nvalue\nEND",
+            "{io}"
+        );
+        let reply = String::from_utf8_lossy(&first).into_owned() + &read_until_end(&mut dumper);
+        assert_eq!(
+            reply.lines().filter(|l| l.starts_with("key=key")).count(),
+            ITEMS,
+            "{io}: every item once"
+        );
+        wait_for_crawler(&mut other);
+    }
+}

@@ -35,7 +35,7 @@ use crate::context::{ServerContext, ThreadStats};
 use crate::tenants::Tenancy;
 
 pub use binary::dispatch_binary;
-pub use dump::{Stream, DUMP_BATCH_SLOTS};
+pub use dump::{Step, Stream, DUMP_BATCH_SLOTS, METADUMP_CHUNK_BYTES};
 
 /// What the session does after a request.
 #[derive(Debug)]
@@ -170,8 +170,8 @@ pub fn dispatch_conn(
     out: &mut Vec<u8>,
 ) -> Flow {
     match dispatch_from(server, stats, tenancy, fd, request, 0, out) {
-        Flow::Stream(mut stream) => {
-            while !stream.step(server, out) {}
+        Flow::Stream(stream) => {
+            stream.finish(server, out);
             Flow::Continue
         }
         flow => flow,

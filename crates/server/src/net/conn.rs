@@ -64,6 +64,9 @@ pub enum Next {
     Again,
     /// Close it.
     Close,
+    /// Its session waits for another thread (a metadump's dump thread): run it again when the worker's
+    /// waker fires (and on its socket's events, as after `Wait`).
+    Park,
 }
 
 /// Per-turn parameters from the worker.
@@ -229,6 +232,13 @@ impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
                     self.need_bytes = 0;
                     continue;
                 }
+                if p.parked {
+                    self.need_bytes = 0;
+                    if self.writable {
+                        self.flush(turn.stats)?;
+                    }
+                    return Ok(Next::Park);
+                }
                 if p.yielded {
                     ThreadStats::add(&turn.stats.conn_yields, 1);
                     self.need_bytes = 0;
@@ -358,7 +368,7 @@ impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
             _ if self.pending_out() > 0 => ConnState::Mwrite,
             _ if self.awaiting_data => ConnState::Nread,
             Next::Again => ConnState::ParseCmd,
-            Next::Wait => ConnState::Waiting,
+            Next::Wait | Next::Park => ConnState::Waiting,
         };
         self.info.set_state(state);
     }

@@ -68,6 +68,10 @@ pub trait ProtocolSession: Send + 'static {
     /// contract above).
     fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress;
 
+    /// Gives the session its worker's waker, which wakes the worker for a session that parked
+    /// ([`Progress::parked`]); called once, when the worker opens the connection.
+    fn attach_waker(&mut self, _waker: Arc<Waker>) {}
+
     /// Makes this the session of a UDP socket (`udp.rs`), before its first datagram.
     fn serve_datagrams(&mut self) {}
 
@@ -80,6 +84,10 @@ impl ProtocolSession for Session {
     #[inline]
     fn process(&mut self, input: &[u8], out: &mut Vec<u8>, max_requests: usize) -> Progress {
         Session::process(self, input, out, max_requests)
+    }
+
+    fn attach_waker(&mut self, waker: Arc<Waker>) {
+        Session::attach_waker(self, waker);
     }
 
     fn serve_datagrams(&mut self) {

@@ -35,6 +35,7 @@ impl ProtocolSession for TestProtocol {
             yielded,
             want_bytes,
             output_full: false,
+            parked: false,
         };
         while let Some(nl) = input[consumed..].iter().position(|&b| b == b'\n') {
             if done == max_requests {

@@ -7,6 +7,11 @@
 //! run again before the worker blocks in `poll` (it polls with a zero timeout while the queue is not
 //! empty, so their neighbours' events are served in between).
 //!
+//! A connection whose session waits for a dump thread ([`Next::Park`]) is listed in `parked`; the dump
+//! thread wakes the worker through the same `Waker` as the listener, and every wake-up queues the
+//! parked connections again (a spurious one costs a session step that parks again). A connection is
+//! listed before the worker next polls, so a wake-up that came first is still seen by that poll.
+//!
 //! [`WorkerBase`] is what this worker shares with the io_uring one (`uring/worker.rs`): the handover
 //! channel, `-R` turns, and opening and closing a connection (`stats conns`, `curr_connections`).
 //!
@@ -51,9 +56,10 @@ pub(crate) struct WorkerBase<F> {
     stats: Arc<ThreadStats>,
     /// The poll the listener's waker is registered with (on the epoll path, the connections' too).
     pub(crate) poll: Poll,
-    /// Kept alive here: if only the listener held it, the listener's exit would close the eventfd and
-    /// drop a wake-up the worker has not yet collected.
-    _waker: Arc<Waker>,
+    /// Kept alive here (if only the listener held it, the listener's exit would close the eventfd and
+    /// drop a wake-up the worker has not yet collected), and given to each session: a dump thread wakes
+    /// the worker with it when a parked connection has more ([`Next::Park`]).
+    waker: Arc<Waker>,
     inbox: Receiver<NewConn>,
     new_session: F,
     max_read_buffer_bytes: usize,
@@ -76,7 +82,7 @@ impl<F> WorkerBase<F> {
             ctx,
             stats,
             poll,
-            _waker: waker,
+            waker,
             inbox,
             new_session,
             max_read_buffer_bytes,
@@ -115,7 +121,8 @@ impl<F> WorkerBase<F> {
     {
         let info = Arc::new(ConnInfo::new(stream.as_raw_fd(), peer, local, now_secs));
         self.ctx.connections.insert(self.id, slot, info.clone());
-        let session = (self.new_session)(self.ctx.clone(), self.stats.clone(), &info);
+        let mut session = (self.new_session)(self.ctx.clone(), self.stats.clone(), &info);
+        session.attach_waker(self.waker.clone());
         Conn::new(stream, session, info, self.max_read_buffer_bytes)
     }
 
@@ -138,6 +145,8 @@ impl<F> WorkerBase<F> {
 struct Slot<S> {
     conn: Conn<S>,
     queued: bool,
+    /// Listed in `Worker::parked`.
+    parked: bool,
 }
 
 /// One worker's state on the epoll path; [`Worker::run`] is the thread body.
@@ -146,6 +155,9 @@ pub struct Worker<S, F> {
     conns: Vec<Option<Slot<S>>>,
     free_slots: Vec<usize>,
     ready: VecDeque<usize>,
+    /// Connections that parked, queued again at the next wake-up (a slot may be stale: its `parked`
+    /// flag says).
+    parked: Vec<usize>,
 }
 
 impl<S, F> Worker<S, F>
@@ -159,6 +171,7 @@ where
             conns: Vec::new(),
             free_slots: Vec::new(),
             ready: VecDeque::new(),
+            parked: Vec::new(),
         }
     }
 
@@ -180,6 +193,7 @@ where
             for event in events.iter() {
                 if event.token() == WAKER_TOKEN {
                     self.accept_new(now_secs);
+                    self.unpark();
                     continue;
                 }
                 let slot = event.token().0;
@@ -216,7 +230,26 @@ where
                 s.queued = true;
                 self.ready.push_back(slot);
             }
+            Next::Park => {
+                if !s.parked {
+                    s.parked = true;
+                    self.parked.push(slot);
+                }
+            }
             Next::Close => self.close(slot),
+        }
+    }
+
+    /// Queues every parked connection again (see the module notes).
+    fn unpark(&mut self) {
+        for slot in std::mem::take(&mut self.parked) {
+            if let Some(Some(s)) = self.conns.get_mut(slot) {
+                if s.parked && !s.queued {
+                    s.queued = true;
+                    self.ready.push_back(slot);
+                }
+                s.parked = false;
+            }
         }
     }
 
@@ -248,7 +281,11 @@ where
             return;
         }
         let conn = self.base.open_conn(slot, stream, peer, local, now_secs);
-        self.conns[slot] = Some(Slot { conn, queued: true });
+        self.conns[slot] = Some(Slot {
+            conn,
+            queued: true,
+            parked: false,
+        });
         // Data may have arrived before registration; run it once now.
         self.ready.push_back(slot);
     }

@@ -30,8 +30,10 @@
 //!   `crate::dispatch::Stream`), one per call, each stopping at the output bound (plus one batch of
 //!   lines) or at its bound of work; after each the session yields ([`Progress::yielded`], counted in
 //!   `conn_yields` like a connection that used its `-R` turn), so the worker's other connections are
-//!   served between steps. The dump's request stays unconsumed, and nothing after it runs, until the
-//!   last step has written `END`.
+//!   served between steps. A metadump's lines are made on a dump thread: when none are ready the
+//!   session parks ([`Progress::parked`]) and the worker runs it again when its waker fires (the
+//!   session holds the worker's waker, [`Session::attach_waker`]). The dump's request stays unconsumed,
+//!   and nothing after it runs, until the last step has written `END`.
 //! - Input: a storage request larger than `partial::FREE_BYTES` whose value is still arriving holds a
 //!   grant from the server-wide [`PartialValueBudget`] (`partial`), or is refused as memcached refuses a
 //!   store it cannot allocate (see `partial.rs`).
@@ -50,12 +52,13 @@ pub(crate) use verbose::{conn_idle_closing, log_noreply};
 
 use std::sync::Arc;
 
+use mio::Waker;
 use mrcache_engine::TenantId;
 use mrcache_protocol::binary::REQUEST_MAGIC;
 use mrcache_protocol::{parse, response, Limits, Parsed};
 
 use crate::context::{ServerContext, ThreadStats};
-use crate::dispatch::{dispatch_from, refuse_store, Flow, Stream};
+use crate::dispatch::{dispatch_from, refuse_store, Flow, Step, Stream};
 use crate::net::registry::{ConnInfo, Endpoint};
 use crate::settings::Protocol;
 use crate::tenants::Tenancy;
@@ -81,6 +84,9 @@ pub struct Progress {
     /// retrieval, which stays unconsumed): call again, without waiting for input, once the unsent output
     /// is below the bound.
     pub output_full: bool,
+    /// Stopped to wait for a dump thread (a metadump with no lines ready): call again once the
+    /// worker's waker has fired, not before.
+    pub parked: bool,
 }
 
 /// Which protocol a connection speaks.
@@ -122,6 +128,9 @@ pub struct Session {
     /// A dump under way ([`Flow::Stream`]) and the length of its request, which stays at the front of
     /// the input until the dump is done.
     stream: Option<(Stream, usize)>,
+    /// The waker of the worker that runs the connection, which a dump thread wakes when it has lines
+    /// ready; `None` where no worker waits for one (UDP, tests): a metadump step then waits itself.
+    waker: Option<Arc<Waker>>,
     /// Serves UDP datagrams (`net::udp`): each datagram is a connection of its own (see
     /// [`Session::start_datagram`]), and `watch` does nothing.
     datagrams: bool,
@@ -181,6 +190,7 @@ impl Session {
             partial: 0,
             watcher: None,
             stream: None,
+            waker: None,
             datagrams: false,
         };
         if session.auth == Auth::Done {
@@ -193,6 +203,11 @@ impl Session {
             session.ctx.settings.protocol != Protocol::Ascii,
         );
         session
+    }
+
+    /// The waker of the worker that runs this connection (see [`Progress::parked`]).
+    pub fn attach_waker(&mut self, waker: Arc<Waker>) {
+        self.waker = Some(waker);
     }
 
     /// Makes this the session of a UDP socket: it serves one datagram at a time (call
@@ -311,9 +326,16 @@ impl Session {
                     progress.output_full = true;
                     return progress;
                 }
-                if !stream.step(&self.ctx, out) {
-                    progress.yielded = true;
-                    return progress;
+                match stream.step(&self.ctx, self.waker.as_ref(), out) {
+                    Step::More => {
+                        progress.yielded = true;
+                        return progress;
+                    }
+                    Step::Parked => {
+                        progress.parked = true;
+                        return progress;
+                    }
+                    Step::Done => {}
                 }
                 progress.consumed += *request_bytes;
                 self.stream = None;

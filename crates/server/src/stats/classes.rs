@@ -7,7 +7,7 @@
 //! same data: reported together they stay consistent (`used_chunks * chunk_size >= mem_requested`), so a
 //! tool that derives memory or fragmentation from them (memcached-tool, Prometheus exporters) judges it
 //! right, where memcached's larger `mem_requested` beside our smaller chunks would not. Under
-//! `-o item_accounting=memcached` they equal memcached's (README "Slab figures"; `tests/ops.rs`).
+//! `-o item_accounting=memcached` they equal memcached's (docs/compatibility.md, "Slab figures"; `tests/ops.rs`).
 //!
 //! `stats items` lists the classes that hold items, `stats slabs` those that hold pages, and each
 //! table's `/metrics` families list the same classes. memcached's segmented-LRU figures are printed as

@@ -18,7 +18,9 @@
 //!
 //! New connections come from the listener as on the epoll path (mpsc channel + `mio::Waker`): the worker
 //! keeps the `mio::Poll` the waker is registered with, and a multishot poll on that epoll descriptor turns
-//! a wake-up into a completion.
+//! a wake-up into a completion. A dump thread wakes the worker the same way when a connection that
+//! parked for it ([`Next::Park`], see `net/worker.rs`) has more: every wake-up queues the parked
+//! connections again.
 //!
 //! Beside its receive, each connection has a one-shot poll for the peer's shutdown or reset (`KIND_HUP`),
 //! because a multishot receive can miss one (see `socket.rs`); when it fires the receive is cancelled and
@@ -80,6 +82,8 @@ struct Slot<S> {
     gen: u32,
     queued: bool,
     closing: bool,
+    /// Listed in `UringWorker::parked`.
+    parked: bool,
 }
 
 /// One io_uring worker's state; [`UringWorker::run`] is the thread body. Field order matters: `ring`
@@ -91,6 +95,8 @@ pub(crate) struct UringWorker<S, F> {
     gens: Vec<u32>,
     free_slots: Vec<usize>,
     ready: VecDeque<usize>,
+    /// Connections that parked, with their generation, queued again at the next wake-up.
+    parked: Vec<(usize, u32)>,
     completions: Vec<(u64, i32, u32)>,
     /// Submissions that did not fit the submission queue, oldest first (see `push`).
     overflow: VecDeque<squeue::Entry>,
@@ -129,6 +135,7 @@ where
             gens: Vec::new(),
             free_slots: Vec::new(),
             ready: VecDeque::new(),
+            parked: Vec::new(),
             completions: Vec::with_capacity(RING_ENTRIES as usize),
             overflow: VecDeque::new(),
             send_queued: false,
@@ -252,6 +259,7 @@ where
                     // Collect the waker's edge so the epoll descriptor is quiet again, then the handovers.
                     let _ = self.base.poll.poll(&mut self.events, Some(Duration::ZERO));
                     self.accept_new(now_secs);
+                    self.unpark();
                     if !cqueue::more(flags) {
                         self.arm_wake();
                     }
@@ -392,9 +400,29 @@ where
                 s.queued = true;
                 self.ready.push_back(slot);
             }
+            Next::Park => {
+                if !s.parked {
+                    s.parked = true;
+                    self.parked.push((slot, s.gen));
+                }
+            }
             Next::Close => s.closing = true,
         }
         self.progress_io(slot);
+    }
+
+    /// Queues every parked connection again (a dump thread has more for one of them).
+    fn unpark(&mut self) {
+        for (slot, gen) in std::mem::take(&mut self.parked) {
+            if let Some(s) = self.live_slot(slot, gen) {
+                let requeue = s.parked && !s.queued && !s.closing;
+                s.parked = false;
+                if requeue {
+                    s.queued = true;
+                    self.ready.push_back(slot);
+                }
+            }
+        }
     }
 
     /// Queues what the connection's socket needs next: its staged send, a (re-)armed receive or a
@@ -498,6 +526,7 @@ where
             gen: self.gens[slot],
             queued: false,
             closing: false,
+            parked: false,
         });
         self.progress_io(slot);
     }

@@ -3,7 +3,7 @@
 //! session's end, and run what was pipelined behind them only afterwards.
 
 use super::*;
-use crate::dispatch::DUMP_BATCH_SLOTS;
+use crate::dispatch::{DUMP_BATCH_SLOTS, METADUMP_CHUNK_BYTES};
 
 /// Stores `n` items `k0..k{n-1}` through the session.
 fn fill(s: &mut Session, n: usize) {
@@ -23,8 +23,9 @@ fn drive(s: &mut Session, input: &[u8]) -> (String, usize) {
         let p = s.process(&input[consumed..], &mut out, usize::MAX);
         consumed += p.consumed;
         calls += 1;
-        // A step stops at the bound plus one batch of lines (each under 100 bytes here).
-        assert!(out.len() < OUTPUT_BOUND_BYTES + 100 * DUMP_BATCH_SLOTS);
+        // A step stops at the bound plus one batch of lines (each under 100 bytes here), or for a
+        // metadump one chunk from its dump thread (the batch that filled it included).
+        assert!(out.len() < OUTPUT_BOUND_BYTES + METADUMP_CHUNK_BYTES + 100 * DUMP_BATCH_SLOTS);
         assert!(p.yielded || p.output_full || consumed == input.len());
         sent.append(&mut out);
         assert!(calls < 100_000, "no progress");
