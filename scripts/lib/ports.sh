@@ -36,11 +36,14 @@ sys.exit(1)
 PY
 }
 
-# Prints the `stats` of the server on 127.0.0.1:$1 as "NAME VALUE" lines (memcached and mrcached alike).
+# Prints the `stats` of the server on 127.0.0.1:$1 as "NAME VALUE" lines (memcached and mrcached alike);
+# over TLS when $2 names the CA file (PEM) that signed the server's certificate.
 server_stats() {
-    /usr/bin/python3 - "$1" <<'PY'
-import socket, sys
+    /usr/bin/python3 - "$1" "${2:-}" <<'PY'
+import socket, ssl, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+if sys.argv[2]:
+    s = ssl.create_default_context(cafile=sys.argv[2]).wrap_socket(s, server_hostname="127.0.0.1")
 s.sendall(b"stats\r\n")
 buf = b""
 while not buf.endswith(b"END\r\n"):
@@ -58,10 +61,10 @@ PY
 # Prints "USER_SECONDS SYSTEM_SECONDS COMMANDS" for the server process $2 whose stats answer on
 # 127.0.0.1:$1: its utime and stime from /proc (fields 14 and 15 of stat(5), in clock ticks) and the
 # gets + sets it has served (memcached's and mrcached's cmd_get + cmd_set; Segcache's admin port
-# counts them as get + set).
+# counts them as get + set). $3, if given, is the CA file of a TLS server (see server_stats).
 server_times_and_commands() {
     local commands
-    commands=$(server_stats "$1" |
+    commands=$(server_stats "$1" "${3:-}" |
         awk '$1 == "cmd_get" || $1 == "cmd_set" || $1 == "get" || $1 == "set" {n += $2} END {print n + 0}')
     awk -v hz="$(getconf CLK_TCK)" -v n="$commands" '{printf "%.6f %.6f %d\n", $14 / hz, $15 / hz, n}' \
         "/proc/$2/stat"

@@ -182,6 +182,12 @@ pub struct BenchArgs {
     /// Seed of every random choice (keys, ops, sizes, arrivals).
     #[arg(long, default_value_t = defaults::SEED)]
     pub seed: u64,
+
+    /// Speak TLS to the servers (memcached's and mrcached's -Z), trusting the CA certificates in
+    /// FILE (PEM); each server's certificate must name the IP address it is reached at. The epoll
+    /// path only, and without --tenant authentication.
+    #[arg(long = "tls-ca", value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
 }
 
 /// A duration typed as a number and a unit: `ns`, `us`, `ms`, `s`, `m` (bare numbers are seconds).

@@ -108,6 +108,8 @@ pub(crate) struct Conn {
     pub heap_wake: Option<Instant>,
     /// `--io uring`: the connection's operations in flight (`None` on the epoll path).
     pub ring: Option<RingState>,
+    /// `--tls-ca`: the TLS session the requests and replies go through (epoll path only).
+    tls: Option<rustls::ClientConnection>,
 }
 
 impl Conn {
@@ -129,7 +131,18 @@ impl Conn {
             preload: 0..0,
             heap_wake: None,
             ring: None,
+            tls: None,
         }
+    }
+
+    /// Starts a TLS session on the connection's (new) socket; its handshake runs in `flush` and
+    /// `read_replies` before the first request goes out.
+    pub fn start_tls(&mut self, config: std::sync::Arc<rustls::ClientConfig>) -> io::Result<()> {
+        let name = rustls::pki_types::ServerName::IpAddress(self.addr.ip().into());
+        let session = rustls::ClientConnection::new(config, name)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        self.tls = Some(session);
+        Ok(())
     }
 
     /// Requests in flight plus lookaside sets waiting to be sent.
@@ -162,6 +175,31 @@ impl Conn {
         let Some(stream) = self.stream.as_mut() else {
             return Ok(());
         };
+        if let Some(tls) = self.tls.as_mut() {
+            // Requests go into the session as far as it takes them (before the handshake ends it
+            // holds them), and its records out as far as the socket takes them.
+            loop {
+                while tls.wants_write() {
+                    match tls.write_tls(stream) {
+                        Ok(0) => return Err(Fault::Reset),
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(_) => return Err(Fault::Reset),
+                    }
+                }
+                if self.wpos == self.wbuf.len() {
+                    self.wbuf.clear();
+                    self.wpos = 0;
+                    return Ok(());
+                }
+                match tls.writer().write(&self.wbuf[self.wpos..]) {
+                    Ok(0) => return Ok(()),
+                    Ok(n) => self.wpos += n,
+                    Err(_) => return Err(Fault::Reset),
+                }
+            }
+        }
         while self.wpos < self.wbuf.len() {
             match stream.write(&self.wbuf[self.wpos..]) {
                 Ok(0) => return Err(Fault::Reset),
@@ -198,6 +236,9 @@ impl Conn {
                 Some(_) => self.handle_replies(plan, window, stats),
             };
         }
+        if self.tls.is_some() {
+            return self.read_tls_replies(plan, window, stats);
+        }
         loop {
             self.make_room();
             let Some(stream) = self.stream.as_mut() else {
@@ -219,6 +260,44 @@ impl Conn {
                 return Ok(());
             }
         }
+    }
+
+    /// `read_replies` over TLS: takes records until the socket is drained (a short read of plaintext
+    /// says nothing about the socket), handles the replies they carry, and sends what the session
+    /// has to say (handshake messages, requests it held until the handshake ended).
+    fn read_tls_replies(
+        &mut self,
+        plan: &Plan,
+        window: &Window,
+        stats: &mut RunStats,
+    ) -> Result<(), Fault> {
+        loop {
+            let (Some(stream), Some(tls)) = (self.stream.as_mut(), self.tls.as_mut()) else {
+                return Ok(());
+            };
+            match tls.read_tls(stream) {
+                Ok(0) => return Err(Fault::Reset),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return Err(Fault::Reset),
+            }
+            tls.process_new_packets().map_err(|_| Fault::Reset)?;
+            loop {
+                self.make_room();
+                let Some(tls) = self.tls.as_mut() else {
+                    return Ok(());
+                };
+                match tls.reader().read(&mut self.rbuf[self.rend..]) {
+                    Ok(0) => return Err(Fault::Reset),
+                    Ok(n) => self.rend += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => return Err(Fault::Reset),
+                }
+            }
+            self.handle_replies(plan, window, stats)?;
+        }
+        self.flush()
     }
 
     /// Handles every complete reply item in the read buffer (after a read on either I/O path).
@@ -421,6 +500,7 @@ impl Conn {
         if let Some(mut stream) = self.stream.take() {
             let _ = registry.deregister(&mut stream);
         }
+        self.tls = None;
         self.inflight.clear();
         self.req_keys.clear();
         self.followups.clear();

@@ -289,7 +289,43 @@ fn plan(args: &BenchArgs, setup: &Setup, mode: LoadMode) -> Result<Plan, BenchEr
         timeout: args.timeout.0,
         io: args.io,
         budget: None,
+        tls: tls_config(args)?,
     })
+}
+
+/// `--tls-ca`: a rustls client configuration trusting the CAs of the file.
+fn tls_config(args: &BenchArgs) -> Result<Option<Arc<rustls::ClientConfig>>, BenchError> {
+    use rustls::pki_types::pem::PemObject;
+    let Some(path) = &args.tls_ca else {
+        return Ok(None);
+    };
+    let bad = |why: String| BenchError::InvalidArgs(format!("--tls-ca {}: {why}", path.display()));
+    if args.io != crate::worker::ClientIo::Epoll {
+        return Err(bad("TLS runs on --io epoll only".into()));
+    }
+    if args.tenants.iter().any(|t| !t.user.is_empty()) {
+        return Err(bad(
+            "TLS with --tenant authentication is not supported".into()
+        ));
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    let certs =
+        rustls::pki_types::CertificateDer::pem_file_iter(path).map_err(|e| bad(e.to_string()))?;
+    for cert in certs {
+        roots
+            .add(cert.map_err(|e| bad(e.to_string()))?)
+            .map_err(|e| bad(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("no certificate in it".into()));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Some(Arc::new(config)))
 }
 
 /// Splits `total` into shares proportional to `weights`, each at least 1 (largest remainder).

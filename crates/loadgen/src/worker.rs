@@ -68,6 +68,8 @@ pub(crate) struct Plan {
     pub io: ClientIo,
     /// A bounded run's keys, shared by every worker of the phase; None: bounded by time only.
     pub budget: Option<Arc<RequestBudget>>,
+    /// `--tls-ca`: each connection speaks TLS with this configuration.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Plan {
@@ -188,7 +190,11 @@ impl<'a> Worker<'a> {
                     Token(i),
                     Interest::READABLE | Interest::WRITABLE,
                 )?;
-                Conn::new(spec.addr, spec.tenant, stream)
+                let mut conn = Conn::new(spec.addr, spec.tenant, stream);
+                if let Some(config) = &plan.tls {
+                    conn.start_tls(config.clone())?;
+                }
+                conn
             };
             conn.preload = spec.preload.clone();
             conns.push(conn);
@@ -645,6 +651,11 @@ impl<'a> Worker<'a> {
                 {
                     conn.stream = Some(stream);
                     conn.state = ConnState::Connecting(now);
+                    let tls = self.plan.tls.clone().map(|c| conn.start_tls(c));
+                    if let Some(Err(_)) = tls {
+                        self.stats.errors.connect_failures += 1;
+                        conn.state = ConnState::Down(now + crate::conn::RECONNECT_BACKOFF);
+                    }
                     return;
                 }
                 self.stats.errors.connect_failures += 1;

@@ -1,4 +1,5 @@
-//! Administrative commands: flush_all, verbosity, shutdown, cache_memlimit, stats, slabs, lru, lru_crawler.
+//! Administrative commands: flush_all, verbosity, shutdown, cache_memlimit, stats, slabs, lru, lru_crawler,
+//! refresh_certs.
 //! (`version`, `quit` and `watch` take no arguments worth parsing and are recognised in `parse`.)
 //!
 //! Token rules are memcached 1.6.18's; where memcached calls `set_noreply_maybe` before an error, the error
@@ -70,6 +71,12 @@ pub(crate) fn parse_memlimit<'a>(line: &Line<'a>) -> Parsed<'a> {
         Some(megabytes) => ok(line, Request::CacheMemlimit { megabytes, noreply }),
         None => line.error("ERROR", noreply),
     }
+}
+
+/// `refresh_certs [noreply]`: memcached reads no other token.
+pub(crate) fn parse_refresh_certs<'a>(line: &Line<'a>) -> Parsed<'a> {
+    let noreply = line.tokens.noreply();
+    ok(line, Request::RefreshCerts { noreply })
 }
 
 /// `stats [<sub> …]`.

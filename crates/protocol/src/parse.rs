@@ -210,6 +210,7 @@ fn dispatch<'a>(line: &Line<'a>, limits: &Limits) -> Parsed<'a> {
             b"verbosity" => admin::parse_verbosity(line),
             b"lru" => admin::parse_lru(line),
             b"lru_crawler" => admin::parse_lru_crawler(line),
+            b"refresh_certs" => admin::parse_refresh_certs(line),
             b"watch" => Parsed::Request {
                 request: crate::Request::Watch {
                     streams: crate::tokens::after_token(line.text, t.get(0)),

@@ -95,6 +95,11 @@ pub enum Request<'a> {
         /// Send no reply (`noreply`).
         noreply: bool,
     },
+    /// `refresh_certs [noreply]`: reload the TLS certificates (`-Z`).
+    RefreshCerts {
+        /// Send no reply on success (`noreply`).
+        noreply: bool,
+    },
     /// `stats [<sub> …]`.
     Stats(StatsRequest<'a>),
     /// `slabs …`.

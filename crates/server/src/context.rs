@@ -133,6 +133,9 @@ pub struct ServerContext {
     pub maintenance: MaintenanceStats,
     /// The LRU crawler: its run-time settings, its one job slot and its thread's mailbox.
     pub crawler: crate::crawler::Crawler,
+    /// TLS (`-Z`): the certificates in use and the handshake counters; set once at start-up, before
+    /// the first connection, when TLS is on.
+    pub tls: OnceLock<Arc<crate::net::tls::Tls>>,
     /// `stats detail`: per-prefix counts, off until `stats detail on`.
     pub detail: crate::stats::detail::DetailStats,
     /// `watch`: the log streams and their watchers.
@@ -220,6 +223,7 @@ impl ServerContext {
             listeners: OnceLock::new(),
             maintenance: MaintenanceStats::new(),
             crawler,
+            tls: OnceLock::new(),
             detail: crate::stats::detail::DetailStats::new(prefix_delimiter),
             log,
             shutdown_waker: OnceLock::new(),

@@ -98,7 +98,14 @@ fn run(settings: Settings, daemon: Option<Daemon>) -> Result<(), Box<dyn std::er
     }
     let engine = Engine::new(settings.engine_config())?;
     let threads = settings.threads;
+    for option in settings.tls.without_effect() {
+        eprintln!("mrcached: -o {option}: no effect");
+    }
     let ctx = Arc::new(ServerContext::new(engine, settings, threads));
+    if ctx.settings.tls.enabled {
+        let tls = mrcache_server::net::tls::Tls::load(&ctx.settings.tls, ctx.clock().now)?;
+        let _ = ctx.tls.set(Arc::new(tls));
+    }
     // A warm restart loads once the memory model is in force and before the first connection.
     let server =
         Server::start_prepared(ctx.clone(), Session::new, ServerOptions::default(), |ctx| {

@@ -129,6 +129,23 @@ pub(crate) fn memlimit(ctx: &Ctx<'_>, megabytes: u32, noreply: bool, out: &mut V
     Flow::Continue
 }
 
+/// `refresh_certs`: reads the TLS certificate files again (new connections use them); memcached's
+/// `Error ...` line when TLS is off or a file does not load (the certificates in use then stay).
+pub(crate) fn refresh_certs(ctx: &Ctx<'_>, noreply: bool, out: &mut Vec<u8>) -> Flow {
+    if !operator(ctx, "refresh_certs", noreply, out) {
+        return Flow::Continue;
+    }
+    let Some(tls) = ctx.server.tls.get() else {
+        response::line(out, "Error TLS not enabled");
+        return Flow::Continue;
+    };
+    match tls.refresh(ctx.server.clock().now) {
+        Ok(()) => ctx.reply(out, noreply, "OK"),
+        Err(why) => response::line(out, &format!("Error loading the certificates: {why}")),
+    }
+    Flow::Continue
+}
+
 pub(crate) fn stats(ctx: &Ctx<'_>, r: StatsRequest<'_>, out: &mut Vec<u8>) -> Flow {
     let server = ctx.server;
     let tenant = match ctx.tenancy.scope(&server.tenants) {
@@ -236,14 +253,11 @@ pub(crate) fn slabs(ctx: &Ctx<'_>, r: SlabsRequest, out: &mut Vec<u8>) -> Flow {
     if !operator(ctx, what, noreply, out) {
         return Flow::Continue;
     }
-    let log_layout = ctx.server.engine.memory_layout() == MemoryLayout::Log;
-    if log_layout && what == "slabs automove" {
-        // The log has no class pages to move: memory follows sizes by cleaning. Saying OK would let
-        // an operator believe a mover started; `stats settings` shows `slab_automove 0` here.
-        response::line(
-            out,
-            "CLIENT_ERROR slabs automove needs -o memory_layout=slab",
-        );
+    if ctx.server.engine.memory_layout() == MemoryLayout::Log && what == "slabs automove" {
+        // Acknowledged as memcached acknowledges it (scripts that send it keep working), but the log
+        // has no class pages to move: no mover starts, and `stats settings` keeps showing
+        // `slab_automove 0` and `slab_policy none`.
+        ctx.reply(out, noreply, "OK");
         return Flow::Continue;
     }
     match r {

@@ -140,6 +140,7 @@ fn charged_key<'r>(request: &'r Request<'_>) -> Option<&'r [u8]> {
         | Request::Quit
         | Request::Shutdown(_)
         | Request::CacheMemlimit { .. }
+        | Request::RefreshCerts { .. }
         | Request::Stats(_)
         | Request::Slabs(_)
         | Request::Lru(_)
@@ -219,6 +220,7 @@ pub fn dispatch_from(
         Request::CacheMemlimit { megabytes, noreply } => {
             admin::memlimit(&ctx, megabytes, noreply, out)
         }
+        Request::RefreshCerts { noreply } => admin::refresh_certs(&ctx, noreply, out),
         Request::Stats(r) => admin::stats(&ctx, r, out),
         Request::Slabs(r) => admin::slabs(&ctx, r, out),
         Request::Lru(r) => admin::lru(&ctx, r, out),

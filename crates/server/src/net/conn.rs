@@ -31,12 +31,13 @@
 //! the bytes just read and raises no further edge, so once the worker has seen such an event the
 //! connection reads until `WouldBlock` or end of stream again.
 
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{self, ErrorKind};
 use std::sync::Arc;
 
 use crate::context::ThreadStats;
 use crate::net::registry::{ConnInfo, ConnState};
 use crate::net::stream::ClientStream;
+use crate::net::tls::Transport;
 use crate::net::ProtocolSession;
 
 /// First read buffer: enough for typical command lines and small values.
@@ -110,7 +111,7 @@ pub struct Conn<S, T = ClientStream> {
     closing: bool,
 }
 
-impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
+impl<S: ProtocolSession, T: Transport> Conn<S, T> {
     pub(crate) fn new(
         stream: T,
         session: S,
@@ -166,8 +167,10 @@ impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
         self.closing || self.pending_out() >= OUTPUT_HIGH_WATER_BYTES
     }
 
+    /// Output not yet handed to the socket: replies `Conn` holds, plus one byte for records a TLS
+    /// stream holds (their size does not matter, only that a writable socket must take them).
     fn pending_out(&self) -> usize {
-        self.out.len() - self.wpos
+        self.out.len() - self.wpos + usize::from(self.stream.has_unsent())
     }
 
     /// Runs the connection until it would block, must wait for the client to drain output, has used its
@@ -276,7 +279,7 @@ impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
                 Ok(n) => {
                     self.rend += n;
                     ThreadStats::add(&turn.stats.bytes_read, n as u64);
-                    if n < room {
+                    if n < room && self.stream.short_read_drains() {
                         if !self.peer_closed {
                             // Drained (see the module notes); the next arrival raises a new edge.
                             self.readable = false;
@@ -330,6 +333,14 @@ impl<S: ProtocolSession, T: Read + Write> Conn<S, T> {
                     self.writable = false;
                     break;
                 }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.wpos == self.out.len() && self.writable && self.stream.has_unsent() {
+            match self.stream.flush() {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => self.writable = false,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }

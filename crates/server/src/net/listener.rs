@@ -745,6 +745,14 @@ impl Listener {
         if let ClientStream::Tcp(s) = &stream {
             let _ = s.set_nodelay(true);
         }
+        // TLS (-Z) on every TCP port; a session that cannot start (no memory) closes the connection.
+        let stream = match (self.ctx.tls.get(), stream) {
+            (Some(tls), ClientStream::Tcp(s)) => match tls.accept(s) {
+                Ok(t) => ClientStream::Tls(Box::new(t)),
+                Err(_) => return,
+            },
+            (_, stream) => stream,
+        };
         let Ok(peer) = peer else {
             // Reset by the peer already: nothing to serve.
             return;

@@ -31,6 +31,7 @@ pub mod listener;
 pub mod maintenance;
 pub mod registry;
 pub mod stream;
+pub mod tls;
 pub mod udp;
 pub mod uring;
 pub mod worker;

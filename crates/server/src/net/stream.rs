@@ -1,9 +1,11 @@
-//! The stream transports a client connection runs over: TCP (`-p`, `-l`) or a UNIX stream socket (`-s`).
+//! The stream transports a client connection runs over: TCP (`-p`, `-l`), TLS over TCP (`-Z`, see
+//! `tls.rs`) or a UNIX stream socket (`-s`).
 //!
 //! [`ClientStream`] is what the listener hands a worker and what `Conn` reads and writes on the epoll
 //! path; the io_uring path takes its descriptor ([`ClientStream::into_owned_fd`]) and works on that, which
 //! is the same for both kinds. Everything above the socket (sessions, buffers, `-R` turns, backpressure,
-//! `stats conns`) is the same for both; only the address forms differ (`registry::Endpoint`).
+//! `stats conns`) is the same for all; only the address forms differ (`registry::Endpoint`). A TLS
+//! stream is served on the epoll path only (it has no descriptor to hand to io_uring alone).
 //!
 //! Invariant: the stream is non-blocking from accept to close (the io_uring worker makes its descriptor
 //! blocking once it owns it; see `uring/worker.rs`).
@@ -12,6 +14,8 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use mio::event::Source;
+
+use crate::net::tls::{TlsStream, Transport};
 use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
 
@@ -22,14 +26,18 @@ pub enum ClientStream {
     Tcp(TcpStream),
     /// A UNIX stream socket connection (`-s`).
     Unix(UnixStream),
+    /// A TCP connection speaking TLS (`-Z`).
+    Tls(Box<TlsStream>),
 }
 
 impl ClientStream {
-    /// The descriptor, owned: the io_uring path drives the socket itself.
-    pub fn into_owned_fd(self) -> OwnedFd {
+    /// The descriptor, owned: the io_uring path drives the socket itself. `None` for a TLS stream,
+    /// whose session is not in the descriptor (settings keep `-Z` off io_uring).
+    pub fn into_owned_fd(self) -> Option<OwnedFd> {
         match self {
-            ClientStream::Tcp(s) => OwnedFd::from(std::net::TcpStream::from(s)),
-            ClientStream::Unix(s) => OwnedFd::from(std::os::unix::net::UnixStream::from(s)),
+            ClientStream::Tcp(s) => Some(OwnedFd::from(std::net::TcpStream::from(s))),
+            ClientStream::Unix(s) => Some(OwnedFd::from(std::os::unix::net::UnixStream::from(s))),
+            ClientStream::Tls(_) => None,
         }
     }
 }
@@ -40,6 +48,7 @@ impl Read for ClientStream {
         match self {
             ClientStream::Tcp(s) => s.read(buf),
             ClientStream::Unix(s) => s.read(buf),
+            ClientStream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -50,6 +59,7 @@ impl Write for ClientStream {
         match self {
             ClientStream::Tcp(s) => s.write(buf),
             ClientStream::Unix(s) => s.write(buf),
+            ClientStream::Tls(s) => s.write(buf),
         }
     }
 
@@ -57,6 +67,7 @@ impl Write for ClientStream {
         match self {
             ClientStream::Tcp(s) => s.flush(),
             ClientStream::Unix(s) => s.flush(),
+            ClientStream::Tls(s) => s.flush(),
         }
     }
 }
@@ -66,6 +77,7 @@ impl AsRawFd for ClientStream {
         match self {
             ClientStream::Tcp(s) => s.as_raw_fd(),
             ClientStream::Unix(s) => s.as_raw_fd(),
+            ClientStream::Tls(s) => s.tcp().as_raw_fd(),
         }
     }
 }
@@ -80,6 +92,7 @@ impl Source for ClientStream {
         match self {
             ClientStream::Tcp(s) => s.register(registry, token, interests),
             ClientStream::Unix(s) => s.register(registry, token, interests),
+            ClientStream::Tls(s) => s.tcp_mut().register(registry, token, interests),
         }
     }
 
@@ -92,6 +105,7 @@ impl Source for ClientStream {
         match self {
             ClientStream::Tcp(s) => s.reregister(registry, token, interests),
             ClientStream::Unix(s) => s.reregister(registry, token, interests),
+            ClientStream::Tls(s) => s.tcp_mut().reregister(registry, token, interests),
         }
     }
 
@@ -99,6 +113,23 @@ impl Source for ClientStream {
         match self {
             ClientStream::Tcp(s) => s.deregister(registry),
             ClientStream::Unix(s) => s.deregister(registry),
+            ClientStream::Tls(s) => s.tcp_mut().deregister(registry),
+        }
+    }
+}
+
+impl Transport for ClientStream {
+    fn has_unsent(&self) -> bool {
+        match self {
+            ClientStream::Tls(s) => s.has_unsent(),
+            _ => false,
+        }
+    }
+
+    fn short_read_drains(&self) -> bool {
+        match self {
+            ClientStream::Tls(s) => s.short_read_drains(),
+            _ => true,
         }
     }
 }

@@ -19,7 +19,7 @@
 //! taken on open and close only; the engine's shard locks are taken inside the session.
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::Receiver;
@@ -116,7 +116,7 @@ impl<F> WorkerBase<F> {
     ) -> Conn<S, T>
     where
         S: ProtocolSession,
-        T: Read + Write + AsRawFd,
+        T: crate::net::tls::Transport + AsRawFd,
         F: Fn(Arc<ServerContext>, Arc<ThreadStats>, &Arc<ConnInfo>) -> S,
     {
         let info = Arc::new(ConnInfo::new(stream.as_raw_fd(), peer, local, now_secs));

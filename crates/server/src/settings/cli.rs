@@ -39,7 +39,10 @@ memcached), removing a stale socket file first; -a sets its permissions (octal, 
 serves memcached's UDP protocol (8-byte frame header, replies in datagrams of at most 1400 bytes) on the
 -l interfaces; -U 0 (the default) turns it off, -U -1 picks an ephemeral port.
 
-Not supported: -Z (TLS).",
+TLS: -Z makes every TCP port speak TLS (rustls; TLS 1.2 and 1.3) with the certificate chain and key of
+-o ssl_chain_cert and ssl_key (PEM); ssl_verify_mode 1 or 2 asks for or requires a client certificate
+signed by ssl_ca_cert. `refresh_certs` reloads the files without a restart. TLS connections run on the
+epoll path (-o io=auto picks it under -Z; io=uring is refused). The UNIX socket and UDP stay plain.",
         options::help()
     )
 }
@@ -211,8 +214,8 @@ pub(super) struct Cli {
     /// stops (SIGTERM, SIGINT, `shutdown`, a crash) save nothing: the next start is cold
     #[arg(short = 'e', long = "memory-file", value_name = "FILE")]
     memory_file: Option<PathBuf>,
-    /// not supported
-    #[arg(short = 'Z', long = "enable-ssl", hide = true)]
+    /// TLS on every TCP port: needs -o ssl_chain_cert and ssl_key (see below)
+    #[arg(short = 'Z', long = "enable-ssl")]
     enable_ssl: bool,
 }
 
@@ -261,9 +264,6 @@ impl Settings {
 
     fn from_cli(cli: Cli) -> Result<Settings, SettingsError> {
         let refuse = |flag: &'static str, why: &str| Err(SettingsError::flag(flag, why));
-        if cli.enable_ssl {
-            return refuse("-Z/--enable-ssl", "TLS is not supported");
-        }
         if cli
             .unix_socket
             .as_ref()
@@ -321,6 +321,7 @@ impl Settings {
             lru_crawler_sleep_us: DEFAULT_LRU_CRAWLER_SLEEP_US,
             lru_crawler_tocrawl: 0,
             recorded: RecordedOptions::default(),
+            tls: Default::default(),
             // Set below from `-m`, `-I` and `-t`, unless `-o shards` is given.
             shards: 1,
             item_accounting: DEFAULT_ITEM_ACCOUNTING,
@@ -348,6 +349,11 @@ impl Settings {
         s.shards = default_shards(s.threads, s.page_budget());
         for group in &cli.extended {
             options::apply_group(&mut s, group)?;
+        }
+        s.tls.enabled = cli.enable_ssl;
+        if s.tls.enabled && s.io == IoMode::Auto {
+            // TLS connections run on the epoll path.
+            s.io = IoMode::Epoll;
         }
         s.validate()?;
         memory::check_settings(&s)?;

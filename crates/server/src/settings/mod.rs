@@ -21,6 +21,7 @@ mod error;
 mod listen;
 pub(crate) mod options;
 pub mod rlimit;
+pub mod tls;
 
 use std::path::PathBuf;
 
@@ -185,6 +186,8 @@ pub struct Settings {
     /// The `-o` options accepted, recorded and shown that change nothing else (`hashpower`; see
     /// `options`).
     pub recorded: RecordedOptions,
+    /// `-Z` and `-o ssl_*`: TLS for client TCP connections.
+    pub tls: tls::TlsSettings,
     /// `-o shards=N` (ours): independent engine lock domains; see `default_shards`.
     pub shards: usize,
     /// `-o item_accounting=compact|memcached` (ours): how item sizes pick slab classes.
@@ -400,6 +403,15 @@ impl Settings {
             return err("-I/--max-item-size", "cannot be larger than half of -m");
         }
         options::check_slab_chunk_max(self)?;
+        if let Err(why) = self.tls.check() {
+            return err("-Z/--enable-ssl", &why);
+        }
+        if self.tls.enabled && self.io == IoMode::Uring {
+            return err(
+                "-o io=uring",
+                "TLS connections (-Z) run on the epoll path: use -o io=epoll or io=auto",
+            );
+        }
         if self.udp_port != 0 && self.unix_socket.is_none() && self.tenants.auth_required() {
             // memcached refuses UDP with -S and with -Y: a datagram cannot log in.
             return err(

@@ -132,6 +132,10 @@ pub(crate) struct General {
     pub arbiter_rounds: u64,
     /// What the warm restart at start-up loaded (all 0 without `-e` or without a saved cache).
     pub restart: crate::restart::RestoreReport,
+    /// TLS (`-Z`): on, failed handshakes, seconds since the certificates were loaded.
+    pub tls_enabled: bool,
+    pub tls_handshake_errors: u64,
+    pub tls_secs_since_refresh: u32,
     /// The budget for partly received values (`session/partial.rs`): bytes, bytes held, stores refused.
     pub partial_value_limit: usize,
     pub partial_value_bytes: usize,
@@ -196,6 +200,12 @@ impl General {
             observed_miss_ratio: ratio(&m.policy_observed_bits),
             arbiter_rounds: load(&m.arbiter_rounds),
             restart: ctx.restart.get().cloned().unwrap_or_default(),
+            tls_enabled: ctx.tls.get().is_some(),
+            tls_handshake_errors: ctx.tls.get().map_or(0, |t| t.handshake_errors()),
+            tls_secs_since_refresh: ctx
+                .tls
+                .get()
+                .map_or(0, |t| t.secs_since_refresh(ctx.clock().now)),
             partial_value_limit: ctx.partial_values.limit(),
             partial_value_bytes: ctx.partial_values.in_use(),
             partial_value_refused: ctx.partial_values.refused(),
@@ -310,6 +320,13 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
         |s| s.log_skipped.into()),
     counter("log_watcher_sent", "log_watcher_sent_total", "Log lines queued to watchers.", |s| s.log_sent.into()),
     gauge("log_watchers", "log_watchers", "Connections watching log streams.", |s| s.log_watchers.into()),
+    counter("ssl_handshake_errors", "ssl_handshake_errors_total", "TLS handshakes that failed (-Z).",
+        |s: &General| s.tls_handshake_errors.into())
+        .shown_when(|s| s.tls_enabled),
+    gauge("time_since_server_cert_refresh", "tls_cert_age_seconds",
+        "Seconds since the TLS certificates were loaded (start-up or refresh_certs).",
+        |s: &General| s.tls_secs_since_refresh.into())
+        .shown_when(|s| s.tls_enabled),
     fixed("unexpected_napi_ids", 0, NO_NAPI),
     fixed("round_robin_fallback", 0, NO_NAPI),
     gauge("bytes", "bytes", "Bytes of items under memcached's accounting.", |s| s.engine.bytes.into()),

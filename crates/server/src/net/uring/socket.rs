@@ -318,6 +318,8 @@ impl Read for UringSocket {
     }
 }
 
+impl crate::net::tls::Transport for UringSocket {}
+
 impl Write for UringSocket {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if let Some(errno) = self.error {

@@ -505,7 +505,15 @@ where
             peer,
             local,
         } = new;
-        let stream = stream.into_owned_fd();
+        let Some(stream) = stream.into_owned_fd() else {
+            // A TLS stream: never handed to this path (settings keep -Z on epoll).
+            self.base
+                .ctx
+                .conns
+                .curr_connections
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            return;
+        };
         // io_uring waits for readiness itself; a blocking socket keeps a retried operation from failing
         // with EAGAIN.
         set_blocking(&stream);

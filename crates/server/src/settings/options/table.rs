@@ -9,6 +9,7 @@ use super::PrintValue as Print;
 use super::StatsValue::{Fixed, Live, Recorded, Setting};
 use super::{yes_no, Live as L, OptionSpec, PrintValue, Row, StatsValue, ValueSyntax};
 use crate::isolation::{allowed_cpus, CpuList, SchedPolicy, ServiceCpus};
+use crate::settings::tls::{TlsMinVersion, TlsVerifyMode};
 use crate::settings::{
     IoMode, OptionError, Settings, SettingsError, DEFAULT_LRU_CRAWLER_SLEEP_US,
     DEFAULT_SLAB_AUTOMOVE_RATIO, DEFAULT_SLAB_AUTOMOVE_WINDOW, DEFAULT_SLAB_POLICY,
@@ -24,6 +25,12 @@ const SLAB_AUTOMOVE_WINDOW_RANGE: std::ops::RangeInclusive<u32> = 3..=1800;
 const MEMCACHED_SLAB_PAGE_BYTES: i64 = 1 << 20;
 /// `read_buf_mem_limit` is given in megabytes.
 const READ_BUF_MEM_LIMIT_UNIT_BYTES: u32 = 1 << 20;
+
+/// A path as a row shows it, `none` when not given.
+fn shown_path(path: &Option<std::path::PathBuf>, none: &str) -> String {
+    path.as_ref()
+        .map_or_else(|| none.to_string(), |p| p.display().to_string())
+}
 
 /// What the entries below leave out.
 const NONE: OptionSpec = OptionSpec {
@@ -374,6 +381,171 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
                 .map_or("(null)".into(), |p| p.display().to_string())
         }),
     ),
+    // memcached's TLS group (`-Z`): a memcached built with TLS prints these rows with or without it.
+    row("ssl_enabled", Setting(|s| yes_no(s.tls.enabled).into())),
+    OptionSpec {
+        keys: &["ssl_chain_cert"],
+        value: value("FILE", "a file"),
+        help: "TLS (-Z): the server's certificate chain, PEM",
+        effect: Sets(|s, arg| {
+            s.tls.chain_cert = Some(arg.value()?.into());
+            Ok(())
+        }),
+        stats: stat("ssl_chain_cert", Setting(|s| shown_path(&s.tls.chain_cert, "(null)"))),
+        print: print("ssl_chain_cert", Print::Setting(|s| shown_path(&s.tls.chain_cert, "none"))),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["ssl_key"],
+        value: value("FILE", "a file"),
+        help: "TLS (-Z): the certificate's private key, PEM",
+        effect: Sets(|s, arg| {
+            s.tls.key = Some(arg.value()?.into());
+            Ok(())
+        }),
+        stats: stat("ssl_key", Setting(|s| shown_path(&s.tls.key, "(null)"))),
+        print: print("ssl_key", Print::Setting(|s| shown_path(&s.tls.key, "none"))),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["ssl_verify_mode"],
+        value: value("N", "0, 1, 2 or 3"),
+        help: "TLS (-Z): client certificates: 0 not asked for, 1 asked for, 2 required, 3 as 2 \
+               (memcached's once; rustls never renegotiates); checked against ssl_ca_cert",
+        default: Some(|| "0".into()),
+        effect: Sets(|s, arg| {
+            s.tls.verify_mode = TlsVerifyMode::from_number(arg.number()?)
+                .ok_or(OptionError::Expected("0, 1, 2 or 3"))?;
+            Ok(())
+        }),
+        stats: stat(
+            "ssl_verify_mode",
+            Setting(|s| s.tls.verify_mode.number().to_string()),
+        ),
+        print: print(
+            "ssl_verify_mode",
+            Print::Setting(|s| s.tls.verify_mode.number().to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["ssl_keyformat"],
+        value: value("N", "a number"),
+        help: "TLS (-Z): the key's format, memcached's numbers; only 1 (PEM) is read",
+        default: Some(|| "1 (PEM)".into()),
+        effect: Sets(|s, arg| {
+            s.tls.keyformat = arg.number()?;
+            Ok(())
+        }),
+        stats: stat("ssl_keyformat", Setting(|s| s.tls.keyformat.to_string())),
+        print: print(
+            "ssl_keyformat",
+            Print::Setting(|s| s.tls.keyformat.to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["ssl_ciphers"],
+        value: value("LIST", "an OpenSSL cipher list"),
+        help: "TLS (-Z): memcached's OpenSSL cipher list; shown, no effect (rustls negotiates among \
+               its own suites)",
+        effect: Sets(|s, arg| {
+            s.tls.ciphers = Some(arg.value()?.to_string());
+            Ok(())
+        }),
+        stats: stat(
+            "ssl_ciphers",
+            Setting(|s| s.tls.ciphers.clone().unwrap_or_else(|| "NULL".into())),
+        ),
+        print: print(
+            "ssl_ciphers",
+            Print::Setting(|s| s.tls.ciphers.clone().unwrap_or_else(|| "none".into())),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["ssl_ca_cert"],
+        value: value("FILE", "a file"),
+        help: "TLS (-Z): the CAs whose client certificates ssl_verify_mode accepts, PEM",
+        effect: Sets(|s, arg| {
+            s.tls.ca_cert = Some(arg.value()?.into());
+            Ok(())
+        }),
+        stats: stat("ssl_ca_cert", Setting(|s| shown_path(&s.tls.ca_cert, "NULL"))),
+        print: print("ssl_ca_cert", Print::Setting(|s| shown_path(&s.tls.ca_cert, "none"))),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["ssl_wbuf_size"],
+        value: value("KB", "kilobytes"),
+        help: "TLS (-Z): memcached's per-connection TLS write buffer, kilobytes; shown (rustls \
+               bounds its own buffers)",
+        default: Some(|| "16".into()),
+        effect: Sets(|s, arg| {
+            let kb: u32 = arg.number()?;
+            s.tls.wbuf_bytes = kb
+                .checked_mul(1024)
+                .ok_or(OptionError::Expected("at most 4194303"))?;
+            Ok(())
+        }),
+        stats: stat("ssl_wbuf_size", Setting(|s| s.tls.wbuf_bytes.to_string())),
+        print: print(
+            "ssl_wbuf_size",
+            Print::Setting(|s| (s.tls.wbuf_bytes / 1024).to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["ssl_session_cache"],
+        help: "TLS (-Z): keep sessions so that returning clients resume them",
+        default: Some(|| "off".into()),
+        effect: Sets(|s, _| {
+            s.tls.session_cache = true;
+            Ok(())
+        }),
+        stats: stat(
+            "ssl_session_cache",
+            Setting(|s| yes_no(s.tls.session_cache).into()),
+        ),
+        print: print(
+            "ssl_session_cache",
+            Print::Setting(|s| s.tls.session_cache.to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["ssl_kernel_tls"],
+        help: "TLS (-Z): memcached's kernel TLS offload; shown, no effect",
+        default: Some(|| "off".into()),
+        effect: Sets(|s, _| {
+            s.tls.kernel_tls = true;
+            Ok(())
+        }),
+        stats: stat("ssl_kernel_tls", Setting(|s| yes_no(s.tls.kernel_tls).into())),
+        print: print(
+            "ssl_kernel_tls",
+            Print::Setting(|s| s.tls.kernel_tls.to_string()),
+        ),
+        ..NONE
+    },
+    OptionSpec {
+        keys: &["ssl_min_version"],
+        value: value("V", "tlsv1.0, tlsv1.1, tlsv1.2 or tlsv1.3"),
+        help: "TLS (-Z): the oldest protocol a client may use (rustls: tlsv1.2 or tlsv1.3; the \
+               older names allow 1.2)",
+        default: Some(|| "tlsv1.2".into()),
+        effect: Sets(|s, arg| {
+            s.tls.min_version = TlsMinVersion::parse(arg.value()?)
+                .ok_or(OptionError::Expected("tlsv1.0, tlsv1.1, tlsv1.2 or tlsv1.3"))?;
+            Ok(())
+        }),
+        stats: stat("ssl_min_version", Setting(|s| s.tls.min_version.to_string())),
+        print: print(
+            "ssl_min_version",
+            Print::Setting(|s| s.tls.min_version.to_string()),
+        ),
+        ..NONE
+    },
     OptionSpec {
         keys: &["shards"],
         value: value("N", "a power of two"),

@@ -35,7 +35,31 @@ fn busy_server(layout: mrcache_engine::MemoryLayout) -> ServerContext {
     // `stats` prints `idle_kicks` only under `-o idle_timeout`.
     server.settings.idle_timeout_secs = 30;
     server.conns.idle_kicks.store(2, Relaxed);
+    // ... and the TLS figures only under `-Z`.
+    let _ = server.tls.set(std::sync::Arc::new(test_tls()));
     server
+}
+
+/// A TLS configuration with a self-signed certificate made here.
+fn test_tls() -> crate::net::tls::Tls {
+    let dir = std::env::temp_dir().join(format!("mrcache-metrics-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let mut settings = crate::settings::tls::TlsSettings {
+        enabled: true,
+        ..Default::default()
+    };
+    settings.chain_cert = Some(dir.join("cert.pem"));
+    settings.key = Some(dir.join("key.pem"));
+    std::fs::write(dir.join("cert.pem"), cert.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
+    let tls = crate::net::tls::Tls::load(&settings, 0).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    tls
 }
 
 /// `/metrics` samples: `name{labels}` to value.
