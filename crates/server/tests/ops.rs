@@ -332,7 +332,18 @@ fn expired_items_are_reused_first(layout: &str) {
     let evicted = stat(&before, "evictions").unwrap();
     let items: u64 = stat(&before, "curr_items").unwrap().parse().unwrap();
     assert!(items > 1000, "{layout}: {before}");
-    std::thread::sleep(Duration::from_millis(3100));
+    // Every item was stored by the time of `before` (one connection, in order), so each expires at
+    // that `time` + 2 at the latest: wait for the server's clock, the one expiry is judged by, to
+    // get there (an item expires when its expiry is at or before the server's now).
+    let all_expired = figure(&before, "time") + 2;
+    let deadline = Instant::now() + TIMEOUT;
+    while figure(&c.call("stats\r\n"), "time") < all_expired {
+        assert!(
+            Instant::now() < deadline,
+            "{layout}: the server's clock did not reach {all_expired}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     for i in 0..1000 {
         c.send(format!("set l{i} 0 0 {} noreply\r\n{value}\r\n", value.len()).as_bytes());
     }
