@@ -122,6 +122,7 @@ fn store_sample(server: &Server) {
 }
 
 #[test]
+#[ignore = "needs memcached"]
 fn metadump_prints_what_memcached_prints() {
     let memcached = Server::start(&ServerKind::memcached(), &[]);
     store_sample(&memcached);
@@ -180,6 +181,7 @@ fn metadump_prints_what_memcached_prints() {
 }
 
 #[test]
+#[ignore = "needs memcached"]
 fn cachedump_prints_what_memcached_prints() {
     let memcached = Server::start(&ServerKind::memcached(), &[]);
     store_sample(&memcached);

