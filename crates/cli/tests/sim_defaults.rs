@@ -80,14 +80,19 @@ fn memcached_defaults_are_the_former_ones_and_flags_override_them() {
     let lama = sim(&["--memcached-defaults", "--policy", "lama-mr"]).unwrap();
     assert_eq!(
         lama,
-        sim(&[&spelt[..4], &["--policy", "lama-mr"], &spelt[6..]].concat()).unwrap()
+        sim(&[&spelt[..2], &["--policy", "lama-mr"], &spelt[4..]].concat()).unwrap()
     );
     let log = sim(&["--memcached-defaults", "--layout", "log"]).unwrap();
     assert_eq!(
         log,
         sim(&["--layout", "log", "--item-accounting", "memcached"]).unwrap()
     );
-    assert_ne!(log, sim(&["--layout", "log"]).unwrap(), "accounting matters");
+    let compact = sim(&["--memcached-defaults", "--item-accounting", "compact"]).unwrap();
+    assert_eq!(
+        compact,
+        sim(&[&spelt[..4], &["--item-accounting", "compact"], &spelt[6..]].concat()).unwrap()
+    );
+    assert_ne!(compact, former, "the accounting given counts");
 }
 
 #[test]
