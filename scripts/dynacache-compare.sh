@@ -10,7 +10,8 @@
 #   scripts/dynacache-compare.sh table   [OUT_DIR]   prints §16's tables from what the others wrote and
 #                                                    draws docs/figures/dynacache-etc-sweep.svg
 #
-# Every run is `mrcache sim` (deterministic). env: MRCACHE (default target/release/mrcache), JOBS (2),
+# Every run is `mrcache sim --memcached-defaults` (deterministic; the simulator's defaults when §16 was
+# recorded: slab layout, memcached's accounting, profilers at 10% of the memory). env: MRCACHE (default target/release/mrcache), JOBS (2),
 # TRACES_DIR (default ../shared/traces).
 # Build first: cargo build --release -p mrcache-cli
 set -euo pipefail
@@ -30,9 +31,9 @@ etc)
   # match dynacache (Dynacache Table 1's "additional memory" column).
   extra=()
   [ -n "${FULL:-}" ] && extra=(--policy lama-mr:max_interval=1250000 --policy upper-bound)
-  "$mrcache" sim --workload "$etc" --sweep 32MiB..256MiB:32MiB --policy memcached --policy dynacache \
+  "$mrcache" sim --memcached-defaults --workload "$etc" --sweep 32MiB..256MiB:32MiB --policy memcached --policy dynacache \
     "${extra[@]}" --window-requests 500000 --threads "$jobs" --json > "$out/etc.jsonl"
-  "$mrcache" sim --workload "$etc" --sweep 384MiB..1024MiB:128MiB --policy memcached \
+  "$mrcache" sim --memcached-defaults --workload "$etc" --sweep 384MiB..1024MiB:128MiB --policy memcached \
     --window-requests 500000 --threads "$jobs" --json > "$out/etc-memcached-large.jsonl"
   ;;
 tenants)
@@ -47,7 +48,7 @@ tenants)
   done
   for p in memcached lama-mr dynacache; do
     # shellcheck disable=SC2086
-    "$mrcache" sim --workload "mpart-six:scale=$scale,requests=$per_app" --memory "$memory" \
+    "$mrcache" sim --memcached-defaults --workload "mpart-six:scale=$scale,requests=$per_app" --memory "$memory" \
       --window-requests $((total / 100)) --json $tenants --tenant-policy "mpart:interval=$((total / 50))" \
       --policy "$p" > "$out/mpart-six-$p.jsonl" &
     [ "$(jobs -r | wc -l)" -ge "$jobs" ] && wait -n
@@ -56,7 +57,7 @@ tenants)
   # Two tenants whose items spread over the classes: LAMA §5.7's pair (APP1 three-phase, ETC values
   # then 1-4 KB; APP2 ETC), 80 MiB each, kept fixed (static), 20M requests.
   total=20000000
-  "$mrcache" sim --workload "qos:objects=100000,etc_objects=1000000,requests=$total,popularity1=zipf:0.9,popularity2=zipf:0.9,value_size1=etc,value_size2=1000-4000" \
+  "$mrcache" sim --memcached-defaults --workload "qos:objects=100000,etc_objects=1000000,requests=$total,popularity1=zipf:0.9,popularity2=zipf:0.9,value_size1=etc,value_size2=1000-4000" \
     --memory 160MiB --window-requests $((total / 100)) --json \
     --tenant "0:initial=80MiB,reserved=80MiB" --tenant "1:initial=80MiB,reserved=80MiB" \
     --tenant-policy static --policy memcached --policy lama-mr --policy dynacache \

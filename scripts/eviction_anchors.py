@@ -30,7 +30,7 @@ import libcachesim as lcs
 
 MIB = 1 << 20
 KEY_SIZE = 16  # `mrcache sim --key-size`: every trace key is printed as at most 16 hex digits and padded to 16
-# memcached 1.6's accounting of an item (`mrcache sim --item-accounting memcached`, the default):
+# memcached 1.6's accounting of an item (`mrcache sim --item-accounting memcached`, --memcached-defaults):
 # 48-byte header + 8-byte CAS + key + 1 (NUL) + 2 (CRLF) + value; flags 0 add no suffix.
 SLAB_ITEM_OVERHEAD = 48 + 8 + 1 + 2
 SLAB_GROWTH_FACTOR = 1.25  # -f
@@ -279,7 +279,8 @@ def log_config(n, segments):
 # ------------------------------------------------------------------------------------------ mrcache sim
 
 def run_mrcache(mrcache, trace, cfg, layout, ranking=None, rps=None, fmt=None):
-    cmd = [mrcache, "sim", "--trace", trace["path"], "--memory", str(cfg["memory"]),
+    # --memcached-defaults: memcached's accounting and the slab layout, as the anchors were recorded.
+    cmd = [mrcache, "sim", "--memcached-defaults", "--trace", trace["path"], "--memory", str(cfg["memory"]),
            "--item-size-max", str(cfg["item_size_max"]), "--value-size", str(cfg["value_size"]),
            "--override-sizes", "--key-size", str(KEY_SIZE), "--json", "-q"]
     if fmt:
@@ -448,7 +449,8 @@ def write_outputs(out, meta, cells, clocks):
     L.append("Columns: libCacheSim 0.3.5 with its default parameters (S3-FIFO small 10%, ghost 90%, "
              "move-to-main threshold 2; W-TinyLFU window 1%, SLRU main; 2Q Ain 25%, Aout 50%). "
              "`best` is the best of the nine fixed algorithms (Belady, clairvoyant, excluded). `slab` is "
-             "`mrcache sim --policy memcached` (slab layout), `log-*` the log layout with each `--ranking`, "
+             "`mrcache sim --memcached-defaults` (slab layout, policy memcached, memcached's accounting), "
+             "`log-*` the log layout with each `--ranking` (memcached's accounting too), "
              "under the simulator's default clock (100,000 requests per logical second); `log vs best` is the "
              "best log ranking's miss ratio relative to `best`. **Bold**: the lowest non-Belady miss ratio in the row. "
              "LHD samples its eviction candidates at random (the binding takes no seed): its column varies by up to "
@@ -635,8 +637,9 @@ def sized_table(args):
     """Markdown: libCacheSim at equal bytes (objects the size of their log records) beside `mrcache sim`'s
     default (log), slab + memcached (memcached's accounting) and slab + lama-mr, with the pages each held."""
     engines = [("default (log)", ["--layout", "log", "--item-accounting", "compact"]),
-               ("slab + memcached", ["--policy", "memcached", "--item-accounting", "memcached"]),
-               ("slab + lama-mr", ["--policy", "lama-mr", "--item-accounting", "compact",
+               ("slab + memcached", ["--layout", "slab", "--policy", "memcached", "--item-accounting",
+                                     "memcached"]),
+               ("slab + lama-mr", ["--layout", "slab", "--policy", "lama-mr", "--item-accounting", "compact",
                                    "--mrc-memory-share", "0.01"])]
     head = ["trace", "memory", "bytes", "LRU", "S3-FIFO", "best fixed", "LHD"] + \
         [f"{e} (pages held)" for e, _ in engines] + ["default / S3-FIFO", "default / best fixed"]

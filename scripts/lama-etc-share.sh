@@ -2,7 +2,8 @@
 # lama-mr's share of the upper bound's potential on ETC at 1/4 scale (docs/results.md §14.5): for each
 # popularity, one sweep of 64-256 MiB with memcached, the policy and the upper bound, and per size the
 # steady-state miss ratios (the last half of the 500k-request windows) and the share
-# (memcached - policy) / (memcached - upper bound).
+# (memcached - policy) / (memcached - upper bound). Runs under --memcached-defaults (memcached's
+# accounting, profilers at 10% of the memory), as §14.5 was recorded.
 #
 # Usage: scripts/lama-etc-share.sh [POPULARITIES]
 #   default: "zipf:0.9 uniform"
@@ -21,7 +22,7 @@ OUT=${OUT:-target/lama-etc-share}
 mkdir -p "$OUT"
 for pop in $POPULARITIES; do
   json="$OUT/${pop//:/-}.json"
-  "$MRCACHE" sim --workload "etc:objects=1750000,requests=12500000,popularity=$pop" \
+  "$MRCACHE" sim --memcached-defaults --workload "etc:objects=1750000,requests=12500000,popularity=$pop" \
     --sweep 64MiB..256MiB:64MiB --policy memcached --policy "$POLICY" --policy upper-bound \
     --window-requests 500000 --threads "$THREADS" --json -q > "$json"
   python3 - "$json" "$pop" "$POLICY" <<'PY'

@@ -8,7 +8,8 @@
 #   defaults: kv/cache2k-orm-busy.trace.xz, "10% 25% 50%", "1 2 3 4 5 6"
 #   env: MRCACHE (binary, default target/release/mrcache), POLICY (default lama-mr),
 #        TRACES_DIR (default ../shared/traces), JOBS (parallel runs, default 2), SIM_FLAGS (more
-#        `mrcache sim` flags for every run, e.g. "--mrc-memory-share 0.01": the server's profile memory).
+#        `mrcache sim` flags for every run, e.g. "--mrc-memory-share 0.01": the server's profile memory;
+#        every run starts from --memcached-defaults, the simulator's defaults when §14 was recorded).
 # Prints one line per share and seed (memcached, the policy, their relative difference) and the mean.
 # Build first: cargo build --release -p mrcache-cli
 set -euo pipefail
@@ -26,7 +27,7 @@ run_one() {
   local share=$1 seed=$2 policy=$3
   local line
   # shellcheck disable=SC2086 # SIM_FLAGS is split into words on purpose
-  line=$("$MRCACHE" sim --trace "$TRACES_DIR/$TRACE" --memory "$share" --value-size etc --seed "$seed" \
+  line=$("$MRCACHE" sim --memcached-defaults --trace "$TRACES_DIR/$TRACE" --memory "$share" --value-size etc --seed "$seed" \
     --policy "$policy" $SIM_FLAGS --json 2>/dev/null)
   python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(sys.argv[2], sys.argv[3], sys.argv[4], r["miss_ratio"], r["page_moves"])' \
     "$line" "$share" "$seed" "$policy"

@@ -122,9 +122,9 @@ run_sim() {
     out="$OUT/$name-$m-${s//:/-}.sim.json"
     [ -s "$out" ] && return 0
     case "$s" in
-        memcached) policy=(--policy memcached) accounting=memcached ;;
-        mrcached-slab) policy=(--policy lama-mr) ;;
-        mrcached:*) policy=(--policy "${s#mrcached:}") ;;
+        memcached) policy=(--layout slab --policy memcached) accounting=memcached ;;
+        mrcached-slab) policy=(--layout slab --policy lama-mr) ;;
+        mrcached:*) policy=(--layout slab --policy "${s#mrcached:}") ;;
     esac
     "$MRCACHE" sim --trace "$TRACES_DIR/$t" --memory "${m}MiB" --value-size etc --seed 1 --key-size 16 \
         --override-sizes --item-accounting "$accounting" "${policy[@]}" --mrc-memory-share 0.01 --json \

@@ -5,7 +5,8 @@
 # gives every class in use its first page even beyond the limit, and the slab layout keeps that rule.
 # The log takes at most one segment per pool beyond the limit. So, for each trace and share, this runs
 # slab + lama-mr at the share, reads the most pages it held in any window, and runs the log at that
-# many MiB, beside the log at the share itself.
+# many MiB, beside the log at the share itself. Every run takes --memcached-defaults (memcached's
+# accounting, profilers at 10% of the memory), the simulator's defaults when §15.3 was recorded.
 #
 # Usage: scripts/log-equal-memory.sh [TRACES_DIR] [OUT_DIR]
 #   env: MRCACHE (binary, default target/release/mrcache), SHARES (default "10 25 50"), TRACES (file names
@@ -23,7 +24,7 @@ kv/cache2k-web12.trace.xz kv/corda_vaultservice.trace.gz"}
 mkdir -p "$OUT"
 ranking=()
 [ -n "${RANKING:-}" ] && ranking=(--ranking "$RANKING")
-sim() { "$MRCACHE" sim --trace "$TRACES_DIR/$1" --value-size etc --json "${@:2}"; }
+sim() { "$MRCACHE" sim --memcached-defaults --trace "$TRACES_DIR/$1" --value-size etc --json "${@:2}"; }
 peak_pages() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(max(sum(w["pages"]) for w in r["windows"]))' "$1"; }
 miss() { python3 -c 'import json,sys; print("%.4f" % json.load(open(sys.argv[1]))["miss_ratio"])' "$1"; }
 echo "| trace | share | -m MiB | slab pages held | lama-mr | log at -m | log at the slab's held MiB | log vs lama-mr, equal held memory |"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The log layout's ghost (`mrcache sim --log-ghost on`) against the same ranking without it, on every
 # shared trace at 10/25/50% of its distinct bytes and at 16/32 MiB (key-only traces get ETC value
-# sizes, block traces keep theirs), in the simulator: deterministic. docs/results.md §15.7.
+# sizes, block traces keep theirs), in the simulator: deterministic. docs/results.md §15.7, recorded
+# under the simulator's former defaults (memcached's accounting): --memcached-defaults.
 #   scripts/log-ghost.sh [TRACES_DIR] [RANKING]      (RANKING: density, the default, lfu, slru, lru)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ TRACES="kv/cache2k-orm-busy.trace.xz kv/cache2k-orm-night.trace.xz kv/cache2k-we
 kv/cache2k-web12.trace.xz kv/corda_vaultservice.trace.gz block/arc-OLTP.lis.zst
 block/cloudPhysicsIO.oracleGeneral.bin"
 miss_ratio() {
-    "$MRCACHE" sim --trace "$1" --memory "$2" --value-size etc --layout log --ranking "$RANKING" \
+    "$MRCACHE" sim --memcached-defaults --trace "$1" --memory "$2" --value-size etc --layout log --ranking "$RANKING" \
         --log-ghost "$3" --json 2>/dev/null |
         python3 -c 'import json, sys; print("%.4f" % json.load(sys.stdin)["miss_ratio"])'
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The log-structured layout against the slab layout in `mrcache sim`, at equal --memory
 # (docs/results.md, "Log-structured memory"). Miss ratios are deterministic; run time is not measured.
+# Every run takes --memcached-defaults (memcached's accounting, slab + memcached where no policy is
+# named), the simulator's defaults when §15 was recorded.
 #
 #   scripts/log-layout-experiments.sh etc    [OUT_DIR]  ETC 1/4 scale sweep (section 7's sizes), uniform
 #                                                       and Zipf 0.9: log vs slab+memcached, slab+lama-mr
@@ -25,7 +27,7 @@ case $what in
 etc)
   for pop in ${POPS:-uniform zipf:0.9}; do
     name=${pop%%:*}
-    "$mrcache" sim --workload "etc:objects=1750000,requests=12500000,popularity=$pop" \
+    "$mrcache" sim --memcached-defaults --workload "etc:objects=1750000,requests=12500000,popularity=$pop" \
       --sweep "${SWEEP:-32MiB..256MiB:32MiB}" --layout slab,log ${RANKING:+--ranking "$RANKING"} --policy memcached \
       --policy lama-mr:max_interval=1250000 --window-requests 500000 --threads "$threads" -q \
       --csv "$out/etc-$name.csv" > "$out/etc-$name.txt"
@@ -47,7 +49,7 @@ mpart)
     t=$((t + 1))
   done
   # shellcheck disable=SC2086
-  "$mrcache" sim --workload "mpart-six:scale=$scale,requests=$per_app" --memory "$memory" \
+  "$mrcache" sim --memcached-defaults --workload "mpart-six:scale=$scale,requests=$per_app" --memory "$memory" \
     --window-requests $((total / 100)) --json $tenants --layout slab,log ${RANKING:+--ranking "$RANKING"} -q \
     --tenant-policy "mpart:interval=$((total / 50))" > "$out/mpart-six-wss90.jsonl"
   ;;

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The dynamic oracle against the fixed upper bound (docs/results.md §14.2).
+# The dynamic oracle against the fixed upper bound (docs/results.md §14.2). Every run takes
+# --memcached-defaults (slab layout, memcached's accounting, profilers at 10% of the memory), the
+# simulator's defaults when §14.2 was recorded.
 #
 # Runs memcached, upper-bound, oracle (the dynamic oracle, default window and horizon) and lama-mr on
 #   - the shared real traces: cache2k-orm-busy and -orm-night at 10/25/50% of their distinct-object
@@ -63,14 +65,14 @@ run_one() {
   [ -s "$out" ] && return 0
   local synth=${pols//lama-mr/lama-mr:max_interval=1250000}
   case $group in
-    trace) "$MRCACHE" sim --trace "$TRACES_DIR/$trace" --memory "$size%" --value-size etc \
+    trace) "$MRCACHE" sim --memcached-defaults --trace "$TRACES_DIR/$trace" --memory "$size%" --value-size etc \
              --policy "$pols" --json -q > "$out.tmp" 2> "$out.err" ;;
-    three-phase) "$MRCACHE" sim --workload "$THREE_PHASE" --memory "$size" --policy "$synth" \
+    three-phase) "$MRCACHE" sim --memcached-defaults --workload "$THREE_PHASE" --memory "$size" --policy "$synth" \
              --window-requests 500000 --json -q > "$out.tmp" 2> "$out.err" ;;
     etc | etc-zipf)
       local workload=$ETC
       [ "$group" = etc-zipf ] && workload=$ETC_ZIPF
-      "$MRCACHE" sim --workload "$workload" --sweep "$size" --policy "$synth" \
+      "$MRCACHE" sim --memcached-defaults --workload "$workload" --sweep "$size" --policy "$synth" \
              --window-requests 500000 --threads 2 --json -q > "$out.tmp" 2> "$out.err" ;;
   esac
   mv "$out.tmp" "$out"

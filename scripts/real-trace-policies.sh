@@ -4,7 +4,9 @@
 # Replays every real trace through `mrcache sim` at 10%, 25% and 50% of the trace's distinct-object
 # bytes under memcached's accounting (`--memory P%`: every distinct item in its slab chunk, from a
 # first exact pass), with each slab policy, and prints one table: miss ratio per policy, the default
-# (lama-mr) against the best baseline and against memcached, and the upper bound's potential.
+# (lama-mr) against the best baseline and against memcached, and the upper bound's potential. Every
+# run takes --memcached-defaults (memcached's accounting, profilers at 10% of the memory), the
+# simulator's defaults when §14 was recorded.
 # Key-only traces (kv/*) get ETC value sizes and the lookaside pattern (a GET miss is followed by a SET,
 # which `mrcache sim` always does); the block traces keep their own object sizes.
 #
@@ -53,7 +55,7 @@ run_one() {
   log:*:*) run=(--layout log --ranking "$(echo "$p" | cut -d: -f2)" --log-probation "${p##*:}") ;;
   log:*) run=(--layout log --ranking "${p#log:}") ;;
   esac
-  "$MRCACHE" sim --trace "$TRACES_DIR/$t" --memory "$memory" --value-size etc "${run[@]}" --json \
+  "$MRCACHE" sim --memcached-defaults --trace "$TRACES_DIR/$t" --memory "$memory" --value-size etc "${run[@]}" --json \
     > "$out.tmp" 2> "$OUT/$name-$s-$p.err"
   mv "$out.tmp" "$out"
 }

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The tenant experiments of docs/results.md through `mrcache sim`, one JSON report per line.
+# The tenant experiments of docs/results.md through `mrcache sim`, one JSON report per line. Every run
+# takes --memcached-defaults (slab layout, memcached's accounting and policy, profilers at 10% of the
+# memory), the simulator's defaults when §12 was recorded.
 #
 #   scripts/tenant-experiments.sh mpart-six [SCALE] [REQUESTS_PER_APP] [OUT_DIR]
 #   scripts/tenant-experiments.sh noisy     [SCALE] [OUT_DIR]
@@ -54,7 +56,7 @@ mpart-six)
   for name in wss90 unique75 equal; do
     echo "== mpart-six $name: memory $memory bytes, $total requests" >&2
     # shellcheck disable=SC2046
-    "$mrcache" sim --workload "mpart-six:scale=$scale,requests=$per_app" --memory "$memory" \
+    "$mrcache" sim --memcached-defaults --workload "mpart-six:scale=$scale,requests=$per_app" --memory "$memory" \
       --window-requests $((total / 100)) --json $(six_tenants "$name" "$scale") \
       --tenant-policy "mpart:interval=$((total / 50))" \
       --tenant-policy "memshare:credit=$((500 * chunk / scale)),shadow=$((50000 * chunk / scale))" \
@@ -70,7 +72,7 @@ noisy)
   noisy_reserve=$((memory / 100))
   echo "== noisy: memory $memory bytes, $total requests" >&2
   # shellcheck disable=SC2046
-  "$mrcache" sim --workload "noisy-neighbour:scale=$scale,noisy_share=0.3,noisy_popularity=uniform" --memory "$memory" \
+  "$mrcache" sim --memcached-defaults --workload "noisy-neighbour:scale=$scale,noisy_share=0.3,noisy_popularity=uniform" --memory "$memory" \
     --window-requests $((total / 100)) --json $(six_tenants wss90 "$scale") \
     --tenant "6:initial=$noisy_reserve,reserved=$noisy_reserve" \
     --tenant-policy "mpart:interval=$((total / 50))" \
@@ -85,7 +87,7 @@ diurnal)
   memory=$((25965000 * chunk / scale))
   echo "== diurnal: memory $memory bytes, $total requests" >&2
   # shellcheck disable=SC2046
-  "$mrcache" sim --workload "diurnal:scale=$scale" --memory "$memory" \
+  "$mrcache" sim --memcached-defaults --workload "diurnal:scale=$scale" --memory "$memory" \
     --window-requests $((total / 100)) --json $(six_tenants wss90 "$scale") \
     --tenant-policy "mpart:interval=$((total / 50))" \
     --tenant-policy "memshare:credit=$((500 * chunk / scale)),shadow=$((50000 * chunk / scale))" \
@@ -95,7 +97,7 @@ qos)
   out=${1:-docs/figures}
   total=20000000
   echo "== qos: 160 MiB, $total requests" >&2
-  "$mrcache" sim --workload "qos:objects=100000,etc_objects=1000000,requests=$total,popularity1=zipf:0.9,popularity2=zipf:0.9,value_size1=etc,value_size2=1000-4000" \
+  "$mrcache" sim --memcached-defaults --workload "qos:objects=100000,etc_objects=1000000,requests=$total,popularity1=zipf:0.9,popularity2=zipf:0.9,value_size1=etc,value_size2=1000-4000" \
     --memory 160MiB --policy lama-mr --window-requests $((total / 100)) --json \
     --tenant "0:initial=80MiB,target=0.85" --tenant "1:initial=80MiB" \
     --tenant-policy "lama-qos:interval=$((total / 100))" --tenant-policy "lama-qos:interval=$((total / 25))" \

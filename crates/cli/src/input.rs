@@ -119,9 +119,11 @@ pub struct SlabArgs {
     #[arg(long, default_value_t = format_size(DEFAULT_ITEM_SIZE_MAX_BYTES as u64))]
     pub item_size_max: String,
     /// How an item's size picks its slab class: memcached (memcached 1.6's item header and classes)
-    /// or compact (the bytes the item occupies: mrcached's default, its `-o item_accounting=`).
-    #[arg(long, default_value = "memcached", value_parser = parse_item_accounting)]
-    pub item_accounting: ItemAccounting,
+    /// or compact (the bytes the item occupies: mrcached's `-o item_accounting=`). Default: in `sim`
+    /// the server's, compact (memcached with --memcached-defaults); in `plan` memcached, whose default
+    /// allocation it models.
+    #[arg(long, value_parser = parse_item_accounting)]
+    pub item_accounting: Option<ItemAccounting>,
 }
 
 fn parse_item_accounting(s: &str) -> Result<ItemAccounting, String> {
@@ -130,15 +132,19 @@ fn parse_item_accounting(s: &str) -> Result<ItemAccounting, String> {
 
 impl SlabArgs {
     /// The simulator's engine configuration at `memory_bytes`: one shard (exact LRU per class), no online
-    /// profiling.
-    pub fn engine_config(&self, memory_bytes: u64) -> Result<EngineConfig, String> {
+    /// profiling, `accounting` unless `--item-accounting` gives another.
+    pub fn engine_config(
+        &self,
+        memory_bytes: u64,
+        accounting: ItemAccounting,
+    ) -> Result<EngineConfig, String> {
         let item_size_max =
             parse_bytes(&self.item_size_max).map_err(|e| format!("--item-size-max {e}"))?;
         Ok(EngineConfig {
             memory_limit_bytes: memory_bytes,
             item_size_max_bytes: item_size_max as usize,
             growth_factor: self.growth_factor,
-            item_accounting: self.item_accounting,
+            item_accounting: self.item_accounting.unwrap_or(accounting),
             profile_sample_rate: None,
             ..EngineConfig::default()
         })
@@ -199,11 +205,16 @@ mod tests {
     #[test]
     fn item_accounting_reaches_the_engine_and_a_bad_one_is_named() {
         let default = Cli::try_parse_from(["sim"]).unwrap();
-        let config = default.slab.engine_config(64 << 20).unwrap();
-        assert_eq!(config.item_accounting, ItemAccounting::Memcached);
+        for accounting in [ItemAccounting::Memcached, ItemAccounting::Compact] {
+            let config = default.slab.engine_config(64 << 20, accounting).unwrap();
+            assert_eq!(config.item_accounting, accounting, "the caller's default");
+        }
         let compact = Cli::try_parse_from(["sim", "--item-accounting", "compact"]).unwrap();
-        let config = compact.slab.engine_config(64 << 20).unwrap();
-        assert_eq!(config.item_accounting, ItemAccounting::Compact);
+        let config = compact
+            .slab
+            .engine_config(64 << 20, ItemAccounting::Memcached)
+            .unwrap();
+        assert_eq!(config.item_accounting, ItemAccounting::Compact, "given");
         let err = Cli::try_parse_from(["sim", "--item-accounting", "tight"])
             .err()
             .unwrap()

@@ -33,7 +33,7 @@ enum Command {
     /// Measure the LRU miss-ratio curve of a trace, exactly or by sampling, as CSV (and a plot).
     Mrc(mrc::MrcArgs),
     /// Replay a workload or trace through the real engine under a logical clock (one size or a sweep).
-    Sim(sim::SimArgs),
+    Sim(Box<sim::SimArgs>),
     /// Predict miss ratios at many memory sizes from one pass: memcached's default (LAMA eq. 6) and the
     /// optimal allocation (the theoretical upper bound).
     ///

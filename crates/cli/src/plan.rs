@@ -15,12 +15,17 @@ use std::io::Write;
 
 use clap::Args;
 use mrcache_engine::config::DEFAULT_MEMORY_LIMIT_BYTES;
+use mrcache_engine::ItemAccounting;
 use mrcache_sim::sweep::{parse_bytes, parse_range};
 use mrcache_sim::{steady_state_first_request, MemoryPlan, UpperBoundProfiler};
 use mrcache_units::format_size;
 use mrcache_workload::synth::WORKLOAD_HELP;
 
 use crate::input::{take_trace_error, SlabArgs, SourceArgs, TraceErrorSlot};
+
+/// The item accounting without `--item-accounting`: memcached's, whose default allocation the plan
+/// models.
+const PLAN_ITEM_ACCOUNTING: ItemAccounting = ItemAccounting::Memcached;
 
 /// The share of the run `mrcache sim` calls its steady state: the last half of the windows.
 const STEADY_STATE_FRACTION: f64 = 0.5;
@@ -82,7 +87,7 @@ pub fn run(args: &PlanArgs) -> Result<(), String> {
     }
     for &memory in &memories {
         args.slab
-            .engine_config(memory)?
+            .engine_config(memory, PLAN_ITEM_ACCOUNTING)?
             .validate()
             .map_err(|e| e.to_string())?;
     }
@@ -92,7 +97,7 @@ pub fn run(args: &PlanArgs) -> Result<(), String> {
     take_trace_error(&trace_error)?;
     let steady_state_from =
         steady_state_first_request(requests, args.window_requests, STEADY_STATE_FRACTION);
-    let config = args.slab.engine_config(memories[0])?;
+    let config = args.slab.engine_config(memories[0], PLAN_ITEM_ACCOUNTING)?;
     let profile = UpperBoundProfiler::profile(
         &config,
         steady_state_from,

@@ -10,7 +10,9 @@ use mrcache_engine::{EngineConfig, LogPolicy, MemoryLayout, Ranking, TenantId};
 use mrcache_policy::arbitrate::ArbitratedTenant;
 use mrcache_sim::sweep::{parse_bytes, parse_range, sweep, SweepPoint};
 use mrcache_sim::upper_bound::{oracle_windows, UpperBoundProfiler};
-use mrcache_sim::{SimConfig, SimError, SimReport, Simulator, SlabPolicy, TenantSetup};
+use mrcache_sim::{
+    SimConfig, SimDefaults, SimError, SimReport, Simulator, SlabPolicy, TenantSetup,
+};
 use mrcache_units::format_size;
 use mrcache_workload::synth::WORKLOAD_HELP;
 
@@ -27,8 +29,7 @@ pub struct SimArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Cache memory (memcached's -m), e.g. 64MiB, 1GiB; or P% of the workload's distinct-object bytes
-    /// under the --item-accounting (memcached's by default: every distinct item in its slab chunk),
-    /// found by a first pass.
+    /// under the --item-accounting (every distinct item in its slab chunk), found by a first pass.
     #[arg(long, default_value_t = format_size(DEFAULT_MEMORY_LIMIT_BYTES))]
     memory: String,
     /// Memory sweep FROM..TO:STEP, e.g. 128MiB..1GiB:64MiB (replaces --memory).
@@ -51,15 +52,16 @@ pub struct SimArgs {
     /// windows after it, the warm-up of gained pages counted; default 4),past=P (the online oracle:
     /// each allocation from the exact curves of the P windows before it, none after, the first window
     /// demand-filled: what a policy with perfect curves of the past could reach).
-    /// Repeat the flag or separate with commas.
-    #[arg(long, default_value = "memcached")]
+    /// Repeat the flag or separate with commas. Default: lama-mr, the server's slab policy (memcached
+    /// with --memcached-defaults). The policies run in the slab layout only, so --policy needs
+    /// --layout slab (or slab,log) unless --memcached-defaults makes slab the default.
+    #[arg(long)]
     policy: Vec<String>,
     /// Memory layouts to compare, comma-separated: slab (memcached's slab classes, run with every
     /// --policy) and log (Memshare's log-structured memory: segments per tenant, a cleaner, no classes;
-    /// run once per tenant arbiter, reported as policy `log`). E.g. --layout slab,log. The server's
-    /// default is log (with --item-accounting compact); this default stays slab so that slab policies
-    /// and earlier results replay unchanged.
-    #[arg(long, default_value = "slab")]
+    /// run once per tenant arbiter, reported as policy `log`). E.g. --layout slab,log. Default: log,
+    /// the server's (slab with --memcached-defaults).
+    #[arg(long)]
     layout: Vec<String>,
     /// Log layout: how the cleaner ranks items: density (the default: accesses per byte, so it keeps
     /// the items that earn the most hits for their memory; items unused for eight cleaning cycles go
@@ -95,6 +97,7 @@ pub struct SimArgs {
     /// credit=,shadow=,tax=,idle=,interval=,seed=), mpart (DP over tenant MRCs; interval=,step=,
     /// max_change=,min_requests=), lama-qos (least memory meeting each target, the rest optimised;
     /// interval=,max_change=,margin=). Needs --tenant; every arbiter runs with every slab policy.
+    /// Default with --tenant: mpart, the server's (none with --memcached-defaults: name one).
     #[arg(long)]
     tenant_policy: Vec<String>,
     /// A tenant with memory of its own: ID[:reserved=BYTES,max=BYTES,initial=BYTES,target=HIT_RATIO,
@@ -108,11 +111,16 @@ pub struct SimArgs {
     /// its keys outgrow its share of the profilers' memory (--mrc-memory-share).
     #[arg(long)]
     mrc_sample_rate: Option<f64>,
-    /// Share of the memory the profilers may hold, divided among the classes in use. The simulator's
-    /// default, 0.1, profiles every class of a cache of a few MiB; 0.01 is the server's, to see the
-    /// curves a live server has.
-    #[arg(long, default_value_t = mrcache_sim::SIM_PROFILE_MEMORY_SHARE)]
-    mrc_memory_share: f64,
+    /// Share of the memory the profilers may hold, divided among the classes in use. Default: 0.01,
+    /// the server's, to see the curves a live server has (0.1 with --memcached-defaults, which
+    /// profiles every class of a cache of a few MiB).
+    #[arg(long)]
+    mrc_memory_share: Option<f64>,
+    /// The simulator's former defaults, memcached's model, in one flag: --layout slab --policy
+    /// memcached --item-accounting memcached --mrc-memory-share 0.1, and no default --tenant-policy.
+    /// Without it every default is the server's (mrcached with no flags). Flags given override either.
+    #[arg(long)]
+    memcached_defaults: bool,
     /// Requests per reported window.
     #[arg(long, default_value_t = 1_000_000)]
     window_requests: u64,
@@ -147,6 +155,21 @@ pub struct SimArgs {
 }
 
 impl SimArgs {
+    /// The preset the flags not given take: the server's, or memcached's model.
+    fn defaults(&self) -> SimDefaults {
+        if self.memcached_defaults {
+            SimDefaults::MEMCACHED
+        } else {
+            SimDefaults::MRCACHED
+        }
+    }
+
+    /// `--mrc-memory-share`, or the preset's.
+    fn mrc_memory_share(&self) -> f64 {
+        self.mrc_memory_share
+            .unwrap_or(self.defaults().profile_memory_share)
+    }
+
     fn base_config(&self) -> Result<SimConfig, String> {
         if self.window_requests == 0 || self.requests_per_second == 0 {
             return Err("--window-requests and --requests-per-second must be positive".into());
@@ -176,17 +199,31 @@ impl SimArgs {
                 log_probation: self.log_probation,
                 log_choose,
                 log_choose_rate: self.log_choose_rate,
-                ..self.slab.engine_config(memory)?
+                ..self
+                    .slab
+                    .engine_config(memory, self.defaults().item_accounting)?
             },
             window_requests: self.window_requests,
             requests_per_second: self.requests_per_second,
-            profile_memory_share: self.mrc_memory_share,
+            profile_memory_share: self.mrc_memory_share(),
             ..SimConfig::with_memory(0)
         })
     }
 
-    /// The layouts of `--layout`, in order, each once.
+    /// The layouts of `--layout`, in order, each once; the preset's without it.
     fn layouts(&self) -> Result<Vec<MemoryLayout>, String> {
+        if self.layout.is_empty() {
+            let layout = self.defaults().layout;
+            if !self.policy.is_empty() && layout != MemoryLayout::Slab {
+                return Err(format!(
+                    "--policy names slab policies, and the default layout is {} (the server's): \
+                     add --layout slab (or slab,log), or --memcached-defaults for the simulator's \
+                     former defaults",
+                    layout.name()
+                ));
+            }
+            return Ok(vec![layout]);
+        }
         let mut out = Vec::new();
         for name in self.layout.iter().flat_map(|l| l.split(',')).map(str::trim) {
             if name.is_empty() {
@@ -218,25 +255,29 @@ impl SimArgs {
         }
     }
 
-    /// The tenant setups to run: one per `--tenant-policy`, or none (one memory) without.
+    /// The tenant setups to run: one per `--tenant-policy` (the preset's with `--tenant` alone), or
+    /// none (one memory) without tenants.
     fn tenant_setups(&self) -> Result<Vec<Option<TenantSetup>>, String> {
-        if self.tenant_policy.is_empty() {
-            if !self.tenant.is_empty() {
-                return Err(
-                    "--tenant needs --tenant-policy (static, pooled, memshare, mpart, lama-qos)"
-                        .into(),
-                );
+        if self.tenant.is_empty() {
+            if !self.tenant_policy.is_empty() {
+                return Err("--tenant-policy needs at least one --tenant".into());
             }
             return Ok(vec![None]);
-        }
-        if self.tenant.is_empty() {
-            return Err("--tenant-policy needs at least one --tenant".into());
         }
         let tenants = self
             .tenant
             .iter()
             .map(|t| parse_tenant(t))
             .collect::<Result<Vec<_>, _>>()?;
+        if self.tenant_policy.is_empty() {
+            let Some(arbiter) = self.defaults().tenant_policy else {
+                return Err(
+                    "--tenant needs --tenant-policy (static, pooled, memshare, mpart, lama-qos)"
+                        .into(),
+                );
+            };
+            return Ok(vec![Some(TenantSetup { arbiter, tenants })]);
+        }
         split_specs(&self.tenant_policy, "--tenant-policy")?
             .into_iter()
             .map(|arbiter| {
@@ -253,21 +294,24 @@ impl SimArgs {
 
     /// The policies asked for: `--policy` values split at commas, where a `key=value` piece continues
     /// the previous policy's parameters (`lama-mr:moves=20,threshold=0.02,psa` is two policies).
+    /// Without `--policy`, the preset's.
     fn policies(&self) -> Result<Vec<SlabPolicy>, String> {
-        let out = split_specs(&self.policy, "--policy")?
-            .iter()
-            .map(|p| SlabPolicy::by_name(p).map_err(|e| format!("--policy: {e}")))
-            .collect::<Result<Vec<_>, _>>()?;
+        let out = if self.policy.is_empty() {
+            vec![self.defaults().slab_policy()]
+        } else {
+            split_specs(&self.policy, "--policy")?
+                .iter()
+                .map(|p| SlabPolicy::by_name(p).map_err(|e| format!("--policy: {e}")))
+                .collect::<Result<Vec<_>, _>>()?
+        };
         if let Some(rate) = self.mrc_sample_rate {
             if !(rate > 0.0 && rate <= 1.0) {
                 return Err("--mrc-sample-rate must be in (0, 1]".into());
             }
         }
-        if !(self.mrc_memory_share > 0.0 && self.mrc_memory_share <= 1.0) {
-            return Err(format!(
-                "--mrc-memory-share {}: must be in (0, 1]",
-                self.mrc_memory_share
-            ));
+        let share = self.mrc_memory_share();
+        if !(share > 0.0 && share <= 1.0) {
+            return Err(format!("--mrc-memory-share {share}: must be in (0, 1]"));
         }
         Ok(out)
     }

@@ -24,6 +24,8 @@ fn oracle_beside_the_upper_bound() {
         "--window-requests",
         "20000",
         "--json",
+        // The bounds plan slab classes: the slab layout, memcached's accounting, as recorded.
+        "--memcached-defaults",
     ]);
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
@@ -57,6 +59,7 @@ fn bad_oracle_specs_are_refused() {
         "zipf:objects=1000,requests=2000",
         "--memory",
         "4MiB",
+        "--memcached-defaults",
     ];
     refused(
         &[&small[..], &["--policy", "oracle:window=0"]].concat(),

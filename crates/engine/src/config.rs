@@ -149,6 +149,16 @@ impl Ranking {
     }
 }
 
+/// The memory layout mrcached runs when `-o memory_layout` is not given, and `mrcache sim` replays when
+/// `--layout` is not (so that a default simulation predicts a default server). [`EngineConfig::default`]
+/// keeps memcached's slab layout: it is the engine's reference model of memcached, which the engine's
+/// tests and `mrcache sim --memcached-defaults` use.
+pub const MRCACHED_MEMORY_LAYOUT: MemoryLayout = MemoryLayout::Log;
+/// The item accounting mrcached runs when `-o item_accounting` is not given, and `mrcache sim` when
+/// `--item-accounting` is not: the bytes an item occupies (more items fit in `-m`).
+/// [`EngineConfig::default`] keeps memcached's, as [`MRCACHED_MEMORY_LAYOUT`] says why.
+pub const MRCACHED_ITEM_ACCOUNTING: ItemAccounting = ItemAccounting::Compact;
+
 /// Segments a log cleaning pass takes by default: two in, one out, so a pass copies at most one
 /// segment of survivors under its shard lock (Memshare's `n`).
 pub const DEFAULT_LOG_CLEAN_SEGMENTS: usize = 2;
@@ -172,7 +182,8 @@ pub struct EngineConfig {
     pub min_chunk_data_bytes: usize,
     /// `!-C`: items carry a CAS value.
     pub use_cas: bool,
-    /// How item sizes pick slab classes. memcached's by default, so the simulator reproduces memcached.
+    /// How item sizes pick slab classes. memcached's by default, so that this default models memcached;
+    /// mrcached's is [`MRCACHED_ITEM_ACCOUNTING`].
     pub item_accounting: ItemAccounting,
     /// `!-M`: evict the least recently used item when a class is full, instead of failing the store.
     pub evict_when_full: bool,

@@ -30,22 +30,15 @@ use std::sync::atomic::Ordering::Relaxed;
 use mrcache_engine::config::MAX_TENANT_POOLS;
 use mrcache_engine::TenantId;
 use mrcache_policy::arbitrate::{self, Arbitration};
-use mrcache_policy::tenant::MPartParams;
 use mrcache_policy::{ClassPolicySpec, Rebalancer, TenantArbiter, TenantPolicySpec};
 
 use crate::context::ServerContext;
 use crate::settings::{Settings, SettingsError};
 use crate::tenants::{TenantTable, TenantsConfig, DEFAULT_TENANT_NAME};
 
-/// The tenant arbiter when tenants are configured and none is named: mPart, the division of memory
-/// that minimises misses by the tenants' miss-ratio curves, moving at most 30% of a tenant's memory a
-/// round.
-pub const DEFAULT_TENANT_POLICY: TenantPolicySpec = TenantPolicySpec::MPart(MPartParams {
-    interval: None,
-    step: None,
-    max_change: None,
-    min_requests: None,
-});
+/// The tenant arbiter when tenants are configured and none is named (mpart); defined in the policy
+/// crate, where `mrcache sim` reads it too.
+pub use mrcache_policy::tenant::DEFAULT_TENANT_POLICY;
 /// The fewest pools a server with tenants keeps, so that a reload can add tenants with memory of their
 /// own. A pool without a tenant costs a few counters and no pages; it does thin the profilers' share
 /// of memory (the engine sizes them for every pool), hence not more.

@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod defaults;
 mod error;
 pub mod oracle;
 mod policy;
@@ -18,6 +19,7 @@ pub mod sweep;
 mod trace;
 pub mod upper_bound;
 
+pub use defaults::SimDefaults;
 pub use error::SimError;
 pub use oracle::{OracleSchedule, WindowCurves};
 pub use policy::{OracleSpec, SimPolicySpec, SlabPolicy};

@@ -26,7 +26,9 @@ pub const DEFAULT_SIM_SAMPLE_RATE: f64 = mrcache_engine::profiling::DEFAULT_SAMP
 /// Share of the simulated memory the profilers may hold when a policy needs curves, by default. The
 /// server's 1% (or 4 MiB, where that is more) gives a cache of a few hundred MiB a few thousand keys per
 /// class; the simulator's memory is not real, so it profiles every class with enough keys for a stable
-/// curve. `SimConfig::profile_memory_share` (`--mrc-memory-share 0.01`) simulates the server's.
+/// curve. `SimConfig::profile_memory_share` (`--mrc-memory-share 0.01`) simulates the server's. The
+/// default of [`SimConfig::with_memory`] and of `mrcache sim --memcached-defaults`; `mrcache sim` takes
+/// the server's by default (`SimDefaults::MRCACHED`).
 pub const SIM_PROFILE_MEMORY_SHARE: f64 = 0.1;
 
 /// How to simulate.
@@ -66,7 +68,7 @@ pub struct TenantSetup {
 
 impl SimConfig {
     /// The defaults (memcached's engine settings, no profiling, no tenants) with `memory_bytes` of
-    /// memory.
+    /// memory: `SimDefaults::MEMCACHED`'s; `SimDefaults::MRCACHED.config` gives the server's.
     pub fn with_memory(memory_bytes: u64) -> SimConfig {
         SimConfig {
             engine: EngineConfig {

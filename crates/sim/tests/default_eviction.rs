@@ -16,7 +16,7 @@
 //! `MRCACHE_TRACES`); the test fails, naming the folder, when they are missing.
 
 use mrcache_engine::{ItemAccounting, MemoryLayout};
-use mrcache_sim::{SimConfig, Simulator, SlabPolicy, TraceSizing};
+use mrcache_sim::{SimConfig, SimDefaults, Simulator, SlabPolicy, TraceSizing};
 use mrcache_workload::synth::Access;
 use mrcache_workload::{open_trace, Op, TraceFormat};
 
@@ -47,13 +47,28 @@ fn lookaside_stream(fixture: &serde_json::Value) -> Vec<Access> {
     stream
 }
 
-fn miss_ratio(stream: &[Access], memory: u64, layout: MemoryLayout) -> f64 {
-    let mut config = SimConfig::with_memory(memory);
-    config.engine.memory_layout = layout;
-    // The server's default accounting (`-o item_accounting=compact`).
-    config.engine.item_accounting = ItemAccounting::Compact;
-    let report = Simulator::run(config, SlabPolicy::memcached(), stream.iter().copied()).unwrap();
+fn miss_ratio(stream: &[Access], config: SimConfig, policy: SlabPolicy) -> f64 {
+    let report = Simulator::run(config, policy, stream.iter().copied()).unwrap();
     report.miss_ratio
+}
+
+/// The default: what `mrcached` and `mrcache sim` run given no flags (`SimDefaults::MRCACHED`: the log
+/// layout, demand-filled as the log has no classes, and the server's accounting).
+fn default_miss_ratio(stream: &[Access], memory: u64) -> f64 {
+    let defaults = SimDefaults::MRCACHED;
+    let policy = match defaults.layout {
+        MemoryLayout::Slab => defaults.slab_policy(),
+        MemoryLayout::Log => SlabPolicy::memcached(),
+    };
+    miss_ratio(stream, defaults.config(memory), policy)
+}
+
+/// Slab + memcached at the same `-m`, with the server's accounting (`-o item_accounting=compact`).
+fn slab_miss_ratio(stream: &[Access], memory: u64) -> f64 {
+    let mut config = SimConfig::with_memory(memory);
+    config.engine.memory_layout = MemoryLayout::Slab;
+    config.engine.item_accounting = ItemAccounting::Compact;
+    miss_ratio(stream, config, SlabPolicy::memcached())
 }
 
 #[test]
@@ -64,8 +79,8 @@ fn the_default_misses_no_more_than_slab_and_s3fifo_on_a_real_trace() {
     for cell in fixture["sizes"].as_array().unwrap() {
         let memory = cell["memory_bytes"].as_u64().unwrap();
         let s3fifo = cell["s3fifo_miss_ratio"].as_f64().unwrap();
-        let default = miss_ratio(&stream, memory, MemoryLayout::Log);
-        let slab = miss_ratio(&stream, memory, MemoryLayout::Slab);
+        let default = default_miss_ratio(&stream, memory);
+        let slab = slab_miss_ratio(&stream, memory);
         eprintln!(
             "{memory} bytes: default (log) {default:.6}, slab + memcached {slab:.6}, S3-FIFO {s3fifo:.6}"
         );

@@ -286,6 +286,20 @@ impl std::fmt::Debug for dyn ClassPolicy {
     }
 }
 
+/// The class policy mrcached runs in the slab layout when neither `--slab-policy` nor
+/// `-o slab_automove` is given, and `mrcache sim` when `--policy` is not: LAMA minimising misses (pages
+/// go where the classes' curves say they save the most).
+pub const DEFAULT_SLAB_POLICY: ClassPolicySpec = ClassPolicySpec::LamaMr(LamaParams {
+    interval: None,
+    min_interval: None,
+    max_interval: None,
+    period: None,
+    moves: None,
+    granularity: None,
+    threshold: None,
+    pace: None,
+});
+
 /// Names a [`ClassPolicySpec`] may have.
 pub const NAMES: &[&str] = &[
     "memcached",

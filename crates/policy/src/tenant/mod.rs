@@ -41,6 +41,16 @@ use std::str::FromStr;
 
 use crate::spec::{Params, SpecError, SpecKind};
 
+/// The tenant arbiter mrcached runs when tenants are configured and none is named, and `mrcache sim`
+/// when `--tenant` is given without `--tenant-policy`: mPart, the division of memory that minimises
+/// misses by the tenants' miss-ratio curves, moving at most 30% of a tenant's memory a round.
+pub const DEFAULT_TENANT_POLICY: TenantPolicySpec = TenantPolicySpec::MPart(MPartParams {
+    interval: None,
+    step: None,
+    max_change: None,
+    min_requests: None,
+});
+
 /// One tenant as an arbiter sees it at a round. Pages are engine-wide.
 #[derive(Clone, Debug)]
 pub struct TenantView {

@@ -325,7 +325,7 @@ impl Settings {
             // Set below from `-m`, `-I` and `-t`, unless `-o shards` is given.
             shards: 1,
             item_accounting: DEFAULT_ITEM_ACCOUNTING,
-            memory_layout: MemoryLayout::Log,
+            memory_layout: DEFAULT_MEMORY_LAYOUT,
             log_ranking: EngineConfig::default().log_ranking,
             log_probation: EngineConfig::default().log_probation,
             log_choose: Vec::new(),

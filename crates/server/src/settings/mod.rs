@@ -29,7 +29,6 @@ use mrcache_engine::config::{
     DEFAULT_GROWTH_FACTOR, DEFAULT_MIN_CHUNK_DATA_BYTES, DEFAULT_PAGE_SIZE_BYTES,
 };
 use mrcache_engine::{EngineConfig, ItemAccounting, MemoryLayout, Ranking};
-use mrcache_policy::class::LamaParams;
 use mrcache_policy::{ClassPolicySpec, TenantPolicySpec};
 
 pub use error::{OptionError, SettingsError};
@@ -62,18 +61,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_REQS_PER_EVENT: usize = 20;
 /// `-b 1024`: the listen(2) backlog.
 pub const DEFAULT_LISTEN_BACKLOG: i32 = 1024;
-/// The class policy when neither `--slab-policy` nor `-o slab_automove` is given: LAMA minimising
-/// misses (pages go where the classes' curves say they save the most).
-pub const DEFAULT_SLAB_POLICY: ClassPolicySpec = ClassPolicySpec::LamaMr(LamaParams {
-    interval: None,
-    min_interval: None,
-    max_interval: None,
-    period: None,
-    moves: None,
-    granularity: None,
-    threshold: None,
-    pace: None,
-});
+/// The class policy when neither `--slab-policy` nor `-o slab_automove` is given (lama-mr); defined in
+/// the policy crate, where `mrcache sim` reads it too.
+pub use mrcache_policy::class::DEFAULT_SLAB_POLICY;
 /// `-o slab_automove=1`: memcached 1.6's mode, reported in `stats settings` (the policy actually run is
 /// `slab_policy`).
 pub const DEFAULT_SLAB_AUTOMOVE: u32 = 1;
@@ -96,9 +86,13 @@ pub const MAX_LRU_CRAWLER_SLEEP_US: u32 = 1_000_000;
 /// shard per worker once it has 256 MiB per worker (e.g. `-t 16` from `-m 4096`).
 pub(crate) const MIN_PAGES_PER_DEFAULT_SHARD: usize = 256;
 /// `-o item_accounting=compact`: the server places items by the bytes they occupy (class 1 = 80 B), which
-/// fits more items in `-m` than memcached's accounting (docs/results.md §6); `-I` stays memcached's either
-/// way. The engine's own default stays memcached's, for the simulator.
-pub const DEFAULT_ITEM_ACCOUNTING: ItemAccounting = ItemAccounting::Compact;
+/// fits more items in `-m` than memcached's accounting; `-I` stays memcached's either way. Defined in
+/// the engine, where `mrcache sim` reads it too (the engine's own `EngineConfig::default()` keeps
+/// memcached's, its model of memcached).
+pub use mrcache_engine::config::MRCACHED_ITEM_ACCOUNTING as DEFAULT_ITEM_ACCOUNTING;
+/// `-o memory_layout=log`: Memshare's log-structured memory. Defined in the engine, where `mrcache sim`
+/// reads it too.
+pub use mrcache_engine::config::MRCACHED_MEMORY_LAYOUT as DEFAULT_MEMORY_LAYOUT;
 /// The admin HTTP port listens on loopback unless told otherwise: it shows the cache's traffic shape.
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1";
 

@@ -592,7 +592,7 @@ pub(crate) static OPTIONS: &[OptionSpec] = &[
         value: value("A", "compact or memcached"),
         help: "mrcached: how an item's size picks its slab class: compact (the bytes it occupies; \
                class 1 is 80 B; default) or memcached (memcached's item header and classes, as in \
-               the simulator). -I limits items as memcached does either way",
+               mrcache sim --memcached-defaults). -I limits items as memcached does either way",
         effect: Sets(|s, arg| {
             s.item_accounting = ItemAccounting::parse(arg.value()?)
                 .ok_or(OptionError::Expected("compact or memcached"))?;
