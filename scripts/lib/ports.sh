@@ -72,9 +72,9 @@ server_times_and_commands() {
 
 # Prints "CPU_SECONDS COMMANDS" for the server process $2 listening on 127.0.0.1:$1: utime + stime and
 # its gets + sets (see server_times_and_commands). The difference of two readings gives the server's
-# CPU time per request over that interval.
+# CPU time per request over that interval. $3: a TLS server's CA file, as for server_stats.
 server_cpu_and_commands() {
-    server_times_and_commands "$1" "$2" | awk '{printf "%.6f %d\n", $1 + $2, $3}'
+    server_times_and_commands "$@" | awk '{printf "%.6f %d\n", $1 + $2, $3}'
 }
 
 # The load of the §4 comparisons (scripts/io-paths.sh, scripts/io-cpu-split.sh): 50 connections, 90/10
