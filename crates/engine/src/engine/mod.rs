@@ -20,8 +20,6 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use crate::config::{ConfigError, EngineConfig, MemoryLayout};
 use crate::geometry::Geometry;
 use crate::globals::Globals;
@@ -35,6 +33,7 @@ use crate::Clock;
 mod arith;
 mod chooser;
 mod entry;
+mod lock;
 mod pages;
 mod pools;
 mod profiles;
@@ -47,6 +46,7 @@ pub use arith::{parse_decimal, ArithOutcome, Delta};
 pub use chooser::ChooserReport;
 use entry::count_get;
 pub use entry::{Entry, ItemFlag, ItemView};
+pub use lock::LockStats;
 pub use pages::ReassignOutcome;
 pub use profiles::{ClassHistogram, ClassMrc};
 pub use restart::{ItemCursor, ItemMarks, RestoreOutcome, SavedItem};
@@ -61,7 +61,7 @@ pub struct Engine {
     config: EngineConfig,
     geometry: Arc<Geometry>,
     globals: Arc<Globals>,
-    shards: Box<[Mutex<AnyShard>]>,
+    shards: Box<[lock::ShardLock]>,
     shard_shift: u32,
     /// The log's policy chooser, when `log_choose` names candidates.
     chooser: Option<chooser::Chooser>,
@@ -111,9 +111,9 @@ impl Engine {
                 .map(|b| b.div_ceil(config.shards as u64)),
             ..ShardProfiling::default()
         };
-        let shards: Box<[Mutex<AnyShard>]> = (0..config.shards)
+        let shards: Box<[lock::ShardLock]> = (0..config.shards)
             .map(|i| {
-                Mutex::new(match config.memory_layout {
+                lock::ShardLock::new(match config.memory_layout {
                     MemoryLayout::Slab => AnyShard::Slab(Shard::new(
                         geometry.clone(),
                         globals.clone(),
@@ -164,7 +164,7 @@ impl Engine {
     }
 
     #[inline]
-    fn shard_for(&self, hash: u64) -> &Mutex<AnyShard> {
+    fn shard_for(&self, hash: u64) -> &lock::ShardLock {
         if self.shards.len() == 1 {
             return &self.shards[0];
         }

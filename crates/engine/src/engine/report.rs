@@ -4,7 +4,7 @@
 //! Invariants: each shard is read under its own lock, one at a time, so a report is consistent per
 //! shard, not across shards; `reset_stats` zeroes counters but never items, bytes or pages.
 
-use super::Engine;
+use super::{Engine, LockStats};
 use crate::shard::InvariantError;
 use crate::stats::{ClassSnapshot, EngineStats, GlobalCounters, TenantCounters};
 use crate::Clock;
@@ -77,7 +77,13 @@ impl Engine {
     pub fn reset_stats(&self) {
         for shard in self.shards.iter() {
             shard.lock().reset_counters();
+            shard.reset_stats();
         }
+    }
+
+    /// What the shard locks have cost (waits, longest wait and hold), each shard's in shard order.
+    pub fn lock_stats(&self) -> Vec<LockStats> {
+        self.shards.iter().map(|s| s.stats()).collect()
     }
 
     /// Checks every shard's internal invariants and the page budget; O(items + chunks). For tests, the

@@ -132,6 +132,8 @@ pub(crate) struct General {
     pub arbiter_rounds: u64,
     /// What the warm restart at start-up loaded (all 0 without `-e` or without a saved cache).
     pub restart: crate::restart::RestoreReport,
+    /// The engine's shard locks, all shards together: waits, and the longest wait and hold.
+    pub locks: mrcache_engine::LockStats,
     /// TLS (`-Z`): on, failed handshakes, seconds since the certificates were loaded.
     pub tls_enabled: bool,
     pub tls_handshake_errors: u64,
@@ -200,6 +202,7 @@ impl General {
             observed_miss_ratio: ratio(&m.policy_observed_bits),
             arbiter_rounds: load(&m.arbiter_rounds),
             restart: ctx.restart.get().cloned().unwrap_or_default(),
+            locks: mrcache_engine::LockStats::combine(ctx.engine.lock_stats()),
             tls_enabled: ctx.tls.get().is_some(),
             tls_handshake_errors: ctx.tls.get().map_or(0, |t| t.handshake_errors()),
             tls_secs_since_refresh: ctx
@@ -390,6 +393,17 @@ pub(crate) const GENERAL: &[Figure<General>] = &[
         |s| Value::Text(s.log_policy.as_ref().map_or_else(|| "-".into(), |p| p.0.clone()))),
     counter("log_policy_switches", "log_policy_switches_total", "Times the log's chooser switched policy (-o log_choose).",
         |s| s.log_policy.as_ref().map_or(0, |p| p.1).into()),
+    counter("shard_lock_waits", "shard_lock_waits_total",
+        "Times a thread found an engine shard's lock held and waited for it.", |s| s.locks.waits.into()),
+    counter("shard_lock_wait_time", "shard_lock_wait_seconds_total",
+        "Time threads spent waiting for engine shard locks, all waits together (seconds).",
+        |s| Value::Micros(s.locks.wait_ns / 1_000)),
+    gauge("shard_lock_longest_wait", "shard_lock_longest_wait_seconds",
+        "The longest single wait for an engine shard lock since start or stats reset (seconds).",
+        |s| Value::Micros(s.locks.longest_wait_ns / 1_000)),
+    gauge("shard_lock_longest_hold", "shard_lock_longest_hold_seconds",
+        "The longest any thread held an engine shard lock since start or stats reset (seconds).",
+        |s| Value::Micros(s.locks.longest_hold_ns / 1_000)),
     // /metrics only.
     metrics_gauge("pages_in_use", "Pages of -m held by slab classes.", |s| s.engine.pages_in_use.into()),
     metrics_gauge("page_limit", "Pages in -m.", |s| s.engine.page_limit.into()),

@@ -123,6 +123,7 @@ fn general_has_memcached_names_in_order() {
                 && !n.starts_with("partial_value_")
                 && !n.starts_with("log_cleaner_")
                 && !n.starts_with("log_policy")
+                && !n.starts_with("shard_lock_")
         })
         .collect();
     let theirs: Vec<&str> = MEMCACHED_GENERAL
