@@ -95,7 +95,8 @@ impl MemoryLayout {
 
 /// How the log layout's cleaner ranks a tenant's items: the highest ranked survive a cleaning pass
 /// (Memshare's `rank(t, f)` of the last access time `t` and the access count `f`). The default is
-/// `Density`: it had fewer misses than LRU on every workload and real trace measured (docs/results.md §15).
+/// `Density`: hits per byte make it size-aware, which pays when item sizes vary, as they do on the real
+/// traces (docs/results.md §15).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Ranking {
     /// Least recently used goes first: rank = last access time.

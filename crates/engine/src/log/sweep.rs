@@ -14,8 +14,7 @@
 //! oldest first. An input holds at most one segment of survivors, so by the time the spare is full the
 //! first input is empty, and so on: the spare is the only memory a sweep needs beyond its pool's. (The
 //! spare comes before emptied inputs: each target taken is one segment fewer the sweep can free, and
-//! taking emptied inputs first left fewer to take, so more read items were evicted: 7% more misses on
-//! orm-night at 5%.)
+//! taking emptied inputs first left fewer to take, so more read items were evicted.)
 //!
 //! **When it ends.** After each input, if the inputs it emptied and did not write to outnumber the
 //! spare it wrote to: one of them repays the spare, one is the segment the sweep frees, and any more
@@ -28,8 +27,8 @@
 //!
 //! **Pace.** A sweep is due when a pool takes a cleaned segment or the last free one, and starts when
 //! the fuller of that pool's two heads has a `SWEEP_START`-th of a segment left: it evicts as it goes,
-//! and an eviction made early is a miss the cache had room to avoid (starting at once cost about 1%
-//! more misses on the orm and web traces). It does `SWEEP_PACE` bytes of scanning and moving per byte
+//! and an eviction made early is a miss the cache had room to avoid (starting at once cost misses on
+//! the shared ORM and web traces). It does `SWEEP_PACE` bytes of scanning and moving per byte
 //! appended, more when what it may still have to do would not be done before that head is full
 //! (`sweep_pace`). Whatever is left when the segment is needed is done then (`finish`).
 //!

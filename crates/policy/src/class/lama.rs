@@ -65,8 +65,8 @@
 //! of its items, so the donor loses its coldest items only then, and never for a page the receiver
 //! does not fill. The next round plans from the allocation the grants will leave. Made at once, a
 //! round's pages cost the donors their items the moment memory fills, while small-item receivers
-//! take several windows to fill them (ETC Zipf 0.9 at 256 MiB, 1/4 scale: 89-96% of the potential
-//! over six seeds, against 95-103% paced; results §14.10). `pace=false` makes them at once.
+//! take several windows to fill them, so paced moves reach more of the potential on skewed workloads
+//! (results §14.10). `pace=false` makes them at once.
 
 use std::fmt;
 
@@ -143,12 +143,10 @@ pub enum Interval {
 const DEFAULT_MAX_MOVES: usize = 50;
 /// LAMA compares a plan's gain with "a certain threshold" it does not name. The gain is already
 /// counted `CONFIDENCE_Z` sampling errors less favourably and must clear the model-error or outcome
-/// guards, so the threshold only has to stop plans too small to be worth a page's warm-up. At 1% the
-/// rounds after a large cache's first plan (ETC Zipf 0.9, 1/4 scale, 192-256 MiB) saved 1.3-2.7% of
-/// their window's misses before the penalty, under 1% after it, and the allocation stood still for
-/// millions of accesses; at 0.3% they go on converging (six workload seeds: 93.8 -> 98.1% of the
-/// potential at 192 MiB), at the price of some noise-driven moves once converged (128 MiB: 98.4 ->
-/// 95.8%; docs/results.md §14.9).
+/// guards, so the threshold only has to stop plans too small to be worth a page's warm-up. Set higher,
+/// the rounds after a large cache's first plan fall under it once the penalty is counted and the
+/// allocation stops converging; this low, it goes on converging, at the price of some noise-driven
+/// moves once converged (docs/results.md §14.9).
 const DEFAULT_THRESHOLD: f64 = 0.003;
 /// Curve moves are paced (granted, taken when the receiver needs the page) unless `pace=false`.
 const DEFAULT_PACE: bool = true;
@@ -175,20 +173,19 @@ const RISK_MIN_MISS_SHARE: f64 = 0.05;
 
 /// Beyond the strict model-error guard the curves are believed (trusted or probed) only where their
 /// error in the window is at most this share of the misses observed: where the AET curves are off by
-/// a like factor for every class (the three-phase run: 29-55%), not where they miss by more than
-/// the window's misses (the cache2k orm traces at 32 MiB: 57-455%).
+/// a like factor for every class (a plan's ranking still holds), not where their error exceeds the
+/// window's misses (then the ranking itself is noise; both seen on the shared traces, results §14).
 const TRUST_MAX_RELATIVE_ERROR: f64 = 0.5;
-/// A probe moves this share of the pages its plan would move (at least one). A quarter converged
-/// more slowly on ETC Zipf 0.9 (1/4 scale, 128 and 256 MiB: 94.7% / 70.0% of the upper bound's
-/// potential against 95.1% / 73.5% at a half); the whole plan (no probe) lost 128 MiB (89.3%),
-/// where the curves' ranking is wrong often enough that probing it pays (docs/results.md §14.5).
+/// A probe moves this share of the pages its plan would move (at least one): a smaller share
+/// converges more slowly, and the whole plan (no probe) loses where the curves' ranking is wrong often
+/// enough that probing it pays (docs/results.md §14.5).
 const PROBE_SHARE: f64 = 0.5;
 
 /// A class unused for this many windows in a row may lose its last page. One idle window is not
 /// enough: a class whose keys come back every few windows takes its first page back each time,
 /// from a class that may no longer have one to spare, and then from the largest, a bystander that
-/// loses its coldest page of items (cache2k-orm-busy at 32 MiB, value-size seed 3: +10% misses
-/// against memcached; docs/results.md §14.7).
+/// loses its coldest page of items (seen on a real ORM trace as more misses than memcached's;
+/// docs/results.md §14.7).
 const IDLE_WINDOWS_TO_EMPTY: u32 = 2;
 
 /// Moves are judged early when the window after them misses this much more (relative) than the
