@@ -46,8 +46,8 @@ pub use config::{ConfigError, EngineConfig, ItemAccounting, LogPolicy, MemoryLay
 pub use engine::{
     parse_decimal, ArithOutcome, ChooserReport, ClassHistogram, ClassMrc, ClassSet, CrawlBatch,
     CrawlQuota, Delta, Engine, Entry, ItemBatch, ItemCursor, ItemFlag, ItemMarks, ItemView,
-    LockStats, ReassignOutcome, RestoreOutcome, SavedItem, StoreArgs, StoreMode, StoreOutcome,
-    WalkCursor, WalkFilter, WalkedItem, MAX_SHARD_RESTARTS,
+    LockClock, LockStats, ReassignOutcome, RestoreOutcome, SavedItem, StoreArgs, StoreMode,
+    StoreOutcome, WalkCursor, WalkFilter, WalkedItem, MAX_SHARD_RESTARTS,
 };
 pub use geometry::{ClassGeometry, ClassId, Geometry};
 pub use globals::{Evicted, EvictionObserver};

@@ -177,8 +177,9 @@ impl ServerContext {
     }
 
     /// The context of a server with `workers` worker threads (one `ThreadStats` and one registry slot
-    /// each); the clock starts now.
-    pub fn new(engine: Engine, settings: Settings, workers: usize) -> ServerContext {
+    /// each); the clock starts now, and the engine's shard locks are timed by [`monotonic_nanos`].
+    pub fn new(mut engine: Engine, settings: Settings, workers: usize) -> ServerContext {
+        engine.time_locks(monotonic_nanos);
         let now_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -346,4 +347,10 @@ impl MaintenanceStats {
             ..MaintenanceStats::default()
         }
     }
+}
+
+/// Nanoseconds of a monotonic clock, for the engine's shard-lock figures (`stats` `shard_lock_*`).
+pub fn monotonic_nanos() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    u64::try_from(START.get_or_init(Instant::now).elapsed().as_nanos()).unwrap_or(u64::MAX)
 }

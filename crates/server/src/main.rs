@@ -44,13 +44,8 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE as u8);
         }
     };
-    let unused = settings.slab_options_without_effect();
-    if !unused.is_empty() {
-        eprintln!(
-            "mrcached: {} only tune memcached's slab classes and have no effect under the log layout \
-             (the default); add -o memory_layout=slab to use them",
-            unused.join(", ")
-        );
+    for notice in settings.notices() {
+        eprintln!("mrcached: {notice}");
     }
     // memcached raises the open-files limit to -c before anything else, or exits with EX_OSERR.
     if let Err(e) = rlimit::ensure_open_files(settings.max_connections) {
@@ -98,9 +93,6 @@ fn run(settings: Settings, daemon: Option<Daemon>) -> Result<(), Box<dyn std::er
     }
     let engine = Engine::new(settings.engine_config())?;
     let threads = settings.threads;
-    for option in settings.tls.without_effect() {
-        eprintln!("mrcached: -o {option}: no effect");
-    }
     let ctx = Arc::new(ServerContext::new(engine, settings, threads));
     if ctx.settings.tls.enabled {
         let tls = mrcache_server::net::tls::Tls::load(&ctx.settings.tls, ctx.clock().now)?;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{free_port, run_with_deadline, stat_value, user_args, LineClient, Server, ServerKind};
+use common::{start_refused, stat_value, user_args, LineClient, Server, ServerKind};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -108,18 +108,6 @@ fn slab_options_show_their_effect_under_the_log() {
     );
 }
 
-/// Exit status and output of a server started with `args` that should refuse them.
-fn start_refused(kind: &ServerKind, args: &[&str]) -> (Option<i32>, String) {
-    let (ServerKind::Mrcached(path) | ServerKind::Memcached(path)) = kind;
-    let port = free_port().to_string();
-    let mut command = Command::new(path);
-    command
-        .args(["-p", &port, "-l", "127.0.0.1", "-U", "0"])
-        .args(user_args())
-        .args(args);
-    run_with_deadline(&mut command, TIMEOUT)
-}
-
 /// Bad values of the options are refused by `kind`, with memcached's words where memcached has them.
 fn bad_values_are_refused(kind: &ServerKind) {
     // memcached's own words, which mrcached prints after the option's name.
@@ -137,7 +125,7 @@ fn bad_values_are_refused(kind: &ServerKind) {
             "slab_chunk_max (bytes: 2097152) must divide evenly into 1048576 (slab_page_size)",
         ),
     ] {
-        let (code, output) = start_refused(kind, args);
+        let (code, output) = start_refused(kind, args, TIMEOUT);
         assert_eq!(code, Some(64), "{} {args:?}: {output}", kind.name());
         assert!(output.contains(words), "{} {args:?}: {output}", kind.name());
     }
@@ -149,7 +137,7 @@ fn bad_values_are_refused(kind: &ServerKind) {
         "read_buf_mem_limit=abc",
         "read_buf_mem_limit=-1",
     ] {
-        let (code, output) = start_refused(kind, &["-o", option]);
+        let (code, output) = start_refused(kind, &["-o", option], TIMEOUT);
         assert!(
             code.is_some_and(|c| c != 0),
             "{} -o {option}: {code:?} {output}",

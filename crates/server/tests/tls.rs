@@ -16,11 +16,10 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{run_with_deadline, stat_value, user_args, LineClient, Server, ServerKind};
+use common::{start_refused, stat_value, LineClient, Server, ServerKind};
 use rcgen::{
     BasicConstraints, Certificate, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair,
@@ -299,19 +298,6 @@ fn refresh_certs_loads_new_files_for_new_connections() {
     );
 }
 
-/// Exit status and output of mrcached started with `args`, which should refuse them.
-fn refused(args: &[&str]) -> (Option<i32>, String) {
-    let ServerKind::Mrcached(path) = ServerKind::mrcached() else {
-        unreachable!()
-    };
-    let mut command = Command::new(path);
-    command
-        .args(["-p", "0", "-l", "127.0.0.1", "-U", "0"])
-        .args(user_args())
-        .args(args);
-    run_with_deadline(&mut command, TIMEOUT)
-}
-
 #[test]
 fn start_up_refuses_what_cannot_run_and_names_the_option() {
     let pki = Pki::new("refusals", "mrcache test CA");
@@ -331,7 +317,7 @@ fn start_up_refuses_what_cannot_run_and_names_the_option() {
         (vec!["-o", "ssl_verify_mode=7"], "ssl_verify_mode"),
         (vec!["-o", "ssl_min_version=sslv3"], "ssl_min_version"),
     ] {
-        let (status, output) = refused(&args);
+        let (status, output) = start_refused(&ServerKind::mrcached(), &args, TIMEOUT);
         assert!(status.is_some_and(|s| s != 0), "{args:?} started: {output}");
         assert!(output.contains(words), "{args:?}: {output}");
     }

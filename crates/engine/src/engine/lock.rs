@@ -2,25 +2,30 @@
 //! in all and at most, and the longest any thread held one (`stats`: `shard_lock_*`). These are the
 //! figures that say whether shards serialise the workers (issue 38), readable on any machine.
 //!
-//! Counting costs an uncontended acquisition one `try_lock` and two reads of the monotonic clock (the
-//! hold's start and end); only a contended one also times its wait. The counters are relaxed atomics
-//! beside the mutex, written on contention and when a hold beats the longest so far (a read first, so
-//! the usual hold writes nothing). They describe the server's timing only: no engine decision reads
-//! them, so the simulator stays deterministic.
+//! The engine reads no clock: the embedder that wants the figures gives it one ([`LockClock`],
+//! `Engine::time_locks`; the server does, the simulator does not and pays nothing). Timed, an
+//! uncontended acquisition costs one `try_lock` and two clock reads (the hold's start and end); only a
+//! contended one also times its wait. The counters are relaxed atomics beside the mutex, written on
+//! contention and when a hold beats the longest so far (a read first, so the usual hold writes
+//! nothing). No engine decision reads them.
 //!
-//! Invariant: every guard comes from [`ShardLock::lock`], so every hold is measured.
+//! Invariant: every guard comes from [`ShardLock::lock`], so with a clock every hold is measured.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Instant;
 
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::layout::AnyShard;
 
+/// A monotonic clock in nanoseconds, given by the engine's embedder to time the shard locks.
+pub type LockClock = fn() -> u64;
+
 /// One shard behind its mutex, with its lock counters.
 pub(crate) struct ShardLock {
     shard: Mutex<AnyShard>,
+    /// `None`: the locks are not timed (and nothing is counted).
+    clock: Option<LockClock>,
     waits: AtomicU64,
     wait_ns: AtomicU64,
     longest_wait_ns: AtomicU64,
@@ -53,17 +58,18 @@ impl LockStats {
     }
 }
 
-/// A held shard lock; the hold is measured when it drops.
+/// A held shard lock; a timed hold is measured when it drops.
 pub(crate) struct ShardGuard<'a> {
     guard: MutexGuard<'a, AnyShard>,
-    since: Instant,
-    longest_hold_ns: &'a AtomicU64,
+    /// The clock, the hold's start, and the longest hold to raise.
+    timing: Option<(LockClock, u64, &'a AtomicU64)>,
 }
 
 impl ShardLock {
     pub(crate) fn new(shard: AnyShard) -> ShardLock {
         ShardLock {
             shard: Mutex::new(shard),
+            clock: None,
             waits: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
             longest_wait_ns: AtomicU64::new(0),
@@ -71,15 +77,26 @@ impl ShardLock {
         }
     }
 
-    /// Takes the lock, counting the wait if it was held.
+    /// Times the lock with `clock` from now on.
+    pub(crate) fn time_with(&mut self, clock: LockClock) {
+        self.clock = Some(clock);
+    }
+
+    /// Takes the lock; timed, it counts the wait if the lock was held.
     #[inline]
     pub(crate) fn lock(&self) -> ShardGuard<'_> {
+        let Some(clock) = self.clock else {
+            return ShardGuard {
+                guard: self.shard.lock(),
+                timing: None,
+            };
+        };
         let guard = match self.shard.try_lock() {
             Some(guard) => guard,
             None => {
-                let start = Instant::now();
+                let start = clock();
                 let guard = self.shard.lock();
-                let waited = nanos(start);
+                let waited = clock().saturating_sub(start);
                 self.waits.fetch_add(1, Relaxed);
                 self.wait_ns.fetch_add(waited, Relaxed);
                 raise(&self.longest_wait_ns, waited);
@@ -88,8 +105,7 @@ impl ShardLock {
         };
         ShardGuard {
             guard,
-            since: Instant::now(),
-            longest_hold_ns: &self.longest_hold_ns,
+            timing: Some((clock, clock(), &self.longest_hold_ns)),
         }
     }
 
@@ -135,12 +151,10 @@ impl DerefMut for ShardGuard<'_> {
 impl Drop for ShardGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        raise(self.longest_hold_ns, nanos(self.since));
+        if let Some((clock, since, longest)) = self.timing {
+            raise(longest, clock().saturating_sub(since));
+        }
     }
-}
-
-fn nanos(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Raises `longest` to `value` if it is longer, writing only then.
@@ -156,13 +170,33 @@ mod tests {
     use super::*;
     use crate::{Clock, Engine, EngineConfig, Key};
 
+    /// The embedder's clock, as the server gives it.
+    fn test_clock() -> u64 {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_nanos() as u64
+    }
+
+    #[test]
+    fn without_a_clock_nothing_is_timed() {
+        let engine = Engine::new(EngineConfig::default()).unwrap();
+        engine.get(Key::default_tenant(b"k"), Clock::logical(1), |_| ());
+        assert_eq!(
+            LockStats::combine(engine.lock_stats()),
+            LockStats::default()
+        );
+    }
+
     #[test]
     fn a_request_that_finds_its_shard_held_is_counted_as_a_wait() {
-        let engine = Engine::new(EngineConfig {
+        let mut engine = Engine::new(EngineConfig {
             shards: 1,
             ..EngineConfig::default()
         })
         .unwrap();
+        engine.time_locks(test_clock);
         let (held, released) = (
             std::sync::Barrier::new(2),
             std::time::Duration::from_millis(30),

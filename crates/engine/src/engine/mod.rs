@@ -46,7 +46,7 @@ pub use arith::{parse_decimal, ArithOutcome, Delta};
 pub use chooser::ChooserReport;
 use entry::count_get;
 pub use entry::{Entry, ItemFlag, ItemView};
-pub use lock::LockStats;
+pub use lock::{LockClock, LockStats};
 pub use pages::ReassignOutcome;
 pub use profiles::{ClassHistogram, ClassMrc};
 pub use restart::{ItemCursor, ItemMarks, RestoreOutcome, SavedItem};

@@ -4,7 +4,7 @@
 //! Invariants: each shard is read under its own lock, one at a time, so a report is consistent per
 //! shard, not across shards; `reset_stats` zeroes counters but never items, bytes or pages.
 
-use super::{Engine, LockStats};
+use super::{Engine, LockClock, LockStats};
 use crate::shard::InvariantError;
 use crate::stats::{ClassSnapshot, EngineStats, GlobalCounters, TenantCounters};
 use crate::Clock;
@@ -78,6 +78,13 @@ impl Engine {
         for shard in self.shards.iter() {
             shard.lock().reset_counters();
             shard.reset_stats();
+        }
+    }
+
+    /// Times the shard locks with `clock` (see `lock.rs`); until then `lock_stats` stays at 0.
+    pub fn time_locks(&mut self, clock: LockClock) {
+        for shard in self.shards.iter_mut() {
+            shard.time_with(clock);
         }
     }
 

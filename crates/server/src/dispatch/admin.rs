@@ -139,7 +139,7 @@ pub(crate) fn refresh_certs(ctx: &Ctx<'_>, noreply: bool, out: &mut Vec<u8>) -> 
         response::line(out, "Error TLS not enabled");
         return Flow::Continue;
     };
-    match tls.refresh(ctx.server.clock().now) {
+    match tls.refresh(&ctx.server.settings.tls, ctx.server.clock().now) {
         Ok(()) => ctx.reply(out, noreply, "OK"),
         Err(why) => response::line(out, &format!("Error loading the certificates: {why}")),
     }

@@ -40,7 +40,6 @@ const SESSION_CACHE_ENTRIES: usize = 4096;
 
 /// The server's TLS configuration and counters (one per server, in `ServerContext`).
 pub struct Tls {
-    settings: TlsSettings,
     config: RwLock<Arc<ServerConfig>>,
     /// Engine clock second of the last successful load (`time_since_server_cert_refresh`).
     loaded_at: AtomicU32,
@@ -52,15 +51,15 @@ impl Tls {
     pub fn load(settings: &TlsSettings, now_secs: u32) -> Result<Tls, String> {
         Ok(Tls {
             config: RwLock::new(Arc::new(server_config(settings)?)),
-            settings: settings.clone(),
             loaded_at: AtomicU32::new(now_secs),
             handshake_errors: AtomicU64::new(0),
         })
     }
 
-    /// `refresh_certs`: reads the files again; on an error the configuration in use stays.
-    pub fn refresh(&self, now_secs: u32) -> Result<(), String> {
-        let config = server_config(&self.settings)?;
+    /// `refresh_certs`: reads the files `settings` name (the server's, fixed at start) again; on an
+    /// error the configuration in use stays.
+    pub fn refresh(&self, settings: &TlsSettings, now_secs: u32) -> Result<(), String> {
+        let config = server_config(settings)?;
         *self.config.write() = Arc::new(config);
         self.loaded_at.store(now_secs, Relaxed);
         Ok(())

@@ -330,6 +330,28 @@ impl Settings {
         given.iter().filter(|(_, g)| *g).map(|(f, _)| *f).collect()
     }
 
+    /// What start-up says about options accepted (so that memcached's command lines start) that
+    /// change nothing here: memcached's slab options under the log layout, and the TLS options rustls
+    /// has no use for (`TlsSettings::without_effect`).
+    pub fn notices(&self) -> Vec<String> {
+        let mut notices = Vec::new();
+        let slab = self.slab_options_without_effect();
+        if !slab.is_empty() {
+            notices.push(format!(
+                "{} only tune memcached's slab classes and have no effect under the log layout (the \
+                 default); add -o memory_layout=slab to use them",
+                slab.join(", ")
+            ));
+        }
+        notices.extend(
+            self.tls
+                .without_effect()
+                .into_iter()
+                .map(|option| format!("-o {option}: no effect")),
+        );
+        notices
+    }
+
     /// Range checks memcached makes, naming the flag.
     fn validate(&self) -> Result<(), SettingsError> {
         let err = |flag, why: &str| Err(SettingsError::flag(flag, why));

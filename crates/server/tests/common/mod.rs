@@ -390,6 +390,19 @@ fn spawn_piped(command: &mut Command) -> Child {
         .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"))
 }
 
+/// Exit status and output of `kind` started on 127.0.0.1 with `args`, which it should refuse (a
+/// server that starts anyway is killed at `timeout`, giving no status).
+pub fn start_refused(kind: &ServerKind, args: &[&str], timeout: Duration) -> (Option<i32>, String) {
+    let (ServerKind::Mrcached(path) | ServerKind::Memcached(path)) = kind;
+    let port = free_port().to_string();
+    let mut command = Command::new(path);
+    command
+        .args(["-p", &port, "-l", "127.0.0.1", "-U", "0"])
+        .args(user_args())
+        .args(args);
+    run_with_deadline(&mut command, timeout)
+}
+
 /// Runs a command to completion with a deadline, returning its exit code and
 /// combined stdout+stderr; the child is killed if the deadline passes.
 pub fn run_with_deadline(command: &mut Command, timeout: Duration) -> (Option<i32>, String) {
