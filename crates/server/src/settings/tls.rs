@@ -169,11 +169,18 @@ impl TlsSettings {
         Ok(())
     }
 
-    /// The options given under `-Z` that change nothing here, for start-up's notice.
+    /// The options given that change nothing here, for start-up's notice: any of them without `-Z`
+    /// (memcached accepts them so), and under `-Z` the OpenSSL knobs rustls has no counterpart for.
     pub fn without_effect(&self) -> Vec<&'static str> {
         let mut unused = Vec::new();
         if !self.enabled {
+            if *self != TlsSettings::default() {
+                unused.push("ssl_* (TLS is off without -Z)");
+            }
             return unused;
+        }
+        if self.wbuf_bytes != DEFAULT_SSL_WBUF_BYTES {
+            unused.push("ssl_wbuf_size (rustls bounds its own buffers)");
         }
         if self.ciphers.is_some() {
             unused.push("ssl_ciphers (rustls negotiates among its own suites)");

@@ -782,6 +782,23 @@ fn options_of_one_layout_are_refused_under_the_other() {
     );
     let s = run(&["-f", "1.5", "-o", "memory_layout=slab,slab_automove=2"]).unwrap();
     assert!(s.slab_options_without_effect().is_empty());
+    assert!(s.notices().is_empty());
+    // TLS options without -Z, and ssl_wbuf_size under it, are accepted and named too.
+    let s = run(&["-o", "ssl_chain_cert=/etc/cert.pem"]).unwrap();
+    assert_eq!(s.notices(), ["-o ssl_* (TLS is off without -Z): no effect"]);
+    let s = run(&["-o", "memory_layout=slab,ssl_wbuf_size=32"]).unwrap();
+    assert_eq!(s.notices(), ["-o ssl_* (TLS is off without -Z): no effect"]);
+    let mut tls = crate::settings::tls::TlsSettings {
+        enabled: true,
+        wbuf_bytes: 32 * 1024,
+        ..Default::default()
+    };
+    assert_eq!(
+        tls.without_effect(),
+        ["ssl_wbuf_size (rustls bounds its own buffers)"]
+    );
+    tls.wbuf_bytes = crate::settings::tls::DEFAULT_SSL_WBUF_BYTES;
+    assert!(tls.without_effect().is_empty());
     let e = err(&["-M", "-o", "memory_layout=log,log_probation=0.1"]);
     assert!(e.contains("-o log_probation") && e.contains("-M"), "{e}");
     let s = run(&[
